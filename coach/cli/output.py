@@ -1,0 +1,47 @@
+"""Where the CLI writes: results on stdout (rich tables or --json), progress and diagnostics on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` as JSON on stdout (numbers as numbers, NaN as null)."""
+    sys.stdout.write(json.dumps(_clean(data), indent=2, default=str) + "\n")
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and x != x:
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+@contextmanager
+def progress(description: str, total: int | None = None) -> Iterator[Any]:
+    """A progress bar on stderr that appears only if the work takes over a second."""
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}" if total else ""),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+    with bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1, **kw: bar.update(task, advance=n, **kw)

@@ -1,0 +1,104 @@
+"""Tell what a file is by its content, not its name.
+
+Each profiler output has a signature in its first bytes: ``.ncu-rep`` files start with ``NVR\\0``;
+``.nsys-rep`` (and the older ``.qdrep``) with ``NVIDIA Tegra Profiler Report``; SQLite databases
+with ``SQLite format 3\\0``; gzip with ``1f 8b``. JSON and CSV are told apart by their first
+non-blank character and header. A folder written by ``coach.model.save`` holds
+``coach-profile.json``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sqlite3
+import zlib
+from pathlib import Path
+
+from coach.errors import InputError
+from coach.model import SAVED_MARKER, Format
+
+NCU_MAGIC = b"NVR\x00"
+NSYS_MAGIC = b"NVIDIA Tegra Profiler Report"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+
+# Tables that only an Nsight Systems export has; any one of them is enough to recognise one.
+NSYS_MARKER_TABLES = {"StringIds", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS",
+                      "TARGET_INFO_GPU", "META_DATA_EXPORT", "ThreadNames"}
+
+_HEAD = 4096
+
+
+def detect(path: str | Path) -> Format:
+    """Return the format of ``path`` or raise ``InputError`` saying why it is not one we read."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, "no such file or folder")
+    if p.is_dir():
+        if (p / SAVED_MARKER).is_file():
+            return "coach-profile"
+        raise InputError(p, "is a folder without a coach-profile.json (pass the report files inside it)")
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError as err:
+        raise InputError(p, f"cannot be read ({err.strerror or err})") from None
+    if not head:
+        raise InputError(p, "is empty")
+    if head.startswith(NCU_MAGIC):
+        return "ncu-rep"
+    if head.startswith(NSYS_MAGIC):
+        return "nsys-rep"
+    if head.startswith(SQLITE_MAGIC):
+        _check_nsys_sqlite(p)
+        return "nsys-sqlite"
+    if head.startswith(GZIP_MAGIC):
+        text = _gunzip_head(p)
+        if _looks_like_json(text):
+            return "kineto-json"
+        raise InputError(p, "is gzip-compressed but does not hold a JSON trace")
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if _looks_like_json(text):
+        return "kineto-json"
+    if _looks_like_ncu_csv(text):
+        return "ncu-csv"
+    raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
+                        "or PyTorch-profiler JSON)")
+
+
+def _gunzip_head(p: Path) -> str:
+    try:
+        with gzip.open(p, "rb") as fh:
+            return fh.read(_HEAD).decode("utf-8", errors="replace")
+    except (OSError, EOFError, zlib.error) as err:
+        raise InputError(p, f"is a damaged gzip file ({err})") from None
+
+
+def _looks_like_json(text: str) -> bool:
+    s = text.lstrip()
+    return s.startswith("{") or s.startswith("[")
+
+
+def _looks_like_ncu_csv(text: str) -> bool:
+    # ncu prints "==PROF==" and "==WARNING==" lines before the CSV when run live.
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
+    if not lines:
+        return False
+    header = lines[0]
+    return header.startswith('"ID"') and ('"Kernel Name"' in header or '"Function Name"' in header)
+
+
+def _check_nsys_sqlite(p: Path) -> None:
+    try:
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as err:
+        raise InputError(p, f"is a damaged SQLite database ({err})") from None
+    if not names:
+        raise InputError(p, "is an SQLite database with no tables (an empty or failed nsys export?)")
+    if not names & NSYS_MARKER_TABLES:
+        raise InputError(p, "is an SQLite database but not an Nsight Systems export (no StringIds, "
+                            "TARGET_INFO_* or CUPTI_* tables)")

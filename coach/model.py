@@ -1,0 +1,446 @@
+"""The canonical data model: every reader produces these tables, and nothing downstream sees a raw
+profiler format.
+
+Two kinds of profile exist:
+
+``KernelProfile`` (Nsight Compute: ``.ncu-rep`` or ``ncu --csv``)
+    ``launches``  one row per profiled kernel launch, with the launch configuration and the
+                  metrics the analysis uses, under canonical names (``LAUNCH_METRICS``).
+    ``metrics``   every metric of every launch in long form (launch, metric, value, unit), so
+                  nothing in a report is lost.
+    ``rules``     Nsight Compute's own rule results (the guided-analysis messages).
+    ``devices``   one row per device the launches ran on.
+
+``Timeline`` (Nsight Systems SQLite / ``.nsys-rep``, PyTorch-profiler JSON)
+    ``kernels``, ``memcpy``, ``memset``, ``api`` (runtime and driver calls), ``sync``
+    (synchronisation records), ``nvtx`` (ranges and marks), ``devices``.
+
+Units are normalised and named in the column: times in integer nanoseconds (``*_ns``) on a
+timeline, float nanoseconds for Nsight Compute durations (``duration_ns``, an average over replay
+passes), sizes in bytes (``*_bytes``), rates per second (``*_per_s``), frequencies in hertz
+(``*_hz``), percentages 0-100 (``*_pct``), operation counts as plain numbers (``*_flop``,
+``*_inst``, ``*_sectors``). A timeline's times are relative to the start of its capture session.
+
+A column a source cannot fill is null; a table a source lacks is empty, with its schema. Use
+``conform`` at a reader's boundary: it adds missing columns as nulls, casts to the schema's types
+and orders the columns, and refuses unknown columns so that typos surface in tests.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import polars as pl
+
+Int = pl.Int64
+Float = pl.Float64
+Str = pl.Utf8
+Bool = pl.Boolean
+
+# --------------------------------------------------------------------------------------------
+# Kernel profiles (Nsight Compute)
+# --------------------------------------------------------------------------------------------
+
+#: Launch identity and configuration, filled from the report's launch__* and identity fields.
+LAUNCH_IDENTITY: dict[str, pl.DataType] = {
+    "launch_id": Int,  # the report's own ID for the profiled launch (0, 1, ...)
+    "kernel_name": Str,  # function name, e.g. "copy_strided"
+    "demangled_name": Str,  # "copy_strided(const float *, float *, int, int)"
+    "mangled_name": Str,
+    "process_id": Int,
+    "process_name": Str,
+    "device_id": Int,
+    "context_id": Int,
+    "stream_id": Int,
+    "nvtx_range": Str,  # innermost NVTX range pushed around the launch, if recorded
+    "grid_x": Int,
+    "grid_y": Int,
+    "grid_z": Int,
+    "block_x": Int,
+    "block_y": Int,
+    "block_z": Int,
+    "grid_size": Int,  # blocks in the grid
+    "block_size": Int,  # threads per block
+    "cluster_size": Int,  # thread-block cluster size (Hopper), null if none
+    "registers_per_thread": Int,
+    "shared_mem_static_bytes": Int,  # per block
+    "shared_mem_dynamic_bytes": Int,  # per block
+    "shared_mem_config_bytes": Int,  # shared-memory carve-out per SM chosen for the launch
+    "local_mem_per_thread_bytes": Int,  # stack frame / spill space, where the report has it
+}
+
+#: Metrics the analysis reads, under canonical names. The mapping from Nsight Compute metric names
+#: (with fallbacks for older versions) is data: coach/ingest/ncu_metrics.csv.
+LAUNCH_METRICS: dict[str, pl.DataType] = {
+    # time and clocks
+    "duration_ns": Float,
+    "sm_cycles_elapsed": Float,
+    "sm_frequency_hz": Float,
+    "dram_frequency_hz": Float,
+    # speed of light
+    "sm_throughput_pct": Float,  # compute (SM) throughput, % of peak
+    "memory_throughput_pct": Float,  # compute-memory throughput, % of peak (max over units)
+    "dram_throughput_pct": Float,
+    "l1_throughput_pct": Float,
+    "l2_throughput_pct": Float,
+    # bytes through each level (hierarchical roofline)
+    "dram_read_bytes": Float,
+    "dram_write_bytes": Float,
+    "dram_bytes": Float,
+    "l2_bytes": Float,
+    "l1_bytes": Float,
+    "l2_hit_rate_pct": Float,
+    "l1_hit_rate_pct": Float,
+    # floating-point work: thread-level instruction counts (an FMA counts as one instruction)
+    "fp64_add_inst": Float,
+    "fp64_mul_inst": Float,
+    "fp64_fma_inst": Float,
+    "fp32_add_inst": Float,
+    "fp32_mul_inst": Float,
+    "fp32_fma_inst": Float,
+    "fp16_add_inst": Float,
+    "fp16_mul_inst": Float,
+    "fp16_fma_inst": Float,
+    "tensor_flop": Float,  # tensor-pipe operations, all input types (sm__ops_path_tensor_*)
+    # pipes
+    "tensor_pipe_active_pct": Float,
+    "fma_pipe_active_pct": Float,
+    "fp64_pipe_active_pct": Float,
+    "xu_pipe_active_pct": Float,  # special-function unit (transcendentals, conversions)
+    "lsu_pipe_active_pct": Float,
+    "issue_active_pct": Float,  # issue slots used, % of cycles with an SM active
+    # occupancy and launch limits
+    "achieved_occupancy_pct": Float,
+    "theoretical_occupancy_pct": Float,
+    "waves_per_sm": Float,
+    "blocks_limit_registers": Float,
+    "blocks_limit_shared_mem": Float,
+    "blocks_limit_warps": Float,
+    "blocks_limit_sm": Float,
+    "sm_count": Float,
+    # global memory access efficiency
+    "global_load_requests": Float,
+    "global_load_sectors": Float,
+    "global_store_requests": Float,
+    "global_store_sectors": Float,
+    "global_load_bytes_per_sector_pct": Float,  # useful bytes per fetched sector, % (100 is ideal)
+    # local memory (spills, dynamically indexed arrays)
+    "local_load_sectors": Float,
+    "local_store_sectors": Float,
+    # shared memory
+    "shared_load_wavefronts": Float,
+    "shared_store_wavefronts": Float,
+    "shared_load_requests": Float,
+    "shared_store_requests": Float,
+    "shared_bank_conflicts": Float,  # load + store bank conflicts
+    # control flow
+    "branch_divergent_targets": Float,
+    "thread_inst_per_warp_inst": Float,  # average active threads per executed instruction (32 max)
+    "warp_inst_executed": Float,
+    # atomics
+    "global_atomic_requests": Float,
+    "l2_atomic_requests": Float,
+    # warp-stall breakdown: average warps stalled per issued instruction, by reason
+    "stall_long_scoreboard": Float,
+    "stall_short_scoreboard": Float,
+    "stall_barrier": Float,
+    "stall_mio_throttle": Float,
+    "stall_lg_throttle": Float,
+    "stall_math_pipe_throttle": Float,
+    "stall_not_selected": Float,
+    "stall_wait": Float,
+    "stall_tex_throttle": Float,
+    "stall_membar": Float,
+    "stall_branch_resolving": Float,
+    "stall_dispatch": Float,
+    "stall_drain": Float,
+    "stall_no_instruction": Float,
+    "stall_sleeping": Float,
+    "stall_selected": Float,
+    "stall_gmma": Float,
+    "warp_cycles_per_issued_inst": Float,
+}
+
+LAUNCHES: dict[str, pl.DataType] = {**LAUNCH_IDENTITY, **LAUNCH_METRICS}
+
+METRICS: dict[str, pl.DataType] = {
+    "launch_id": Int,
+    "metric": Str,  # the tool's own metric name, e.g. dram__bytes_read.sum
+    "value": Float,  # in base units (see ``unit``); null for text-valued metrics
+    "unit": Str,  # normalised unit: ns, byte, byte/s, hz, %, cycle, inst, sector, ... or ""
+    "text": Str,  # the value as text, for string-valued metrics (device names, ...)
+}
+
+RULES: dict[str, pl.DataType] = {
+    "launch_id": Int,
+    "rule_id": Str,  # e.g. UncoalescedGlobalAccess
+    "rule_name": Str,
+    "section_id": Str,
+    "severity": Str,  # "ok", "info", "warning", "error" (Nsight Compute's message type)
+    "title": Str,
+    "message": Str,
+    "speedup_type": Str,  # "local" or "global", as Nsight Compute estimates it
+    "speedup_pct": Float,  # Nsight Compute's estimated speed-up, % of the kernel's time
+    "focus_metrics": pl.List(pl.Struct({"name": Str, "value": Float, "info": Str})),
+}
+
+DEVICES: dict[str, pl.DataType] = {
+    "device_id": Int,
+    "name": Str,
+    "cc_major": Int,
+    "cc_minor": Int,
+    "sm_count": Int,
+    "sm_clock_hz": Float,  # maximum SM clock the device reports
+    "memory_clock_hz": Float,
+    "memory_bus_width_bits": Int,
+    "memory_bytes": Int,
+    "memory_bandwidth_bytes_per_s": Float,  # peak DRAM bandwidth the tool reports or implies
+    "l2_bytes": Int,
+    "shared_mem_per_sm_bytes": Int,
+    "registers_per_sm": Int,
+    "max_warps_per_sm": Int,
+    "max_blocks_per_sm": Int,
+    "max_threads_per_block": Int,
+}
+
+# --------------------------------------------------------------------------------------------
+# Timelines (Nsight Systems, PyTorch profiler)
+# --------------------------------------------------------------------------------------------
+
+_SPAN = {"start_ns": Int, "end_ns": Int, "dur_ns": Int}
+_GPU_PLACE = {"device_id": Int, "context_id": Int, "stream_id": Int, "correlation_id": Int}
+
+KERNELS: dict[str, pl.DataType] = {
+    **_SPAN,
+    **_GPU_PLACE,
+    "pid": Int,
+    "name": Str,  # short name (function name without arguments)
+    "demangled_name": Str,
+    "grid_x": Int,
+    "grid_y": Int,
+    "grid_z": Int,
+    "block_x": Int,
+    "block_y": Int,
+    "block_z": Int,
+    "registers_per_thread": Int,
+    "shared_mem_static_bytes": Int,
+    "shared_mem_dynamic_bytes": Int,
+    "graph_id": Int,  # set when launched from a CUDA graph
+}
+
+MEMCPY: dict[str, pl.DataType] = {
+    **_SPAN,
+    **_GPU_PLACE,
+    "pid": Int,
+    "kind": Str,  # "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "unknown"
+    "bytes": Int,
+    "src_memory": Str,  # "pageable", "pinned", "device", "managed", "array", "unknown"
+    "dst_memory": Str,
+    "pageable": Bool,  # True when either side is pageable host memory
+}
+
+MEMSET: dict[str, pl.DataType] = {
+    **_SPAN,
+    **_GPU_PLACE,
+    "pid": Int,
+    "bytes": Int,
+    "value": Int,
+    "memory": Str,
+}
+
+API: dict[str, pl.DataType] = {
+    **_SPAN,
+    "pid": Int,
+    "tid": Int,
+    "correlation_id": Int,
+    "name": Str,  # e.g. cudaLaunchKernel, cuLaunchKernel_ptsz
+    "api": Str,  # "runtime" or "driver"
+    "return_code": Int,
+}
+
+SYNC: dict[str, pl.DataType] = {
+    **_SPAN,
+    **_GPU_PLACE,
+    "pid": Int,
+    "tid": Int,
+    "kind": Str,  # "event", "stream_wait_event", "stream", "context" (device-wide), "unknown"
+    "event_id": Int,
+}
+
+NVTX: dict[str, pl.DataType] = {
+    "start_ns": Int,
+    "end_ns": Int,  # null for marks
+    "dur_ns": Int,
+    "pid": Int,
+    "tid": Int,
+    "text": Str,
+    "domain": Str,
+    "kind": Str,  # "push_pop", "start_end", "mark"
+    "depth": Int,  # nesting level on its thread, 0 for outermost
+}
+
+TIMELINE_DEVICES: dict[str, pl.DataType] = dict(DEVICES)
+
+KERNEL_PROFILE_TABLES: dict[str, dict[str, pl.DataType]] = {
+    "launches": LAUNCHES,
+    "metrics": METRICS,
+    "rules": RULES,
+    "devices": DEVICES,
+}
+
+TIMELINE_TABLES: dict[str, dict[str, pl.DataType]] = {
+    "kernels": KERNELS,
+    "memcpy": MEMCPY,
+    "memset": MEMSET,
+    "api": API,
+    "sync": SYNC,
+    "nvtx": NVTX,
+    "devices": TIMELINE_DEVICES,
+}
+
+
+def empty(schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """An empty frame with ``schema``."""
+    return pl.DataFrame(schema=dict(schema))
+
+
+def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], *, table: str = "table") -> pl.DataFrame:
+    """Add the schema's missing columns as nulls, cast to its types, and order them.
+
+    Raises ``ValueError`` for a column the schema does not know: readers must map raw names to
+    canonical ones before calling this.
+    """
+    lf = df.lazy() if isinstance(df, pl.DataFrame) else df
+    have = lf.collect_schema()
+    unknown = [c for c in have.names() if c not in schema]
+    if unknown:
+        raise ValueError(f"{table}: columns not in the canonical schema: {unknown}")
+    exprs = [
+        (pl.col(name).cast(dtype, strict=False) if name in have else pl.lit(None, dtype=dtype)).alias(name)
+        for name, dtype in schema.items()
+    ]
+    return lf.select(exprs).collect()
+
+
+# --------------------------------------------------------------------------------------------
+# Containers
+# --------------------------------------------------------------------------------------------
+
+Format = Literal["ncu-rep", "ncu-csv", "nsys-sqlite", "nsys-rep", "kineto-json", "coach-profile"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a profile came from."""
+
+    path: str
+    format: Format
+    tool: str  # "Nsight Compute", "Nsight Systems", "PyTorch profiler"
+    tool_version: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)  # provenance: GPU, driver, command, date, ...
+
+
+@dataclass
+class KernelProfile:
+    source: Source
+    launches: pl.DataFrame
+    metrics: pl.DataFrame
+    rules: pl.DataFrame
+    devices: pl.DataFrame
+
+    kind = "kernel-profile"
+    TABLES = KERNEL_PROFILE_TABLES
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {name: getattr(self, name) for name in self.TABLES}
+
+
+@dataclass
+class Timeline:
+    source: Source
+    kernels: pl.DataFrame
+    memcpy: pl.DataFrame
+    memset: pl.DataFrame
+    api: pl.DataFrame
+    sync: pl.DataFrame
+    nvtx: pl.DataFrame
+    devices: pl.DataFrame
+
+    kind = "timeline"
+    TABLES = TIMELINE_TABLES
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {name: getattr(self, name) for name in self.TABLES}
+
+    @property
+    def span_ns(self) -> tuple[int, int] | None:
+        """First start and last end over all GPU and API activity, or None for an empty timeline."""
+        starts = [t["start_ns"].min() for t in (self.kernels, self.memcpy, self.memset, self.api) if t.height]
+        ends = [t["end_ns"].max() for t in (self.kernels, self.memcpy, self.memset, self.api) if t.height]
+        if not starts:
+            return None
+        return int(min(starts)), int(max(ends))
+
+
+Profile = KernelProfile | Timeline
+
+
+def make_kernel_profile(source: Source, **tables: pl.DataFrame | pl.LazyFrame | None) -> KernelProfile:
+    """Build a ``KernelProfile``, conforming each given table and filling absent ones empty."""
+    return KernelProfile(source=source, **_conform_all(KERNEL_PROFILE_TABLES, tables))
+
+
+def make_timeline(source: Source, **tables: pl.DataFrame | pl.LazyFrame | None) -> Timeline:
+    """Build a ``Timeline``, conforming each given table and filling absent ones empty."""
+    return Timeline(source=source, **_conform_all(TIMELINE_TABLES, tables))
+
+
+def _conform_all(schemas: Mapping[str, Mapping[str, pl.DataType]], tables: Mapping[str, Any]) -> dict[str, pl.DataFrame]:
+    extra = set(tables) - set(schemas)
+    if extra:
+        raise TypeError(f"unknown tables: {sorted(extra)}")
+    return {
+        name: (empty(schema) if tables.get(name) is None else conform(tables[name], schema, table=name))
+        for name, schema in schemas.items()
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Storage: a folder of Parquet files (how traces/ keeps recorded profiles compactly)
+# --------------------------------------------------------------------------------------------
+
+SAVED_MARKER = "coach-profile.json"
+SAVED_FORMAT_VERSION = 1
+
+
+def save(profile: Profile, folder: str | Path) -> Path:
+    """Write ``profile`` as ``folder/coach-profile.json`` plus one Parquet file per table.
+
+    Files are written beside their final names and renamed into place, so an interrupted save
+    leaves no half-written table behind.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, df in profile.tables().items():
+        tmp = folder / f".{name}.parquet.tmp"
+        df.write_parquet(tmp, compression="zstd", compression_level=19, statistics=False)
+        tmp.replace(folder / f"{name}.parquet")
+    header = {
+        "coach_profile_format": SAVED_FORMAT_VERSION,
+        "kind": profile.kind,
+        "source": {
+            "path": Path(profile.source.path).name,
+            "format": profile.source.format,
+            "tool": profile.source.tool,
+            "tool_version": profile.source.tool_version,
+            "meta": dict(profile.source.meta),
+        },
+        "tables": sorted(profile.tables()),
+    }
+    tmp = folder / f".{SAVED_MARKER}.tmp"
+    tmp.write_text(json.dumps(header, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.replace(folder / SAVED_MARKER)
+    return folder

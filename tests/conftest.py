@@ -1,0 +1,63 @@
+"""Shared test helpers. Recorded traces live in tests/data/<situation>/ with a PROVENANCE.md each."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests run only where a GPU and torch are present."""
+    try:
+        import torch  # noqa: F401
+
+        have_gpu = torch.cuda.is_available()
+    except Exception:
+        have_gpu = False
+    if have_gpu:
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with torch")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def strided_ncu_rep() -> Path:
+    return DATA / "ncu_strided_copy" / "copy_strided_vs_coalesced.ncu-rep"
+
+
+@pytest.fixture(scope="session")
+def softmax_nsys_sqlite() -> Path:
+    return DATA / "nsys_torch_softmax" / "torch_softmax_nvtx.sqlite"
+
+
+@pytest.fixture(scope="session")
+def softmax_nsys_rep() -> Path:
+    return DATA / "nsys_torch_softmax" / "torch_softmax_nvtx.nsys-rep"
+
+
+@pytest.fixture(scope="session")
+def softmax_kineto_json() -> Path:
+    return DATA / "kineto_torch_softmax" / "torch_softmax_kineto.json"
+
+
+@pytest.fixture
+def copy_to_tmp(tmp_path):
+    """Copy a data file into tmp_path (for tests that damage it)."""
+
+    def _copy(src: Path, name: str | None = None) -> Path:
+        dst = tmp_path / (name or src.name)
+        shutil.copyfile(src, dst)
+        return dst
+
+    return _copy
