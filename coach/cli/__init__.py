@@ -12,9 +12,15 @@ import click
 from coach.cli.main import app
 from coach.errors import CoachError
 
-# Each module registers its commands on ``app`` when imported.
+# Each module registers its commands on ``app`` when imported. They are imported on the GPU machine
+# too, where polars is not installed: a command module imports polars-dependent code (coach.ingest,
+# coach.model, coach.analyze, ...) inside its functions, never at the top.
 COMMAND_MODULES = [
     "coach.cli.load",
+    "coach.cli.doctor",
+    "coach.cli.profile",
+    "coach.cli.record",
+    "coach.cli.run",
 ]
 
 for _name in COMMAND_MODULES:
