@@ -111,7 +111,10 @@ def measure(scenario: Scenario, evidence: Evidence, profile: Profile) -> float |
         expr = pl.len().cast(pl.Float64)
     else:
         expr = getattr(metric, evidence.agg)()
-    value = lf.select(expr.alias("value")).collect().item()
+    row = lf.select(expr.alias("value"), pl.col(evidence.metric).is_not_null().sum().alias("present")).collect()
+    value, present = row["value"][0], row["present"][0]
+    if evidence.agg != "count" and not present:
+        return None  # the metric was not recorded (polars sums nothing to 0)
     if value is None or not math.isfinite(value):
         return None
     return float(value) * evidence.scale

@@ -234,3 +234,59 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
 def flat(text: str) -> str:
     """Whitespace folded to single spaces (rich wraps long lines at the terminal width)."""
     return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------------------------
+# A raw recording of scenario-01 built in the test (until real traces exist). The numbers are made
+# up to look like what the scenario predicts; they are not measurements and no test claims they are.
+# --------------------------------------------------------------------------------------------
+
+SYNTHETIC_PROVENANCE = {
+    "gpu": {"index": 0, "name": "NVIDIA H200", "driver": "580.95.05", "memory_mib": 143771,
+            "compute_capability": "9.0", "max_sm_clock_mhz": 1980, "max_memory_clock_mhz": 3201},
+    "gpu_count": 1, "cuda_driver_version": "13.0", "ncu": "Version 2025.3.1.0", "nsys": "2025.3.1",
+    "date": "2026-12-01T09:30:00+00:00", "git_commit": "synthetic", "command": ["coach", "record", "scenario-01"],
+}
+# Per variant: kernel, median ms, sectors per request, useful bytes per sector %, DRAM GB read, DRAM %.
+SYNTHETIC_SCENARIO_01 = {
+    "slow": ("drift_x_aos", 3.45, 32, 12.5, 12.9, 91.0),
+    "fixed": ("drift_x_soa", 1.16, 4, 100.0, 3.22, 88.0),
+}
+
+
+def build_raw_scenario_01(raw: Path) -> Path:
+    """A raw folder as `coach record scenario-01` writes it, with saved coach profiles in place of
+    the .ncu-rep and .sqlite files (the import reads any format coach.ingest.load reads)."""
+    import json
+
+    import polars as pl
+
+    from coach.model import Source, make_kernel_profile, make_timeline, save
+
+    folder = raw / "scenario-01"
+    folder.mkdir(parents=True)
+    variants = {}
+    requests = 2 * 402653184 // 32  # two warp-wide loads per 32 particles
+    for variant, (kernel, ms, per_request, pct, dram_gb, dram_pct) in SYNTHETIC_SCENARIO_01.items():
+        launches = pl.DataFrame({
+            "launch_id": [0], "kernel_name": [kernel], "duration_ns": [ms * 1e6],
+            "global_load_requests": [float(requests)], "global_load_sectors": [float(requests * per_request)],
+            "global_load_bytes_per_sector_pct": [pct], "dram_read_bytes": [dram_gb * 1e9],
+            "dram_throughput_pct": [dram_pct],
+        })
+        save(make_kernel_profile(Source("x.ncu-rep", "ncu-rep", "Nsight Compute", "2025.3.1"), launches=launches),
+             folder / f"{variant}.ncu")
+        starts = [i * 5_000_000 for i in range(3)]
+        kernels = pl.DataFrame({"start_ns": starts, "end_ns": [s + int(ms * 1e6) for s in starts],
+                                "dur_ns": [int(ms * 1e6)] * 3, "name": [kernel] * 3})
+        save(make_timeline(Source("x.sqlite", "nsys-sqlite", "Nsight Systems", "2025.3.1"), kernels=kernels),
+             folder / f"{variant}.nsys")
+        (folder / f"{variant}.plain.json").write_text(json.dumps({
+            "coach_result": 1, "variant": variant, "ok": True, "rel_error": 3e-8, "tolerance": 1e-6,
+            "unit": "launch", "median_ms": ms, "min_ms": ms - 0.01, "times_ms": [ms] * 3, "seed": 1}))
+        variants[variant] = {"plain": f"{variant}.plain.json", "ncu": f"{variant}.ncu", "nsys": f"{variant}.nsys"}
+    manifest = {"coach_raw_format": 1, "scenario": "scenario-01", "gpu": "h200", "provenance": SYNTHETIC_PROVENANCE,
+                "commands": {v: ["python", "particles.py", "--variant", v] for v in variants},
+                "variants": variants, "steps": []}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder

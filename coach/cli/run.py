@@ -86,7 +86,7 @@ def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: boo
     console.print(f"[yellow]{escape(where)}[/]")
 
     _section("Symptom")
-    console.print(escape(render(scenario.symptom, values)))
+    console.print(escape(_reflow(render(scenario.symptom, values))))
 
     _section("Your move")
     console.print(escape(scenario.question))
@@ -107,10 +107,10 @@ def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: boo
     _diagnosis(scenario, recording)
 
     _section("The fix")
-    console.print(f"[bold]{escape(render(scenario.fix.summary, values))}[/]")
-    console.print(escape(render(scenario.fix.details, values)))
+    console.print(f"[bold]{escape(_reflow(render(scenario.fix.summary, values)))}[/]")
+    console.print(escape(_reflow(render(scenario.fix.details, values))))
     if scenario.fix.wrong_fix:
-        console.print(f"[dim]What does not help:[/] {escape(render(scenario.fix.wrong_fix, values))}")
+        console.print(f"[dim]What does not help:[/] {escape(_reflow(render(scenario.fix.wrong_fix, values)))}")
 
     _section("Before and after")
     _before_after(scenario, results, values)
@@ -119,6 +119,11 @@ def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: boo
 
 
 _TOOL_NAMES = {"ncu": "Nsight Compute", "nsys": "Nsight Systems", "kineto": "PyTorch profiler"}
+
+
+def _reflow(text: str) -> str:
+    """Join the lines of each paragraph (the TOML text is wrapped by hand); the terminal wraps."""
+    return "\n\n".join(" ".join(p.split()) for p in text.strip().split("\n\n"))
 
 
 def _section(title: str) -> None:
@@ -132,7 +137,8 @@ def _provenance_line(results: dict[str, Any], *, live: bool) -> str:
     driver = (prov.get("gpu") or {}).get("driver")
     cuda = prov.get("cuda_driver_version")
     tools = ", ".join(x for x in (driver and f"driver {driver}", cuda and f"CUDA {cuda}") if x)
-    when = str(results.get("recorded_at") or "an unrecorded date")
+    stamp = str(results.get("recorded_at") or "")
+    when = f"{stamp[:10]} {stamp[11:16]} UTC" if len(stamp) >= 16 else (stamp or "an unrecorded date")
     if live:
         return f"Measured just now on this machine's {gpu} ({tools})."
     return f"Recorded on an {gpu} ({tools}) on {when}: these numbers come from that recording, not from this machine."
@@ -176,12 +182,14 @@ def _before_after(scenario: Any, results: dict[str, Any], values: dict[str, Any]
     variants = results.get("variants") or {}
     unit = (variants.get("slow") or {}).get("unit") or "run"
     bound = {"dram": "useful GB/s", "pcie": "host-to-device GB/s", "compute": "useful GB/s"}[scenario.model.bound]
+    flops = scenario.model.flop_per_s is not None  # arithmetic is part of the model
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("", f"time per {unit} (median)", bound, "TFLOP/s", "% of floor"):
+    for col in ("", f"time per {unit} (median)", bound, *(("TFLOP/s",) if flops else ()), "% of floor"):
         table.add_column(col, justify="right")
     for variant in ("slow", "fixed"):
+        rate = (_fmt(values.get(f"{variant}_tflop_per_s")),) if flops else ()
         table.add_row(variant, _fmt(values.get(f"{variant}_ms"), "ms"), _fmt(values.get(f"{variant}_gb_per_s")),
-                      _fmt(values.get(f"{variant}_tflop_per_s")), _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
+                      *rate, _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
     console.print(table)
     speedup = values.get("speedup")
     if isinstance(speedup, (int, float)):
