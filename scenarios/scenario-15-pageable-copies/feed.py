@@ -36,9 +36,7 @@ def main() -> None:
     gen = torch.Generator().manual_seed(args.seed)
     batches = torch.randn(pool, rows, features, generator=gen)  # pageable host memory
     if args.variant == "fixed":
-        pinned = torch.empty_like(batches, pin_memory=True)
-        pinned.copy_(batches)
-        batches = pinned
+        batches = batches.pin_memory()  # a page-locked copy; a DataLoader does this with pin_memory=True
     # Weights are drawn on the GPU: the only host-to-device copies are the batches (and the check's samples).
     gpu_gen = torch.Generator(device="cuda").manual_seed(args.seed)
     weights = [(torch.randn(features, features, device="cuda", generator=gpu_gen) / features**0.5).to(torch.bfloat16)
