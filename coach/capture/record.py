@@ -33,6 +33,7 @@ from coach.capture.doctor import NSYS_ENV_FIX
 from coach.capture.profile import NcuOptions, ncu_capture, nsys_capture
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, ToolError
+from coach.paths import kernels_dir
 from coach import scenarios
 from coach.scenarios import VARIANTS, Program, Scenario
 
@@ -62,6 +63,10 @@ def select(ids: Sequence[str], *, all_: bool, only: str | None) -> list[Scenario
     """The scenarios named by ids, ``--only`` and ``--all`` (in id order, each once)."""
     if all_ and (ids or only):
         raise CoachError("--all records every scenario: give no ids or --only with it")
+    for ident in ids:
+        if (kernels_dir() / ident).is_dir():
+            raise CoachError(f"'{ident}' is a version ladder (kernels/{ident}): coach record does not record "
+                             "ladders yet, only scenarios")
     wanted = [scenarios.normalise_id(i) for i in ids] + (scenarios.parse_only(only) if only else [])
     if all_:
         found = scenarios.all_scenarios()

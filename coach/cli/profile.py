@@ -60,9 +60,13 @@ def profile_cmd(
         if as_json:
             print_json({"folder": str(folder), "files": [str(f) for f in files]})
         return
+    from coach.errors import CoachError
     from coach.ingest import load
 
-    analyses = [{"report": str(r), **analyse(load(r))} for r in reports]
+    try:
+        analyses = [{"report": str(r), **analyse(load(r))} for r in reports]
+    except CoachError as err:
+        raise CoachError(f"the reports are kept in {folder}, but reading them failed: {err}") from None
     if as_json:
         print_json({"folder": str(folder), "files": [str(f) for f in files], "analyses": analyses})
         return
