@@ -30,7 +30,7 @@ from typing import Any
 import coach
 from coach.capture import harness, probe, tools
 from coach.capture.doctor import NSYS_ENV_FIX
-from coach.capture.profile import NcuOptions, ncu_capture, nsys_capture
+from coach.capture.profile import NSYS_PROFILE_FLAGS, NcuOptions, ncu_capture, nsys_capture
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, ToolError
 from coach.paths import kernels_dir
@@ -176,7 +176,7 @@ def _record_one(scenario: Scenario, final: Path, machine: dict[str, Any], paths:
             "gpu": probe.gpu_slug(machine["gpu"]["name"]),
             "provenance": machine,
             "commands": {v: ["python", scenario.programs[v].script.name, *scenario.programs[v].args] for v in variants},
-            "profile": {"nsys_flags": "--trace=cuda,nvtx --sample=none --cpuctxsw=none" if spec.nsys else None,
+            "profile": {"nsys_flags": " ".join(NSYS_PROFILE_FLAGS) if spec.nsys else None,
                         "ncu": {"set": spec.ncu_set, "kernel": spec.ncu_kernel, "launch_count": spec.ncu_launch_count}
                         if spec.ncu else None},
             "variants": files,
