@@ -311,7 +311,10 @@ def _results(scenario: Scenario, manifest: Mapping[str, Any], timings: dict[str,
 
 def _describe(item: EvidenceValue) -> str:
     e = item.evidence
-    fmt = (lambda x: "n/a" if x is None else f"{x:.4g}{(' ' + e.unit) if e.unit else ''}")
+
+    def fmt(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4g}{(' ' + e.unit) if e.unit else ''}"
+
     moved = {True: "as expected", False: "NOT as expected", None: "not measured"}[item.moved_as_expected]
     rng = {True: "", False: f"; slow value outside the expected {list(e.slow_range or [])}", None: ""}[item.slow_in_range]
     return f"{e.name}: {fmt(item.slow)} -> {fmt(item.fixed)} ({e.direction}, {moved}{rng})"

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 
-from test_capture_support import FAKE_NSYS, fake_bin, run_cli, set_mode, write_tool  # noqa: F401  (fixtures)
+from test_capture_support import FAKE_NSYS, fake_bin, run_cli, set_mode, write_tool  # noqa: F401, F811  (fixtures)
 
 from coach.capture import doctor
 

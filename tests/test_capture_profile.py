@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from test_capture_support import fake_bin, flat, hand_out, run_cli, set_mode  # noqa: F401  (fixtures)
+from test_capture_support import fake_bin, flat, hand_out, run_cli, set_mode  # noqa: F401, F811  (fixtures)
 
 from coach.capture.profile import NcuOptions, profile, resolve_command
 from coach.errors import CoachError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_capture_support import fake_bin, fake_data_root, run_cli, set_mode  # noqa: F401  (fixtures)
+from test_capture_support import fake_bin, fake_data_root, run_cli, set_mode  # noqa: F401, F811  (fixtures)
 
 from coach import scenarios
 from coach.capture import harness

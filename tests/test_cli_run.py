@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from test_capture_support import build_raw_scenario_01, fake_bin, flat, run_cli, set_mode  # noqa: F401  (fixtures)
+from test_capture_support import build_raw_scenario_01, fake_bin, flat, run_cli, set_mode  # noqa: F401, F811  (fixtures)
 
 from coach import recordings
 

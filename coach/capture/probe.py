@@ -12,11 +12,10 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +233,7 @@ def machine(command: list[str] | None = None) -> dict[str, Any]:
         "machine": platform.machine(),
         "git_commit": git_commit(),
         "command": command,
-        "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
     }
 
 

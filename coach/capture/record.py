@@ -24,17 +24,18 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import coach
+from coach import scenarios
 from coach.capture import harness, probe, tools
 from coach.capture.doctor import NSYS_ENV_FIX
 from coach.capture.profile import NSYS_PROFILE_FLAGS, NcuOptions, ncu_capture, nsys_capture
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, ToolError
 from coach.paths import kernels_dir
-from coach import scenarios
 from coach.scenarios import VARIANTS, Program, Scenario
 
 MANIFEST = "manifest.json"
@@ -137,38 +138,7 @@ def _record_one(scenario: Scenario, final: Path, machine: dict[str, Any], paths:
     files: dict[str, dict[str, str]] = {}
     with staged_folder(final, replace=True) as stage:
         for variant in variants:
-            program = scenario.programs[variant]
-            files[variant] = got = {}
-            with tempfile.TemporaryDirectory(prefix="coach-record-") as tmp:
-                scratch = Path(tmp)
-                env = tools.minimal_env(home=scratch, extra={"PYTHONPATH": str(PACKAGE_ROOT)})
-                argv = program.argv(sys.executable)
-
-                def step(name: str, fn: Callable[[], list[Path]]) -> None:
-                    log(f"{variant}: {name} ...")
-                    t0 = time.monotonic()
-                    made = fn()
-                    for f in made:
-                        shutil.move(str(f), stage / f.name)
-                    seconds = time.monotonic() - t0
-                    steps.append({"variant": variant, "step": name, "seconds": round(seconds, 2),
-                                  "files": [f.name for f in made]})
-                    log(f"{variant}: {name} done in {seconds:.1f} s")
-
-                step("plain run", lambda: _plain(scenario, program, argv, scratch, env, log))
-                got["plain"] = f"{variant}.plain.json"
-                if spec.nsys and use["nsys"]:
-                    step("nsys", lambda: nsys_capture(paths["nsys"], argv, scratch, variant,
-                                                      timeout=spec.timeout_s, env=env))
-                    got["nsys"], got["nsys_rep"] = f"{variant}.sqlite", f"{variant}.nsys-rep"
-                if spec.ncu and use["ncu"]:
-                    options = NcuOptions(set=spec.ncu_set, kernel=spec.ncu_kernel, launch_count=spec.ncu_launch_count)
-                    step("ncu", lambda: ncu_capture(paths["ncu"], argv, scratch, variant, options,
-                                                    timeout=spec.timeout_s, env=env))
-                    got["ncu"] = f"{variant}.ncu-rep"
-                if spec.kineto and use["kineto"]:
-                    step("kineto", lambda: _kineto(scenario, program, argv, scratch, env))
-                    got["kineto"] = f"{variant}.kineto.json"
+            files[variant] = _record_variant(scenario, scenario.programs[variant], stage, paths, use, steps, log)
         manifest = {
             "coach_raw_format": RAW_FORMAT,
             "scenario": scenario.id,
@@ -183,6 +153,44 @@ def _record_one(scenario: Scenario, final: Path, machine: dict[str, Any], paths:
             "steps": steps,
         }
         (stage / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _record_variant(scenario: Scenario, program: Program, stage: Path, paths: dict[str, str], use: dict[str, bool],
+                    steps: list[dict[str, Any]], log: Log) -> dict[str, str]:
+    """Run one variant plain and under each profiler the scenario asks for; move what each step
+    wrote into ``stage``, append the steps to ``steps``, and return the manifest's file names."""
+    spec, variant = scenario.profile, program.variant
+    with tempfile.TemporaryDirectory(prefix="coach-record-") as tmp:
+        scratch = Path(tmp)
+        env = tools.minimal_env(home=scratch, extra={"PYTHONPATH": str(PACKAGE_ROOT)})
+        argv = program.argv(sys.executable)
+        # (step, files it names in the manifest, the work)
+        jobs: list[tuple[str, dict[str, str], Callable[[], list[Path]]]] = [
+            ("plain run", {"plain": f"{variant}.plain.json"}, partial(_plain, scenario, program, argv, scratch, env, log))]
+        if spec.nsys and use["nsys"]:
+            jobs.append(("nsys", {"nsys": f"{variant}.sqlite", "nsys_rep": f"{variant}.nsys-rep"},
+                         partial(nsys_capture, paths["nsys"], argv, scratch, variant, timeout=spec.timeout_s, env=env)))
+        if spec.ncu and use["ncu"]:
+            options = NcuOptions(set=spec.ncu_set, kernel=spec.ncu_kernel, launch_count=spec.ncu_launch_count)
+            jobs.append(("ncu", {"ncu": f"{variant}.ncu-rep"},
+                         partial(ncu_capture, paths["ncu"], argv, scratch, variant, options, timeout=spec.timeout_s,
+                                 env=env)))
+        if spec.kineto and use["kineto"]:
+            jobs.append(("kineto", {"kineto": f"{variant}.kineto.json"},
+                         partial(_kineto, scenario, program, argv, scratch, env)))
+        named: dict[str, str] = {}
+        for name, names, work in jobs:
+            log(f"{variant}: {name} ...")
+            t0 = time.monotonic()
+            made = work()
+            for f in made:
+                shutil.move(str(f), stage / f.name)
+            seconds = time.monotonic() - t0
+            steps.append({"variant": variant, "step": name, "seconds": round(seconds, 2),
+                          "files": [f.name for f in made]})
+            named.update(names)
+            log(f"{variant}: {name} done in {seconds:.1f} s")
+    return named
 
 
 def _plain(scenario: Scenario, program: Program, argv: list[str], scratch: Path, env: dict[str, str],
