@@ -333,6 +333,8 @@ def _sourced(path: Path, key: str, v: Any, values: Mapping[str, float], sources:
         origin: Origin = "derived"
     else:
         origin = "recorded" if sources[src].get("kind") == "recorded" else "published"
+    # A derived value is used as the file writes it (per-SM rates are exact integers; the formula,
+    # over rounded published figures, checks it).
     return Sourced(float(v["value"]), origin, src, at, formula, v.get("note", ""), bool(v.get("approximate", False)))
 
 
@@ -587,9 +589,10 @@ class Ceiling:
     unit: str  # "byte/s", "flop/s", "op/s"
     value: float | None
     origin: Origin
-    source: str
+    source: str  # the full reference: document and place, formula, or calibration and measurement
     datasheet: float | None
     measured: float | None = None
+    ref: str = ""  # short reference: a document id in sources.toml or a calibration file name
 
 
 @dataclass(frozen=True)
@@ -612,14 +615,14 @@ class Ceilings:
         return None if flops is None or not bw else flops / bw
 
     def frame(self) -> pl.DataFrame:
-        """One row per ceiling: kind, name, value in use, unit, origin, datasheet, measured, source."""
+        """One row per ceiling: kind, name, value in use, unit, origin, datasheet, measured, ref, source."""
         rows = [{"kind": kind, "name": c.name, "value": c.value, "unit": c.unit, "origin": c.origin,
-                 "datasheet": c.datasheet, "measured": c.measured, "source": c.source}
+                 "datasheet": c.datasheet, "measured": c.measured, "ref": c.ref, "source": c.source}
                 for kind, group in (("bandwidth", self.bandwidth), ("compute", self.compute), ("launch", self.launch))
                 for c in group.values()]
         return pl.DataFrame(rows, schema={"kind": pl.Utf8, "name": pl.Utf8, "value": pl.Float64, "unit": pl.Utf8,
                                           "origin": pl.Utf8, "datasheet": pl.Float64, "measured": pl.Float64,
-                                          "source": pl.Utf8})
+                                          "ref": pl.Utf8, "source": pl.Utf8})
 
 
 def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) -> Ceilings:
@@ -642,13 +645,15 @@ def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) 
         keys = [k for k in MEASURED_FOR.get(name, ()) if m is not None and k in m.values]
         if keys and m is not None:
             best = max(keys, key=lambda k: m.values[k])
-            return Ceiling(name, unit, m.values[best], "measured", f"{m.describe()}: {best}", sheet, m.values[best])
-        return Ceiling(name, unit, sheet, s.origin, s.describe(), sheet)
+            return Ceiling(name, unit, m.values[best], "measured", f"{m.describe()}: {best}", sheet, m.values[best],
+                           ref=m.path.name)
+        return Ceiling(name, unit, sheet, s.origin, s.describe(), sheet, ref=s.source)
 
     bandwidth = {level: roof(level, f, "byte/s") for level, f in LEVEL_FIELDS.items()}
     compute = {p: roof(p, f, "op/s" if p == "int8" else "flop/s") for p, f in PRECISION_FIELDS.items()}
     launch = {}
     for name, key in (("stream", "launch_latency_s"), ("graph", "graph_launch_latency_s")):
         if m is not None and key in m.values:
-            launch[name] = Ceiling(name, "s", m.values[key], "measured", f"{m.describe()}: {key}", None, m.values[key])
+            launch[name] = Ceiling(name, "s", m.values[key], "measured", f"{m.describe()}: {key}", None, m.values[key],
+                                   ref=m.path.name)
     return Ceilings(gpu=gpu, bandwidth=bandwidth, compute=compute, launch=launch, measurements=m)
