@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +34,7 @@ def test_imports_without_torch_polars_typer_or_rich():
     code = ("import sys, coach.capture.calibrate; "
             "print(sorted(m for m in ('torch', 'triton', 'polars', 'typer', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1])).stdout
+                         cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == "[]"
 
 
