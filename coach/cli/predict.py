@@ -9,10 +9,7 @@ import typer
 from coach.cli.main import app
 from coach.errors import CoachError
 
-predict_app = typer.Typer(
-    help="How fast should it run? The floor time of some work on a GPU, and a measured time against it.",
-    no_args_is_help=False,
-)
+predict_app = typer.Typer(no_args_is_help=False)
 app.add_typer(predict_app, name="predict")
 
 _GPU = typer.Option(None, "--gpu", help="GPU id, e.g. h100-sxm, h200, a100-sxm4-80gb (see `coach gpus`).")
@@ -36,9 +33,11 @@ def predict_cmd(
     datasheet: bool = _DATASHEET,
     as_json: bool = _JSON,
 ) -> None:
-    """The floor time of some work on a GPU: each term (DRAM bytes / bandwidth, FLOPs / compute
-    rate), which one dominates, the arithmetic intensity against the ridge point, and a measured
-    time as "% of floor".
+    """How fast should it run? The floor time of some work on a GPU.
+
+    Each term (DRAM bytes / bandwidth, FLOPs / compute rate), which one dominates, the arithmetic
+    intensity against the ridge point, and a measured time as "% of floor". Ceilings are the ones
+    measured on the GPU where hardware/measured/ has them (--datasheet to use the datasheet's).
 
     Examples:
 
@@ -83,8 +82,11 @@ def op_cmd(
     datasheet: bool = _DATASHEET,
     as_json: bool = _JSON,
 ) -> None:
-    """The floor of a common operation, from its bytes and FLOPs counted as an ideal fused kernel
-    moves them. `decode` gives the batch-1 token rate of a model whose weights are read once per token.
+    """The floor of a common operation (softmax, gemm, attention, decode...).
+
+    Bytes and FLOPs are counted as an ideal fused kernel moves them: each input read once, each
+    output written once. `decode` gives the batch-1 token rate of a model whose weights are read
+    once per token.
 
     Examples:
 
@@ -129,8 +131,10 @@ def gpus_cmd(
     gpu: Optional[str] = typer.Argument(None, help="Show one GPU in full, with the source of every value."),
     as_json: bool = _JSON,
 ) -> None:
-    """List the GPUs coach knows, with datasheet peaks (dense) and the date of measured ceilings where
-    recorded; `coach gpus ID` shows every value of one GPU with its source.
+    """List the GPUs coach knows, or show one with the source of every value.
+
+    The list gives datasheet peaks (dense) and the date of measured ceilings where recorded;
+    `coach gpus ID` shows every value of one GPU with its source, and its ceilings.
 
     Examples:
 
