@@ -18,6 +18,7 @@ from coach.analyze.roofline import (
     pair,
     precision_label,
     roofline,
+    with_hardware,
 )
 from coach.ingest import load
 from coach.model import KernelProfile, make_kernel_profile
@@ -322,3 +323,26 @@ def test_ridges_in_words(rl):
 def test_precision_labels():
     assert [precision_label(p) for p in ("fp64", "fp16", "tensor_bf16", "tensor_fp16_bf16_tf32")] == [
         "FP64", "FP16/BF16 (non-tensor)", "BF16 tensor", "FP16/BF16/TF32 tensor"]
+
+
+def test_datasheet_and_measured_ceilings_join_the_reports(rl):
+    from coach.analyze import hardware
+
+    h200 = hardware.match("NVIDIA H200")
+    sheet, best = hardware.ceilings(h200, measured=False), hardware.ceilings(h200)
+    both = with_hardware(rl)
+    assert both.table.equals(rl.table)  # the table keeps the report's own roofs
+    c = {(r["source"], r["kind"], r["name"]): r for r in both.ceilings.iter_rows(named=True)}
+    assert c[("datasheet", "bandwidth", "DRAM")]["peak_per_s"] == sheet.bandwidth["dram"].value
+    assert "h200-ds" in c[("datasheet", "bandwidth", "DRAM")]["note"]
+    # shared memory and L1 are one SRAM: the datasheet-derived shared-memory rate is the L1 roof
+    assert c[("datasheet", "bandwidth", "L1")]["peak_per_s"] == pytest.approx(c[("Nsight Compute", "bandwidth", "L1")]["peak_per_s"], rel=0.01)
+    assert ("datasheet", "bandwidth", "L2") not in c  # NVIDIA publishes none
+    assert c[("measured", "bandwidth", "DRAM")]["peak_per_s"] == best.bandwidth["dram"].measured
+    assert c[("measured", "compute", "tensor_bf16")]["peak_per_s"] == best.compute["bf16"].measured
+    assert c[("measured", "compute", "tensor_bf16")]["note"].startswith("measured on NVIDIA H200")
+    # below the report's peaks, as measured rates are
+    assert c[("measured", "bandwidth", "DRAM")]["peak_per_s"] < c[("Nsight Compute", "bandwidth", "DRAM")]["peak_per_s"]
+    practical = [t for t in explain_ridges(both) if "best measured rates" in t]
+    bf16 = best.compute["bf16"].measured / best.bandwidth["dram"].measured
+    assert any(f"BF16 tensor {best.compute['bf16'].measured / 1e12:.3g} TFLOP/s" in t and f"~{round(bf16, -1):.0f} FLOP/byte" in t for t in practical)

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from test_roofline import HGMMA_BF16, SASS, with_metrics
 
-from coach.analyze.roofline import roofline
+from coach.analyze.roofline import roofline, with_hardware
 from coach.analyze.roofline_plot import LEVEL_COLORS, figure
 from coach.cli import main
 from coach.ingest import load
@@ -194,3 +194,21 @@ def test_cli_errors_are_one_line(strided_ncu_rep, tmp_path, capsys, args, messag
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and "\n" not in err
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_hardware_roofs_are_labelled_with_where_they_came_from(worked):
+    _, after = worked  # uses the BF16 tensor pipe
+    both = with_hardware(after)
+    fig = figure(both)
+    drawn = {(t.meta["source"], t.meta["kind"], t.meta["name"]): t for t in traces(fig, "roof")}
+    ceilings = {(r["source"], r["kind"], r["name"]): r for r in both.ceilings.iter_rows(named=True)}
+    for key in (("measured", "bandwidth", "DRAM"), ("measured", "compute", "tensor_bf16"), ("datasheet", "compute", "tensor_bf16")):
+        t, c = drawn[key], ceilings[key]
+        assert t.meta["peak_per_s"] == c["peak_per_s"]
+        assert t.name.endswith(f"({key[0]})") and c["note"] in t.hovertemplate
+    bf16 = ceilings[("measured", "compute", "tensor_bf16")]["peak_per_s"]  # 679 TFLOP/s in hardware/measured/h200
+    assert drawn[("measured", "compute", "tensor_bf16")].name == f"BF16 tensor {bf16 / 1e12:.3g} TFLOP/s (measured)"
+    assert drawn[("measured", "compute", "tensor_bf16")].line.dash == "dot"
+    assert drawn[("datasheet", "bandwidth", "DRAM")].line.dash == "dash"
+    # compute roofs only for precisions in use: no FP64 or FP8 lines
+    assert {k[2] for k in drawn if k[1] == "compute"} == {"fp32", "tensor_bf16"}

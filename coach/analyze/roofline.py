@@ -54,6 +54,17 @@ LEVEL_ORDER = ("DRAM", "L2", "L1")
 NEAR_ROOF_PCT = 80.0
 
 SOURCE_REPORT = "Nsight Compute"  # ceilings computed from the report's own peak metrics
+SOURCE_DATASHEET = "datasheet"  # coach.analyze.hardware: published or derived from published numbers
+SOURCE_MEASURED = "measured"  # coach.analyze.hardware: measured on the GPU (hardware/measured/)
+
+#: coach.analyze.hardware's level names -> ours. Shared memory and L1 are one SRAM per SM, and
+#: Nsight Compute's L1 roof (128 bytes per cycle per SM) is the shared-memory rate (32 banks x 4 bytes).
+HARDWARE_LEVELS = {"dram": "DRAM", "l2": "L2", "shared": "L1"}
+#: coach.analyze.hardware's precision names -> ours.
+HARDWARE_PRECISIONS = {
+    "fp64": "fp64", "fp32": "fp32", "fp16_simt": "fp16", "fp64_tensor": "tensor_fp64", "tf32": "tensor_tf32",
+    "bf16": "tensor_bf16", "fp16": "tensor_fp16", "fp8": "tensor_fp8", "int8": "tensor_int8",
+}
 
 
 @dataclass(frozen=True)
@@ -446,6 +457,36 @@ def _missing(identity: pl.DataFrame, levels: pl.DataFrame, work: pl.DataFrame, l
     )
 
 
+def hardware_ceilings(rl: Roofline) -> pl.DataFrame:
+    """Datasheet and measured ceilings (``coach.analyze.hardware``) of each GPU in ``rl`` that the
+    hardware tables know, under the roofline's level and precision names, each with its source."""
+    from coach.analyze import hardware
+
+    rows = []
+    for device_id, gpu_name in rl.ceilings.select("device_id", "gpu").unique(maintain_order=True).iter_rows():
+        gpu = hardware.match(gpu_name) if gpu_name else None
+        if gpu is None:
+            continue
+        sheet, best = hardware.ceilings(gpu, measured=False), hardware.ceilings(gpu)
+        for kind, names, on_sheet, in_use in (
+            ("bandwidth", HARDWARE_LEVELS, sheet.bandwidth, best.bandwidth),
+            ("compute", HARDWARE_PRECISIONS, sheet.compute, best.compute),
+        ):
+            for theirs, ours in names.items():
+                c = on_sheet[theirs]
+                if c.value is not None:
+                    rows.append((device_id, gpu_name, kind, ours, c.value, SOURCE_DATASHEET, f"{gpu.name}: {c.source}"))
+                m = in_use[theirs]
+                if m.origin == "measured" and m.value is not None:
+                    rows.append((device_id, gpu_name, kind, ours, m.value, SOURCE_MEASURED, m.source))
+    return pl.DataFrame(rows, schema=CEILING_SCHEMA, orient="row")
+
+
+def with_hardware(rl: Roofline) -> Roofline:
+    """``rl`` with the datasheet and measured ceilings of its GPU beside the report's own."""
+    return rl.with_ceilings(hardware_ceilings(rl))
+
+
 def missing_levels(rl: Roofline) -> list[str]:
     """The memory levels no launch of the profile has, in hierarchy order."""
     have = set(rl.ceilings.filter(pl.col("kind") == "bandwidth")["name"].to_list())
@@ -496,8 +537,8 @@ def explain_ridges(rl: Roofline, precisions: Sequence[str] | None = None) -> lis
     """The ridge points in words, one sentence per precision, for each GPU in the profile.
 
     ``precisions`` defaults to those the profile's launches used, plus FP32 and BF16 tensor (the
-    two ridges worth knowing by heart). A measured or datasheet pair (bandwidth and compute of the
-    same source) adds a sentence of its own.
+    two ridges worth knowing by heart). Where measured ceilings are present (``with_hardware``),
+    the ridge they imply at DRAM adds a sentence: the practical ridge, lower than the peak one.
     """
     r = ridges(rl.ceilings)
     if r.height == 0:
@@ -513,12 +554,14 @@ def explain_ridges(rl: Roofline, precisions: Sequence[str] | None = None) -> lis
             rows = report.filter(pl.col("precision") == precision)
             if rows.height:
                 out.append(_ridge_sentence(where, precision, rows))
-        others = by_gpu.filter((pl.col("source") != SOURCE_REPORT) & pl.col("precision").is_in(list(precisions)))
+        measured = by_gpu.filter(
+            (pl.col("source") == SOURCE_MEASURED) & (pl.col("level") == "DRAM") & pl.col("precision").is_in(list(precisions))
+        )
         out.extend(
-            f"With {row['source']} ceilings {where} ({row['level']} {_rate(row['peak_bytes_per_s'], 'B/s')}, "
-            f"{precision_label(row['precision'])} {_rate(row['peak_flop_per_s'], 'FLOP/s')}), the ridge is at "
-            f"~{_approx(row['ridge_flop_per_byte'])} FLOP/byte."
-            for row in others.iter_rows(named=True)
+            f"{where[0].upper()}{where[1:]}, the best measured rates ({precision_label(row['precision'])} "
+            f"{_rate(row['peak_flop_per_s'], 'FLOP/s')}, DRAM {_rate(row['peak_bytes_per_s'], 'B/s')}) put the practical "
+            f"ridge at ~{_approx(row['ridge_flop_per_byte'])} FLOP/byte."
+            for row in measured.iter_rows(named=True)
         )
     return out
 

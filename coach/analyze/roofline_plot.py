@@ -22,15 +22,15 @@ import plotly.io as pio
 import polars as pl
 from plotly.subplots import make_subplots
 
-from coach.analyze.roofline import LEVEL_ORDER, SOURCE_REPORT, Roofline, pair, precision_label
+from coach.analyze.roofline import LEVEL_ORDER, SOURCE_DATASHEET, SOURCE_MEASURED, SOURCE_REPORT, Roofline, pair, precision_label
 
 #: Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 LEVEL_COLORS = {"DRAM": "#0072B2", "L2": "#009E73", "L1": "#E69F00"}
 COMPUTE_COLOR = "#4d4d4d"
-SOURCE_DASH = {SOURCE_REPORT: "solid", "datasheet": "dash", "measured": "dot"}
+SOURCE_DASH = {SOURCE_REPORT: "solid", SOURCE_DATASHEET: "dash", SOURCE_MEASURED: "dot"}
 RUN_SYMBOLS = {"profile": "circle", "before": "circle-open", "after": "circle"}
-WIDTH_PX, HEIGHT_PX = 1200, 650
+WIDTH_PX, HEIGHT_PX = 1250, 720
 
 #: The plotly template coach's figures use (the dashboard too): registered as "coach".
 THEME = go.layout.Template(
@@ -42,7 +42,7 @@ THEME = go.layout.Template(
         colorway=list(PALETTE),
         xaxis={"showgrid": True, "gridcolor": "#e8e8e8", "zeroline": False, "linecolor": "#8c8c8c", "mirror": True, "ticks": "outside"},
         yaxis={"showgrid": True, "gridcolor": "#e8e8e8", "zeroline": False, "linecolor": "#8c8c8c", "mirror": True, "ticks": "outside"},
-        legend={"bgcolor": "rgba(255,255,255,0.9)", "bordercolor": "#cccccc", "borderwidth": 1, "font": {"size": 11}},
+        legend={"bgcolor": "rgba(255,255,255,0.9)", "bordercolor": "#cccccc", "borderwidth": 1, "font": {"size": 11}, "tracegroupgap": 8},
         hoverlabel={"font": {"size": 12}, "bgcolor": "white"},
         margin={"l": 80, "r": 30, "t": 80, "b": 70},
     )
@@ -141,26 +141,30 @@ def figure(rl: Roofline, compare: Roofline | None = None, title: str | None = No
 
 def _roofs(fig: go.Figure, bw: pl.DataFrame, fl: pl.DataFrame, x_lo: float, x_hi: float) -> None:
     """Each bandwidth roof from the left edge up to the highest compute roof; each compute roof from
-    where the fastest bandwidth meets it to the right edge."""
+    where the fastest bandwidth meets it to the right edge. The report's roofs are labelled on the
+    chart at their outer ends; datasheet and measured ones, often within a few percent of them, in
+    the legend and on hover only, so that labels do not pile up."""
     p_max, b_max = fl["peak_per_s"].max(), bw["peak_per_s"].max()
     for c in bw.iter_rows(named=True):
         b = c["peak_per_s"]
-        x_end = p_max / b
-        label = f"{c['name']} {_si(b, 'B/s')}" + ("" if c["source"] == SOURCE_REPORT else f" ({c['source']})")
+        ours = c["source"] == SOURCE_REPORT
+        label = f"{c['name']} {_si(b, 'B/s')}" + ("" if ours else f" ({c['source']})")
+        color = LEVEL_COLORS.get(c["name"], COMPUTE_COLOR)
         fig.add_trace(go.Scatter(
-            x=[x_lo, x_end], y=[b * x_lo, p_max], mode="lines+text", text=[label, ""], textposition="top right",
-            textfont={"color": LEVEL_COLORS.get(c["name"], COMPUTE_COLOR), "size": 11},
-            line={"color": LEVEL_COLORS.get(c["name"], COMPUTE_COLOR), "width": 2, "dash": SOURCE_DASH.get(c["source"], "dashdot")},
+            x=[x_lo, p_max / b], y=[b * x_lo, p_max], mode="lines+text" if ours else "lines", text=[label, ""] if ours else None,
+            textposition="top right", textfont={"color": color, "size": 11},
+            line={"color": color, "width": 2 if ours else 1.5, "dash": SOURCE_DASH.get(c["source"], "dashdot")},
             name=label, legendgroup="roofs", legendgrouptitle_text="Roofs", hovertemplate=f"{label}<br>{c['note']}<extra></extra>",
             meta={"role": "roof", "kind": "bandwidth", "name": c["name"], "source": c["source"], "peak_per_s": b},
         ), row=1, col=1)
     for c in fl.iter_rows(named=True):
         p = c["peak_per_s"]
-        label = f"{precision_label(c['name'])} {_si(p, 'FLOP/s')}" + ("" if c["source"] == SOURCE_REPORT else f" ({c['source']})")
+        ours = c["source"] == SOURCE_REPORT
+        label = f"{precision_label(c['name'])} {_si(p, 'FLOP/s')}" + ("" if ours else f" ({c['source']})")
         fig.add_trace(go.Scatter(
-            x=[p / b_max, x_hi], y=[p, p], mode="lines+text", text=["", label], textposition="top left",
-            textfont={"color": COMPUTE_COLOR, "size": 11},
-            line={"color": COMPUTE_COLOR, "width": 2, "dash": SOURCE_DASH.get(c["source"], "dashdot")},
+            x=[p / b_max, x_hi], y=[p, p], mode="lines+text" if ours else "lines", text=["", label] if ours else None,
+            textposition="top left", textfont={"color": COMPUTE_COLOR, "size": 11},
+            line={"color": COMPUTE_COLOR, "width": 2 if ours else 1.5, "dash": SOURCE_DASH.get(c["source"], "dashdot")},
             name=label, legendgroup="roofs", hovertemplate=f"{label}<br>{c['note']}<extra></extra>",
             meta={"role": "roof", "kind": "compute", "name": c["name"], "source": c["source"], "peak_per_s": p},
         ), row=1, col=1)
@@ -255,7 +259,7 @@ def _bandwidth_bars(fig: go.Figure, runs: list[tuple[str, Roofline]]) -> None:
             continue
         fig.add_trace(go.Bar(
             y=b["row"].to_list(), x=b["bandwidth_pct"].to_list(), orientation="h", name=f"{level} traffic",
-            marker={"color": LEVEL_COLORS[level]}, legendgroup="bars", legendgrouptitle_text="Traffic",
+            marker={"color": LEVEL_COLORS[level]}, showlegend=False,  # the level colours are in the points' legend
             customdata=b.select("launch_id", "run", "bytes_per_s", "peak_bytes_per_s").rows(),
             hovertemplate="%{y}: " + level + " %{customdata[2]:.3s}B/s, %{x:.1f}% of %{customdata[3]:.3s}B/s<extra></extra>",
             meta={"role": "bandwidth", "level": level},

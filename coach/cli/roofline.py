@@ -35,7 +35,7 @@ def roofline_cmd(
 
     import polars as pl
 
-    from coach.analyze.roofline import explain_ridges, headline, precision_label, roofline
+    from coach.analyze.roofline import explain_ridges, headline, precision_label, roofline, with_hardware
     from coach.analyze.roofline_plot import figure
 
     if out.suffix.lower() not in OUT_FORMATS:
@@ -48,8 +48,8 @@ def roofline_cmd(
         except re.error as err:
             raise InputError("--kernel", f"{kernel!r} is not a regular expression ({err})") from None
 
-    before = roofline(_kernel_profile(file), kernel)
-    after = roofline(_kernel_profile(compare), kernel) if compare is not None else None
+    before = with_hardware(roofline(_kernel_profile(file), kernel))
+    after = with_hardware(roofline(_kernel_profile(compare), kernel)) if compare is not None else None
     for path, rl in ((file, before), (compare, after)):
         if rl is not None and rl.table.height == 0:
             raise InputError(path, _nothing_to_draw(rl, kernel))
