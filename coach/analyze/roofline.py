@@ -3,14 +3,16 @@ compute rate of each precision, computed the way Nsight Compute computes its own
 that the numbers agree with NVIDIA's.
 
 Nsight Compute's roofline sections (``SpeedOfLight_RooflineChart`` and
-``SpeedOfLight_Hierarchical{Double,Single,Half,Tensor}RooflineChart``, 2023-2025 releases) define:
+``SpeedOfLight_Hierarchical{Double,Single,Half,Tensor}RooflineChart`` section files, as shipped with
+Nsight Compute 2025) define:
 
 work (FLOP/s)
     thread-level, predicated-on instruction rates per elapsed cycle times the SM clock. An add or a
     multiply is one operation, an FMA two. Half-precision instructions work on a packed pair, so
     HADD and HMUL count 2 and HFMA 4 (the section's ``*_x2`` and ``*_x4`` definitions). Tensor-core
     work comes from the ``sm__ops_path_tensor_*`` metrics, which already count operations (two per
-    multiply-add).
+    multiply-add: the H200's dense BF16 path peaks at 4096 per SM per cycle, the datasheet's 989
+    TFLOP/s at 132 SMs and 1.83 GHz).
 peak work
     the same instruction's ``peak_sustained`` (per cycle, whole GPU) with the same factor, times
     the SM clock (``sm__cycles_elapsed.avg.per_second``).
@@ -27,8 +29,9 @@ arithmetic intensity
 ``roofline(profile)`` gives a ``Roofline``: ``table`` (one row per launch, memory level and
 precision), ``ceilings`` (per device: bandwidth per level, compute per precision, each with its
 source), and ``missing`` (the levels and precisions a report cannot give, with the metrics they
-need). ``explain_ridges`` says the ridge points in words; ``pair`` lines up a "before" and an
-"after" profile for comparison.
+need). ``with_hardware`` adds the GPU's datasheet and measured ceilings (``coach.analyze.hardware``)
+beside the report's own; ``explain_ridges`` says the ridge points in words; ``pair`` lines up a
+"before" and an "after" profile for comparison.
 
 A point's distance to the roof is ``pct_of_roof``: achieved work over the roof at the point's
 intensity, ``min(peak work, intensity x peak bandwidth)``. It equals the larger of the compute and
@@ -47,11 +50,6 @@ import polars as pl
 from coach.model import KernelProfile
 
 LEVEL_ORDER = ("DRAM", "L2", "L1")
-
-#: A point counts as on the roof at this fraction of it: Nsight Compute's own bottleneck rule
-#: (SOLBottleneck) calls a unit at "greater than 80.0%" of its peak the limiter, below 60% it
-#: suspects latency. Used only in words (explanations), never to drop or change a number.
-NEAR_ROOF_PCT = 80.0
 
 SOURCE_REPORT = "Nsight Compute"  # ceilings computed from the report's own peak metrics
 SOURCE_DATASHEET = "datasheet"  # coach.analyze.hardware: published or derived from published numbers
