@@ -15,6 +15,7 @@ from coach.errors import CoachError
 # Each module registers its commands on ``app`` when imported.
 COMMAND_MODULES = [
     "coach.cli.load",
+    "coach.cli.diagnose",
 ]
 
 for _name in COMMAND_MODULES:
