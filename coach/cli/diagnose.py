@@ -117,9 +117,11 @@ def _print_report(report: dict[str, Any]) -> None:
             console.print(f"[bold]{i}. \\[{f['category']}] {escape(f['title'])}[/]{gain}")
             console.print(f"   {f['message']}", highlight=False)
             if f["evidence"]:
-                t = Table("metric", "value", "healthy", "threshold", box=None, padding=(0, 2), show_edge=False)
+                t = Table(box=None, padding=(0, 2), show_edge=False)
+                for name in ("metric", "value", "healthy", "threshold"):  # only the healthy text wraps
+                    t.add_column(name, no_wrap=name != "healthy", overflow="fold")
                 for e in f["evidence"]:
-                    t.add_row(e["metric"], _num(e["value"], e["unit"]), e["healthy"], _num(e["threshold"], ""))
+                    t.add_row(e["metric"], _num(e["value"], e["unit"]), e["healthy"], _num(e["threshold"], e["unit"]))
                 console.print(t)
             if f["gain_model"]:
                 console.print(f"   [dim]gain model:[/] {f['gain_model']}", highlight=False)

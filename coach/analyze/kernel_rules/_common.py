@@ -5,7 +5,7 @@ Not a rule itself (no ``SPEC``): the rule registry in ``__init__`` lists rule mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
@@ -40,7 +40,6 @@ class KernelContext:
     verdict: Verdict | None = None
     ncu_rules: tuple[dict[str, Any], ...] = ()
     hardware: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def ncu(self, *rule_ids: str) -> dict[str, Any] | None:
         """The first of Nsight Compute's warnings for this launch among ``rule_ids`` (in that order)."""
@@ -50,10 +49,13 @@ class KernelContext:
                     return r
         return None
 
-    def cap(self, saving_ns: float | None) -> float | None:
-        """Limit a saving to the root's gap: a fix that keeps the bytes and instructions (occupancy,
-        latency hiding) can bring the kernel to its roof, not past it."""
+    def cap(self, saving_ns: float | None, launch: dict[str, Any]) -> float | None:
+        """Limit a saving to the gap to the roof: a fix that keeps the bytes and instructions
+        (occupancy, latency hiding) can bring the kernel to its roof, not past it. Without the
+        root's verdict, the DRAM floor (its bytes at peak bandwidth) still bounds it."""
         gap = self.verdict.gap_ns if self.verdict else None
+        if gap is None and launch.get("dram_floor_ns") is not None:
+            gap = max(0.0, launch["duration_ns"] - launch["dram_floor_ns"])
         if saving_ns is None or gap is None:
             return saving_ns
         return min(saving_ns, gap)

@@ -71,7 +71,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     if share is not None:
         evidence.append(ev("stall_long_scoreboard", lsb, "cycle/inst", "a small share of warp_cycles_per_issued_inst",
                            LONG_SCOREBOARD_SHARE * cycles))
-    saving = ctx.cap(launch["duration_ns"] * (1 - dram / 100))
+    saving = ctx.cap(launch["duration_ns"] * (1 - dram / 100), launch)
     more = f"{factor:.1f}x" if factor else "several times"
     return [finding(
         SPEC, launch, title=f"Too few bytes in flight: DRAM at {dram:.0f}% with warps waiting on memory",

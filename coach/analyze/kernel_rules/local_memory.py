@@ -26,8 +26,7 @@ SPEC = RuleSpec(
 
 # Below 1% of the kernel's L1 traffic the saving from removing it is under 1% of the time even on a
 # memory-bound kernel, which is within the run-to-run spread of a replayed profile.
-LOCAL_FRACTION = 0.01
-# Without global counts to compare with, any local traffic is reported, unweighed.
+LOCAL_FRACTION = 0.01  # without global counts to weigh against, any local traffic is reported
 
 
 def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:

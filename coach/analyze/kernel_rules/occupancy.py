@@ -79,7 +79,7 @@ def _theoretical(launch: dict[str, Any], ctx: KernelContext, theo: float) -> Fin
         evidence.append(ev("registers_per_thread", launch["registers_per_thread"], "register/thread"))
     if achieved is not None:
         evidence.append(ev("achieved_occupancy_pct", achieved, "%", "close to theoretical"))
-    saving = ctx.cap(launch["duration_ns"] * (1 - theo / 100))
+    saving = ctx.cap(launch["duration_ns"] * (1 - theo / 100), launch)
     steps = {
         "blocks_limit_registers": "Cut registers per thread: __launch_bounds__(threads, minBlocks) or -maxrregcount, "
                                   "fewer live values (recompute instead of keeping), smaller unroll factors; "
@@ -121,7 +121,7 @@ def _next_block_hint(launch: dict[str, Any], limiter: str, blocks: float) -> str
 
 
 def _achieved(launch: dict[str, Any], ctx: KernelContext, theo: float, achieved: float) -> Finding:
-    saving = ctx.cap(launch["duration_ns"] * (1 - achieved / theo))
+    saving = ctx.cap(launch["duration_ns"] * (1 - achieved / theo), launch)
     return finding(
         SPEC, launch, title=f"Achieved occupancy {achieved:.0f}% of a theoretical {theo:.0f}%",
         message=(f"The SMs hold {achieved:.0f}% of their warp slots on average against {theo:.0f}% possible: warps "
@@ -133,7 +133,6 @@ def _achieved(launch: dict[str, Any], ctx: KernelContext, theo: float, achieved:
                   ev("theoretical_occupancy_pct", theo, "%")],
         saving_ns=saving,
         gain_model=(f"time x (1 - achieved/theoretical), capped at the gap to the roof; saves {fmt_time(saving)}"),
-        category=Bottleneck.OCCUPANCY,
         ncu=ctx.ncu("AchievedOccupancy"),
         details={"achieved_pct": achieved, "theoretical_pct": theo},
     )

@@ -73,13 +73,12 @@ def _idle(launch: dict[str, Any], ctx: KernelContext, tensor: float, fma: float)
         evidence=evidence, saving_ns=saving,
         gain_model=(f"time x FMA-pipe share ({fma:.0f}%) x (1 - 1/{speedup:.1f}): the FMA work at the tensor pipe's "
                     f"rate; saves {fmt_time(saving)}"),
-        category=Bottleneck.TENSOR,
         details={"fma_pipe_pct": fma, "tensor_pipe_pct": tensor, "speedup_assumed": speedup},
     )]
 
 
 def _underfed(launch: dict[str, Any], ctx: KernelContext, tensor: float) -> Finding:
-    saving = ctx.cap(launch["duration_ns"] * (1 - tensor / 100))
+    saving = ctx.cap(launch["duration_ns"] * (1 - tensor / 100), launch)
     return finding(
         SPEC, launch, title=f"Tensor cores underfed: tensor pipe busy {tensor:.0f}% of the time",
         message=(f"The tensor pipe is the busiest math pipe but active only {tensor:.0f}% of the time: the MMAs "

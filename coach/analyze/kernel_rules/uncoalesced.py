@@ -53,7 +53,7 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
     ideal_per_request = launch.get(f"ideal_{op}_sectors_per_request")
     width_known = ideal_per_request is not None and ideal_per_request > 0
     if width_known:
-        if per_request < EXCESS_RATIO * ideal_per_request:
+        if per_request <= EXCESS_RATIO * ideal_per_request:
             return None
         excess = launch[f"excess_{op}_sectors"]
     else:

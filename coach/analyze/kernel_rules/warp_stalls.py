@@ -96,7 +96,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
               sorted(shares.items(), key=lambda kv: -kv[1]) if c != top and s > SHARE]
     if others:
         message += " Also above the mark: " + ", ".join(others) + "."
-    saving = ctx.cap(launch["duration_ns"] * shares[top])
+    saving = ctx.cap(launch["duration_ns"] * shares[top], launch)
     evidence = [ev(top, stall, "cycle/inst", f"well under {SHARE:.0%} of warp_cycles_per_issued_inst", SHARE * cycles),
                 ev("warp_cycles_per_issued_inst", cycles, "cycle/inst")]
     if issue is not None:
