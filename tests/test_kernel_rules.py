@@ -16,7 +16,7 @@ from coach.analyze.kernel_metrics import DERIVED, with_derived
 from coach.analyze.kernel_rules import RULES, TREE, diagnose_launch, ncu_metric_names, specs
 from coach.analyze.kernel_rules._common import KernelContext
 from coach.analyze.kernel_rules.speed_of_light import verdict
-from coach.model import DEVICES, LAUNCHES, conform
+from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, conform
 
 SYNTHETIC_DEVICE = {"device_id": 0, "name": "synthetic (H200 attributes)", "cc_major": 9, "cc_minor": 0,
                     "sm_count": 132, "memory_bandwidth_bytes_per_s": 4.8e12, "max_warps_per_sm": 64,
@@ -169,6 +169,14 @@ def test_bank_conflict_note_names_the_ncu_metric():
     note = next(n for n in notes if n.rule_id == "not-checked:shared-bank-conflicts")
     assert note.message.startswith("Could not check shared-memory bank conflicts: "
                                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
+
+
+def test_degenerate_values_do_not_crash():
+    # synthetic: every metric 0, then every metric huge; the rules must decide, not divide by zero
+    for value in (0.0, 1e30):
+        row = launch(**{c: value for c in LAUNCH_METRICS}, grid_size=1, block_size=1)
+        found, notes = diagnose_launch(row)
+        assert not notes and all(f.estimated_saving_ns is None or f.estimated_saving_ns >= 0 for f in found)
 
 
 def test_specs_are_unique_and_documented():

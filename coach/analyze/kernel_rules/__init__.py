@@ -94,7 +94,8 @@ def _ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]
 def _not_checked(spec: RuleSpec, launch: dict[str, Any], gone: list[str]) -> Finding:
     from coach.analyze.diagnose import not_checked  # noqa: PLC0415 - diagnose imports this package
 
-    return not_checked(spec.id, spec.name, [f"{ncu_metric_names(c)} ({c})" for c in gone],
+    named = [f"{n} ({c})" if (n := ncu_metric_names(c)) != c else c for c in gone]
+    return not_checked(spec.id, spec.name, named,
                        scope=launch.get("kernel_name") or "", launch_id=launch.get("launch_id"))
 
 

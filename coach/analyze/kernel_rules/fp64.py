@@ -69,6 +69,5 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         gain_model=(f"time x FP64-pipe share x (1 - FP64:FP32 rate {rate:g}): the same math at the FP32 rate; saves "
                     f"{fmt_time(saving)}" if saving is not None else
                     "not estimated: the FP64 pipe utilisation or the GPU's FP64 rate is not known"),
-        ncu=ctx.ncu("FPInstructions", "SOLFPRoofline"),
         details={"fp64_share": share, "fp64_over_fp32": rate},
     )]

@@ -59,6 +59,5 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         gain_model=("time x memory share x local/(local + global) sectors: the traffic gone if the values stay in "
                     f"registers; saves {fmt_time(saving)}" if saving is not None else
                     "not estimated: no global sector counts to weigh the local traffic against"),
-        ncu=ctx.ncu("RegisterSpilling", "LocalMemoryUsage"),
         details={"local_sectors": local, "local_fraction": frac},
     )]
