@@ -110,6 +110,11 @@ def ncu_metric_names(column: str) -> str:
     return column
 
 
+#: Nsight Compute rules that describe how busy the SM is rather than why: idle issue slots, idle
+#: pipes, stalled warps, occupancy short of its limit.
+SYMPTOM_RULES = {"IssueSlotUtilization", "HighPipeUtilization", "CPIStall", "AchievedOccupancy", "SOLBottleneck"}
+
+
 def _compare_with_ncu(top: Finding, ncu_rules: tuple[dict[str, Any], ...]) -> Finding:
     """Say where Nsight Compute's own guidance leads elsewhere than our top finding."""
     warnings = [r for r in ncu_rules if r.get("severity") in ("warning", "error")]
@@ -123,7 +128,9 @@ def _compare_with_ncu(top: Finding, ncu_rules: tuple[dict[str, Any], ...]) -> Fi
     text = f"Nsight Compute leads with {_ncu_label(first)}"
     if biggest is not first:
         text += f" and estimates its largest speed-up for {_ncu_label(biggest)}"
-    text += "; those describe idle issue slots, pipes or warps, which are symptoms here. "
+    if {first["rule_id"], biggest["rule_id"]} <= SYMPTOM_RULES:
+        text += "; those describe idle issue slots, pipes or warps, which are symptoms here"
+    text += ". "
     if top.ncu_rule:
         own = _ncu_label({"rule_id": top.ncu_rule, "speedup_pct": top.ncu_speedup_pct})
         text += (f"Its {own} matches this finding, which we put first because its fix saves the most time "
