@@ -62,6 +62,8 @@ def test_strided_evidence(data_dir):
     # useful bytes: 2^26 floats read; DRAM delivered 4.29 GB, 16x that
     assert top.details["useful_bytes"] == 2**26 * 4
     assert ev["dram_read_bytes"].value == 4_294_982_144.0
+    # Nsight Compute's source-level count agrees: 75.5M L2 sectors for the global accesses, 16.8M ideal
+    assert (ev["l2_global_sectors"].value, ev["l2_global_sectors"].threshold) == (75_497_472.0, 16_777_216.0)
     assert top.details["dram_read_over_useful"] == pytest.approx(16.0, abs=0.001)
     # saving: all of the 1.18 ms (DRAM-bound) x 58.7M excess of 75.5M global sectors
     assert top.estimated_saving_ns == pytest.approx(1_179_872 * 58_720_256 / 75_497_472)

@@ -22,7 +22,8 @@ SPEC = RuleSpec(
     table="launches",
     requires=("duration_ns", "global_load_requests", "global_load_sectors"),
     optional=("global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
-              "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct"),
+              "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct", "l2_global_sectors",
+              "l2_global_sectors_ideal"),
     doc="Sectors per request against the ideal for the access width; DRAM bytes against useful bytes.",
 )
 
@@ -85,6 +86,9 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
                         f"threads use: {over:.1f}x the useful bytes.")
             evidence.append(ev("dram_read_bytes", dram_read, "byte", f"about {fmt_bytes(useful)} (the useful bytes)", useful))
             details.update(useful_bytes=useful, dram_read_over_useful=over)
+    l2, l2_ideal = launch.get("l2_global_sectors"), launch.get("l2_global_sectors_ideal")
+    if l2 is not None and l2_ideal is not None:  # the tool's own count from its source-level counters
+        evidence.append(ev("l2_global_sectors", l2, "sector", f"{fmt_count(l2_ideal)} (fully coalesced)", l2_ideal))
     ncu = ctx.ncu("UncoalescedGlobalAccess", "MemoryCacheAccessPattern")
     return finding(
         SPEC, launch, title=f"Uncoalesced global {verb}: {per_request:.0f} sectors per request, ideal {ideal_per_request:.0f}",
