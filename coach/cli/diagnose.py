@@ -100,7 +100,6 @@ def _report(profile, findings: list, pattern: re.Pattern[str] | None, top: int) 
 def _print_report(report: dict[str, Any]) -> None:
     from rich.markup import escape  # noqa: PLC0415
     from rich.panel import Panel  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
 
     console.print(f"[bold]{report['path']}[/]  ({report['kind']})")
     for k in report["kernels"]:
@@ -116,13 +115,10 @@ def _print_report(report: dict[str, Any]) -> None:
                 gain = f"  [green]saves ~{_time(f['estimated_saving_ns'])} ({f['estimated_gain_pct']:.0f}%)[/]"
             console.print(f"[bold]{i}. \\[{f['category']}] {escape(f['title'])}[/]{gain}")
             console.print(f"   {f['message']}", highlight=False)
-            if f["evidence"]:
-                t = Table(box=None, padding=(0, 2), show_edge=False)
-                for name in ("metric", "value", "healthy", "threshold"):  # only the healthy text wraps
-                    t.add_column(name, no_wrap=name != "healthy", overflow="fold")
-                for e in f["evidence"]:
-                    t.add_row(e["metric"], _num(e["value"], e["unit"]), e["healthy"], _num(e["threshold"], e["unit"]))
-                console.print(t)
+            for e in f["evidence"]:  # one line each: readable at any terminal width
+                threshold = f"; fires at {_num(e['threshold'], e['unit'])}" if e["threshold"] is not None else ""
+                healthy = f"  [dim](healthy: {escape(e['healthy'])}{threshold})[/]" if e["healthy"] or threshold else ""
+                console.print(f"   - {e['metric']} = [bold]{_num(e['value'], e['unit'])}[/]{healthy}", highlight=False)
             if f["gain_model"]:
                 console.print(f"   [dim]gain model:[/] {f['gain_model']}", highlight=False)
             console.print(f"   [bold]next:[/] {f['next_step']}", highlight=False)
