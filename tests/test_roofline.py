@@ -274,7 +274,7 @@ def test_report_without_cache_levels_keeps_dram_and_names_the_gaps(prof, rl):
     assert thin.table["level"].unique().to_list() == ["DRAM"]
     assert missing_levels(thin) == ["L2", "L1"]
     gaps = thin.missing.filter(pl.col("launch_id") == 0)
-    assert gaps.select("part", "name").rows() == [("level", "L1"), ("level", "L2"), ("precision", "tensor")]
+    assert gaps.select("part", "name").rows() == [("level", "L2"), ("level", "L1"), ("precision", "tensor")]
     assert "lts__lts2xbar_cycles_active.sum.per_second" in gaps.filter(pl.col("name") == "L2")["needs"].item()
     assert "l1tex__lsu_writeback_active_mem_lgds.sum.per_second" in gaps.filter(pl.col("name") == "L1")["needs"].item()
     full = rl.table.filter((pl.col("level") == "DRAM") & ~pl.col("precision").str.starts_with("tensor_"))

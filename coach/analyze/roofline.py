@@ -449,7 +449,7 @@ def _missing(identity: pl.DataFrame, levels: pl.DataFrame, work: pl.DataFrame, l
         gaps.join(names, on="launch_id", how="left")
         .join(needs, on=["part", "name"], how="left")
         .with_columns(pl.col("needs").fill_null(_needs("precision", "tensor")))
-        .sort("launch_id", "part", "name")
+        .sort("launch_id", "part", pl.col("name").replace_strict({n: i for i, n in enumerate(LEVEL_ORDER)}, default=len(LEVEL_ORDER), return_dtype=pl.Int64), "name")
         .select(MISSING_SCHEMA.keys())
         .cast(MISSING_SCHEMA)
     )
