@@ -171,13 +171,19 @@ def launch_config(metrics: pl.DataFrame) -> pl.DataFrame:
     return wide.rename({v: k for k, v in LAUNCH_CONFIG.items()}, strict=False)
 
 
-def to_base_units(raw: pl.DataFrame) -> pl.DataFrame:
-    """(launch_id, metric, raw_value, raw_unit, text) -> (launch_id, metric, value, unit, text) in base units."""
-    units = unit_table(raw["raw_unit"])
+def to_base_units(raw: pl.DataFrame | pl.LazyFrame, raw_units: pl.Series | None = None) -> pl.DataFrame:
+    """(launch_id, metric, raw_value, raw_unit, text) -> (launch_id, metric, value, unit, text) in base units.
+
+    ``raw`` may be lazy, so that a large table is built, scaled and collected in one pass; then
+    pass the unit strings it can hold as ``raw_units`` rather than have them collected first.
+    """
+    units = unit_table(raw_units if raw_units is not None else raw.lazy().select("raw_unit").unique().collect()["raw_unit"])
     return (
-        raw.with_columns(pl.col("raw_unit").fill_null(""))
-        .join(units, on="raw_unit", how="left")
+        raw.lazy()
+        .with_columns(pl.col("raw_unit").fill_null(""))
+        .join(units.lazy(), on="raw_unit", how="left")
         .select("launch_id", "metric", (pl.col("raw_value") * pl.col("factor")).alias("value"), "unit", "text")
+        .collect()
     )
 
 

@@ -37,12 +37,13 @@ from coach.errors import InputError
 from coach.ingest.ncu_common import RULE_TYPE_SEVERITY, canonical_metrics, devices, launch_config, to_base_units
 from coach.model import KernelProfile, Source, make_kernel_profile
 
-# The canonical model holds every cell of the export in memory as one row of the long metric
-# table, about 10x the bytes the cell takes in the file (a 45-character metric name, a float, a
-# unit, per cell; the H200 raw page spends 90 KB per launch of --set full). 256 MiB of CSV is some
-# 3,000 fully profiled launches, which peak near 2 GB while read: the memory a laptop can spare.
-# Larger exports are refused with advice rather than left to exhaust memory.
-MAX_CSV_BYTES = 256 * 1024 * 1024
+# The canonical model keeps every cell of the export as a row of the long metric table, about 10
+# times the bytes the cell takes in the file (a 45-character metric name, a float, a unit, a
+# text per cell). Measured: the H200 raw page (--set full, 2,227 metrics, ~15 KB a launch)
+# replicated to 6,600 launches is 100 MiB of CSV and reads in 8.5 s with a peak of 1.7 GB, its
+# metric table 1.06 GB; the peak grows ~15 MB per MiB. 100 MiB keeps the peak within the 2 GB a
+# laptop can spare; larger exports are refused with advice rather than left to exhaust memory.
+MAX_CSV_BYTES = 100 * 1024 * 1024
 
 DETAILS_NAMES_FILE = Path(__file__).with_name("ncu_details_names.csv")
 
@@ -66,6 +67,7 @@ _NUMBER = r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 _DECIMAL_COMMA = r"^[+-]?(?:\d+,\d{1,2}|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?)$"
 # A raw metric name: unit__counter with optional suffixes ("Command line profiler metrics" rows).
 _RAW_METRIC = r"^[a-z][a-z0-9_]*__[A-Za-z0-9_.]+$"
+_COLUMNS_PER_PASS = 256  # raw-page metric columns unpivoted together (a --set full page has ~2,200)
 _TEMPLATE_DEPTH = 8  # nesting of template arguments stripped from demangled kernel names
 
 
@@ -162,10 +164,11 @@ def _check_rows(path: Path, df: pl.DataFrame, required: list[str], first_line: i
         raise InputError(path, f"line {line} has no launch ID (two exports joined together, or program output inside the table?)")
 
 
-def _check_locale(path: Path, raw: pl.Series) -> None:
-    bad = raw.filter(raw.str.contains(_DECIMAL_COMMA))
-    if bad.len():
-        raise InputError(path, f'prints numbers with a decimal comma (e.g. "{bad[0]}"): export it again with LC_ALL=C')
+def _check_locale(path: Path, df: pl.DataFrame, columns: list[str]) -> None:
+    """Refuse numbers printed in a decimal-comma locale, which would otherwise read as wrong numbers."""
+    bad = df.select(pl.concat_list(pl.col(columns).filter(pl.col(columns).str.contains(_DECIMAL_COMMA)).first()).list.drop_nulls().list.first()).item()
+    if bad is not None:
+        raise InputError(path, f'prints numbers with a decimal comma (e.g. "{bad}"): export it again with LC_ALL=C')
 
 
 def _numbers(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -200,12 +203,23 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
     _check_rows(path, rows, df.columns, first_line, int(has_units))
     rows = rows.with_columns(_launch_id())
     _unique_ids(path, rows)
-    long = rows.select("launch_id", *metric_cols).unpivot(index="launch_id", variable_name="metric", value_name="raw")
+    _check_locale(path, rows, metric_cols)
     unit_of = (units.unpivot(variable_name="metric", value_name="raw_unit") if units is not None
                else pl.DataFrame({"metric": metric_cols, "raw_unit": [""] * len(metric_cols)}))
-    _check_locale(path, long["raw"])
     value, text = _numbers(pl.col("raw"))
-    metrics = to_base_units(long.join(unit_of, on="metric", how="left").select("launch_id", "metric", value, "raw_unit", text))
+    # Built a slice of columns at a time: the long table's intermediate strings (metric names and
+    # printed values, once per cell) then never exist for the whole page at once.
+    parts = []
+    for start in range(0, len(metric_cols), _COLUMNS_PER_PASS):
+        cols = metric_cols[start:start + _COLUMNS_PER_PASS]
+        long = (
+            rows.lazy().select("launch_id", *cols)
+            .unpivot(index="launch_id", variable_name="metric", value_name="raw")
+            .join(unit_of.lazy(), on="metric", how="left")
+            .select("launch_id", "metric", value, "raw_unit", text)
+        )
+        parts.append(to_base_units(long, unit_of["raw_unit"]))
+    metrics = pl.concat(parts)
     launches = _launches(path, _identity(rows), metrics)
     dev = devices(metrics)
     return {"launches": launches, "metrics": metrics, "rules": None, "devices": dev if dev is not None else _header_devices(rows)}
@@ -219,7 +233,7 @@ def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.Data
     df = df.with_columns(_launch_id(), *[pl.lit("").alias(c) for c in (*_DETAILS, *_RULE) if c not in df.columns])
     is_rule = pl.col("Rule Name").fill_null("") != ""
     rows = df.filter(~is_rule & (pl.col("Metric Name").fill_null("") != ""))
-    _check_locale(path, rows["Metric Value"])
+    _check_locale(path, rows, ["Metric Value"])
     name, section = pl.col("Metric Name"), pl.col("Section Name").fill_null("")
     is_raw_name = name.str.contains(_RAW_METRIC)
     value, text = _numbers(pl.col("Metric Value"))
