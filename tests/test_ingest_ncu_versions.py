@@ -84,12 +84,19 @@ def test_2020_details_layout(versions):
     assert p.rules.height == 0 and p.devices.height == 0
 
 
-def test_2022_details_layout(versions):
-    l = load(versions / "details_2022_layout_synthetic.csv").launches
+def test_2021_nvtx_details_layout(versions, rep):
+    p = load(versions / "details_2021_layout_synthetic.csv")
+    l = p.launches
+    assert l["kernel_name"].to_list() == ["copy_strided", "copy_coalesced"]
     assert abs(l["duration_ns"][0] - DURATION_NS[0]) <= 5_000  # "1.18" msecond
     assert l["duration_ns"][1] == pytest.approx(DURATION_NS[1])  # "198.08" usecond
     assert l["sm_frequency_hz"][0] == pytest.approx(1.98e9)  # "1.98" cycle/nsecond
-    assert (l["grid_x"][0], l["block_x"][0]) == (262144, 256)
+    assert l["nvtx_range"].null_count() == 2  # the NVTX columns are read, and empty here
+    assert l["grid_size"].to_list() == [262144, 262144] and l["grid_x"].null_count() == 2
+    # rule results without the speed-up columns: the same rules, speed-ups null
+    from_rep = rep.rules.filter(pl.col("message") != "")
+    assert sorted(p.rules.select("launch_id", "rule_id", "severity").rows()) == sorted(from_rep.select("launch_id", "rule_id", "severity").rows())
+    assert p.rules["speedup_pct"].null_count() == p.rules.height == 18
 
 
 def test_2020_metric_names_on_a_raw_page(versions, rep):

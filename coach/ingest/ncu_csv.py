@@ -9,22 +9,22 @@ Two layouts, told apart by the header:
 ``--page details`` (the default page)
     One row per section metric: "Section Name", "Metric Name" (a display label such as "Duration";
     a raw metric name in the "Command line profiler metrics" section that ``--metrics`` adds),
-    "Metric Unit", "Metric Value"; since 2023 also one row per rule result ("Rule Name", "Rule
-    Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup").
+    "Metric Unit", "Metric Value"; where rules ran, also one row per rule result ("Rule Name",
+    "Rule Type", "Rule Description", and in recent versions "Estimated Speedup Type" and
+    "Estimated Speedup").
 
 Values carry thousands separators ("2,335,800") and display units; both are normalised. Lines
 ncu prints around the table when run live ("==PROF==", "==WARNING==", the program's own output)
 are skipped. Display labels reach canonical columns through ``ncu_details_names.csv`` (label ->
 the metric NVIDIA's section files show under it) and then the same metric mapping as raw pages.
 
-Identity columns changed over versions: 2019.x-2020.x print "Kernel Time" (a launch timestamp)
+Identity columns changed over versions: 2019.x to 2021.x print "Kernel Time" (a launch timestamp)
 and no "Block Size", "Grid Size", "Device", "CC"; ``--nvtx`` adds columns named after the NVTX
 domain ("thread Domain:Push/Pop_Range:..."). Any of them may be absent; what a file lacks is null.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import mmap
 import re
@@ -67,6 +67,7 @@ _NUMBER = r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 _DECIMAL_COMMA = r"^[+-]?(?:\d+,\d{1,2}|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?)$"
 # A raw metric name: unit__counter with optional suffixes ("Command line profiler metrics" rows).
 _RAW_METRIC = r"^[a-z][a-z0-9_]*__[A-Za-z0-9_.]+$"
+_NO_LAUNCHES = "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel?)"
 _COLUMNS_PER_PASS = 256  # raw-page metric columns unpivoted together (a --set full page has ~2,200)
 _TEMPLATE_DEPTH = 8  # nesting of template arguments stripped from demangled kernel names
 
@@ -199,7 +200,7 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
     units = df.head(1).select(metric_cols) if has_units else None
     rows = df.slice(1) if has_units else df
     if rows.height == 0:
-        raise InputError(path, "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel?)")
+        raise InputError(path, _NO_LAUNCHES)
     _check_rows(path, rows, df.columns, first_line, int(has_units))
     rows = rows.with_columns(_launch_id())
     _unique_ids(path, rows)
@@ -227,7 +228,7 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
 
 def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFrame | None]:
     if df.height == 0:
-        raise InputError(path, "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel?)")
+        raise InputError(path, _NO_LAUNCHES)
     present_details = [c for c in _DETAILS if c in df.columns]
     _check_rows(path, df, ["ID", *present_details], first_line, 0)
     df = df.with_columns(_launch_id(), *[pl.lit("").alias(c) for c in (*_DETAILS, *_RULE) if c not in df.columns])
@@ -255,9 +256,8 @@ def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.Data
 
 @lru_cache(maxsize=1)
 def _details_names() -> pl.DataFrame:
-    with DETAILS_NAMES_FILE.open(newline="") as fh:
-        rows = [(r["section"], r["name"], r["metric"]) for r in csv.DictReader(fh)]
-    return pl.DataFrame(rows, schema={"section": pl.Utf8, "name": pl.Utf8, "label_metric": pl.Utf8}, orient="row")
+    """(section, name) -> label_metric: the metric NVIDIA's section files show under each label."""
+    return pl.read_csv(DETAILS_NAMES_FILE, infer_schema=False).select("section", "name", pl.col("metric").alias("label_metric"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,9 +18,15 @@ from pathlib import Path
 NVIDIA = Path(__file__).resolve().parent.parent / "ncu_strided_copy" / "nvidia"
 
 IDENTITY_2020 = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream"]
-IDENTITY_2022 = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-                 "Block Size", "Grid Size", "Device", "CC"]
+# the identity columns of current versions (launch shape, device, compute capability)
+IDENTITY_CURRENT = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+                    "Block Size", "Grid Size", "Device", "CC"]
 DETAILS = ["Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+# the 2021.2 header of an --nvtx run, as eth-easl/orion documents it
+NVTX_2021 = ["thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",
+             "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"]
+IDENTITY_2021 = ["ID", "Process ID", "Process Name", "Host Name", *NVTX_2021, "Kernel Name", "Kernel Time", "Context", "Stream"]
+RULE_2021 = ["Rule Name", "Rule Type", "Rule Description"]
 KERNEL_TIME = "2026-Nov-30 00:00:00"  # placeholder: the 2020 layout's launch timestamp, which coach does not read
 
 # 2019.x-2020.x speed-of-light section: its display name and labels
@@ -36,7 +42,9 @@ NEW_LABELS = {"Local Memory Spilling Requests", "Local Memory Spilling Request O
               "Max Cluster Size", "Overall GPU Occupancy", "Cluster Occupancy", "Cluster Size", "Cluster Scheduling Policy",
               "Stack Size", "# SMs", "Branch Instructions Ratio"}
 UNITS_2020 = {"ns": "nsecond", "hz": "cycle/second", "byte/s": "byte/second"}
-UNITS_2022 = {"ms": "msecond", "us": "usecond", "Ghz": "cycle/nsecond", "Mhz": "cycle/usecond", "Tbyte/s": "Tbyte/second"}
+NEW_LABELS_2021 = {"Local Memory Spilling Requests", "Local Memory Spilling Request Overhead", "Uses Green Context"}
+# display units as versions before 2023 spell them
+UNITS_OLDER_DISPLAY = {"ms": "msecond", "us": "usecond", "Ghz": "cycle/nsecond", "Mhz": "cycle/usecond", "Tbyte/s": "Tbyte/second"}
 
 # raw-page metrics kept in the older-names fixture: current name -> the name an older version used
 RAW_RENAMES = {
@@ -118,17 +126,20 @@ def details_2020(out: Path) -> None:
     _write(out / "details_2020_layout_synthetic.csv", table)
 
 
-def details_2022(out: Path) -> None:
-    """2021.x-2023.1 details page: launch-shape and device columns, no rule columns, older unit spellings."""
+def details_2021(out: Path) -> None:
+    """The 2021.2 details page of an --nvtx run: NVTX columns, "Kernel Time", rule results without
+    estimated speed-ups, no launch-shape or device columns; unit spellings of that era."""
     rows = _read("details.csv")
     h = {c: i for i, c in enumerate(rows[0])}
-    table = [IDENTITY_2022 + DETAILS]
+    table = [IDENTITY_2021 + DETAILS + RULE_2021]
     for r in rows[1:]:
         section, label, unit, value = (r[h[c]] for c in DETAILS)
-        if not label or section == "PM Sampling" or label.startswith("Local Memory Spilling") or label == "Uses Green Context":
+        if section == "PM Sampling" or label in NEW_LABELS_2021:
             continue
-        table.append(_identity(r, h, IDENTITY_2022) + [section, label, UNITS_2022.get(unit, unit), value])
-    _write(out / "details_2022_layout_synthetic.csv", table)
+        rule = [r[h[c]] if len(r) > h[c] else "" for c in RULE_2021]
+        ident = ["" if c in NVTX_2021 else KERNEL_TIME if c == "Kernel Time" else r[h[c]] for c in IDENTITY_2021]
+        table.append(ident + [section, label, UNITS_OLDER_DISPLAY.get(unit, unit), value] + rule)
+    _write(out / "details_2021_layout_synthetic.csv", table)
 
 
 def raw_older_names(out: Path) -> None:
@@ -150,12 +161,12 @@ def raw_older_names(out: Path) -> None:
 
 def raw_metrics_subset(out: Path) -> None:
     """`ncu --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum`
-    in the 2021.x-2023.1 layout and display units."""
+    with launch-shape and device columns, in the unit spellings of 2022-2023."""
     rows = _read("raw.csv")
     h = {c: i for i, c in enumerate(rows[0])}
     keep = ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"]
-    table = [IDENTITY_2022 + keep, [""] * len(IDENTITY_2022) + [UNITS_2022.get(rows[1][h[m]], rows[1][h[m]]) for m in keep]]
-    table += [_identity(r, h, IDENTITY_2022 + keep) for r in rows[2:]]
+    table = [IDENTITY_CURRENT + keep, [""] * len(IDENTITY_CURRENT) + [UNITS_OLDER_DISPLAY.get(rows[1][h[m]], rows[1][h[m]]) for m in keep]]
+    table += [_identity(r, h, IDENTITY_CURRENT + keep) for r in rows[2:]]
     _write(out / "raw_metrics_subset_synthetic.csv", table)
 
 
@@ -164,17 +175,17 @@ def details_cli_metrics(out: Path) -> None:
     "Command line profiler metrics" by their raw names."""
     rows = _read("raw.csv")
     h = {c: i for i, c in enumerate(rows[0])}
-    table = [IDENTITY_2022 + DETAILS]
+    table = [IDENTITY_CURRENT + DETAILS]
     for r in rows[2:]:
         for m in ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"]:
             unit = rows[1][h[m]]
-            table.append(_identity(r, h, IDENTITY_2022) + ["Command line profiler metrics", m, UNITS_2022.get(unit, unit), r[h[m]]])
+            table.append(_identity(r, h, IDENTITY_CURRENT) + ["Command line profiler metrics", m, UNITS_OLDER_DISPLAY.get(unit, unit), r[h[m]]])
     _write(out / "details_cli_metrics_synthetic.csv", table)
 
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for build in (details_2020, details_2022, raw_older_names, raw_metrics_subset, details_cli_metrics):
+    for build in (details_2020, details_2021, raw_older_names, raw_metrics_subset, details_cli_metrics):
         build(out)
 
 
