@@ -187,6 +187,15 @@ def test_tool_lines_and_program_output_are_skipped(nvidia, tmp_path):
     assert prof.metrics.height == 4454
 
 
+def test_windows_line_endings(nvidia, tmp_path):
+    p = tmp_path / "crlf.csv"
+    p.write_bytes(b"==PROF== Disconnected from process 490\r\n" + (nvidia / "details.csv").read_bytes().replace(b"\n", b"\r\n"))
+    prof = load(p)
+    assert prof.launches["demangled_name"][0] == "copy_strided(const float *, float *, int, int)"
+    assert prof.launches["duration_ns"][1] == DURATION_NS[1] and prof.rules.height == 18
+    assert not prof.rules["message"].str.ends_with("\r").any()
+
+
 # --------------------------------------------------------------------------------------------
 # Damaged and wrong input: one line naming the file, never a traceback
 # --------------------------------------------------------------------------------------------
