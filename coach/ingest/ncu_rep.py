@@ -1,0 +1,160 @@
+"""Read an Nsight Compute ``.ncu-rep`` through NVIDIA's own ``ncu_report`` module (PyPI ``ncu-report``).
+
+Every metric of every profiled launch goes into the long ``metrics`` table; the canonical
+``launches`` columns are derived from it through ``ncu_metrics.csv``; Nsight Compute's rule results
+(``rule_results_as_dicts``) become the ``rules`` table; ``device__attribute_*`` metrics the
+``devices`` table. ``ncu_report`` has no wheel for Linux aarch64: there, export the report with
+``ncu --import FILE --csv --page raw`` and read the CSV instead.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from coach.errors import InputError, ToolError
+from coach.ingest.ncu_common import RULE_SEVERITY, SPEEDUP_TYPE, canonical_metrics, devices, launch_config, to_base_units
+from coach.model import KernelProfile, Source, make_kernel_profile
+
+_FIRST_RECORD = 10  # magic b"NVR\0" and a 6-byte header come first
+
+# ncu_report.IMetric.ValueKind_* values
+_STRING_KIND = 2
+
+
+def _import_ncu_report(path: Path):
+    try:
+        import ncu_report  # noqa: PLC0415 - optional dependency, imported on use
+    except ImportError:
+        raise ToolError(
+            f"{path}: reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has no "
+            "Linux aarch64 wheel): or export the report with `ncu --import FILE --csv --page raw > FILE.csv`"
+        ) from None
+    return ncu_report
+
+
+def check_complete(path: Path) -> None:
+    """Refuse a truncated report, which ``ncu_report`` would load silently with launches missing.
+
+    A report is the 4-byte magic and a 6-byte header, then a chain of records, each a little-endian
+    u32 size and that many bytes; a complete file ends exactly where its last record does (seen in
+    reports of Nsight Compute 2025.3). A chain that runs past the end of the file means the file was
+    cut short.
+    """
+    size = path.stat().st_size
+    off = _FIRST_RECORD
+    with path.open("rb") as fh:
+        while off + 4 <= size:
+            fh.seek(off)
+            (length,) = struct.unpack("<I", fh.read(4))
+            off += 4 + length
+    if off != size:
+        raise InputError(path, f"is truncated or damaged: its records need {off:,} bytes but the file has {size:,}")
+
+
+def read(path: Path) -> KernelProfile:
+    ncu_report = _import_ncu_report(path)
+    check_complete(path)
+    try:
+        ctx = ncu_report.load_report(str(path))
+    except Exception as err:  # the module raises its own exception types for damaged files
+        raise InputError(path, f"is not a readable Nsight Compute report ({str(err).strip() or type(err).__name__})") from None
+
+    metric_rows: dict[str, list[Any]] = {"launch_id": [], "metric": [], "raw_value": [], "raw_unit": [], "text": []}
+    identity: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = []
+    launch_id = 0
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for i in range(rng.num_actions()):
+            action = rng.action_by_idx(i)
+            identity.append(_identity(ncu_report, action, launch_id))
+            _collect_metrics(action, launch_id, metric_rows)
+            rules.extend(_rules(action, launch_id))
+            launch_id += 1
+    if launch_id == 0:
+        raise InputError(path, "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel? or is the report damaged?)")
+
+    # ncu_report skips a launch record it cannot decode and still lists the launch, empty: a
+    # damaged file would pass for a report with a launch that measured nothing.
+    empty = sorted(set(range(launch_id)) - set(metric_rows["launch_id"]))
+    if empty:
+        raise InputError(path, f"is damaged: launch {empty[0]} has no readable metrics")
+
+    metrics = _metrics_frame(metric_rows)
+    launches = _launches(pl.DataFrame(identity), metrics)
+    source = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=None,
+                    meta={"reader": f"ncu_report {ncu_report.get_version() if hasattr(ncu_report, 'get_version') else ''}".strip()})
+    return make_kernel_profile(
+        source,
+        launches=launches,
+        metrics=metrics,
+        rules=pl.DataFrame(rules) if rules else None,
+        devices=devices(metrics),
+    )
+
+
+def _identity(ncu_report, action, launch_id: int) -> dict[str, Any]:
+    return {
+        "launch_id": launch_id,
+        "kernel_name": action.name(ncu_report.IAction.NameBase_FUNCTION),
+        "demangled_name": action.name(ncu_report.IAction.NameBase_DEMANGLED),
+        "mangled_name": action.name(ncu_report.IAction.NameBase_MANGLED),
+    }
+
+
+def _collect_metrics(action, launch_id: int, rows: dict[str, list[Any]]) -> None:
+    for name in action.metric_names():
+        m = action.metric_by_name(name)
+        if m is None or not m.has_value():
+            continue
+        if m.kind() == _STRING_KIND:
+            value, text = None, m.as_string()
+        else:
+            try:
+                value, text = float(m.as_double()), None
+            except (TypeError, ValueError):
+                value, text = None, str(m.value())
+        rows["launch_id"].append(launch_id)
+        rows["metric"].append(name)
+        rows["raw_value"].append(value)
+        rows["raw_unit"].append(m.unit() or "")
+        rows["text"].append(text)
+
+
+def _metrics_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
+    return to_base_units(pl.DataFrame(rows, schema={"launch_id": pl.Int64, "metric": pl.Utf8, "raw_value": pl.Float64,
+                                                    "raw_unit": pl.Utf8, "text": pl.Utf8}))
+
+
+def _launches(identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
+    return identity.join(launch_config(metrics), on="launch_id", how="left").join(canonical_metrics(metrics), on="launch_id", how="left")
+
+
+def _rules(action, launch_id: int) -> list[dict[str, Any]]:
+    try:
+        results = action.rule_results_as_dicts()
+    except Exception:  # older reports or modules without rule results: nothing to add
+        return []
+    out = []
+    for r in results:
+        msg = r.get("rule_message") or {}
+        speed = r.get("speedup_estimation") or {}
+        out.append({
+            "launch_id": launch_id,
+            "rule_id": r.get("rule_identifier"),
+            "rule_name": r.get("name"),
+            "section_id": r.get("section_identifier"),
+            "severity": RULE_SEVERITY.get(msg.get("type"), str(msg.get("type"))),
+            "title": msg.get("title"),
+            "message": msg.get("message"),
+            "speedup_type": SPEEDUP_TYPE.get(speed.get("type")) if speed else None,
+            "speedup_pct": speed.get("speedup") if speed else None,
+            "focus_metrics": [
+                {"name": f.get("name"), "value": f.get("value"), "info": f.get("info")} for f in r.get("focus_metrics", [])
+            ],
+        })
+    return out

@@ -1,0 +1,90 @@
+"""The .ncu-rep reader on the real H200 report (tests/data/ncu_strided_copy)."""
+
+import polars as pl
+import pytest
+
+from coach.errors import InputError
+from coach.ingest import load
+
+
+@pytest.fixture(scope="module")
+def prof(strided_ncu_rep):
+    return load(strided_ncu_rep)
+
+
+def test_two_launches_with_identity(prof):
+    l = prof.launches.sort("launch_id")
+    assert l["kernel_name"].to_list() == ["copy_strided", "copy_coalesced"]
+    assert l["demangled_name"][0] == "copy_strided(const float *, float *, int, int)"
+    assert l["mangled_name"][1] == "_Z14copy_coalescedPKfPfi"
+    assert l["grid_size"].to_list() == [262144, 262144]
+    assert l["block_size"].to_list() == [256, 256]
+    assert l["registers_per_thread"].to_list() == [18, 16]
+
+
+def test_numbers_from_the_recording(prof):
+    l = prof.launches.sort("launch_id")
+    # the strided gather: 1.18 ms and 4.29 GB read from DRAM to move 0.27 GB of useful data
+    assert l["duration_ns"][0] == 1_179_872.0
+    assert l["dram_read_bytes"][0] == 4_294_982_144.0
+    assert l["duration_ns"][1] == 198_080.0
+    # 32 sectors per request for the stride-33 gather; 4 (128 bytes per warp of floats) when coalesced
+    per_req = (l["global_load_sectors"] / l["global_load_requests"]).to_list()
+    assert per_req == [32.0, 4.0]
+
+
+def test_long_metric_table_keeps_everything(prof):
+    m = prof.metrics
+    assert m.filter(pl.col("launch_id") == 0).height > 2000
+    dur = m.filter((pl.col("launch_id") == 0) & (pl.col("metric") == "gpu__time_duration.sum"))
+    assert dur["value"].item() == 1_179_872.0 and dur["unit"].item() == "ns"
+    name = m.filter((pl.col("launch_id") == 0) & (pl.col("metric") == "device__attribute_display_name"))
+    assert name["text"].item() == "NVIDIA H200" and name["value"].item() is None
+
+
+def test_rule_results(prof):
+    strided = prof.rules.filter(pl.col("launch_id") == 0)
+    assert "UncoalescedGlobalAccess" in strided["rule_id"].to_list()
+    row = strided.filter(pl.col("rule_id") == "UncoalescedGlobalAccess").row(0, named=True)
+    assert row["severity"] == "warning" and row["speedup_pct"] > 0
+    assert "UncoalescedGlobalAccess" not in prof.rules.filter(pl.col("launch_id") == 1)["rule_id"].to_list()
+
+
+def test_device_row(prof):
+    d = prof.devices.row(0, named=True)
+    assert d["name"] == "NVIDIA H200" and d["sm_count"] == 132 and (d["cc_major"], d["cc_minor"]) == (9, 0)
+    assert d["l2_bytes"] == 62_914_560
+    # peak DRAM bandwidth from the tool's bytes/cycle x DRAM clock: the H200's 4.8 TB/s
+    assert d["memory_bandwidth_bytes_per_s"] == pytest.approx(4.81e12, rel=0.01)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "empty"])
+def test_damaged_reports_give_one_line_errors(strided_ncu_rep, copy_to_tmp, damage):
+    p = copy_to_tmp(strided_ncu_rep)
+    data = p.read_bytes()
+    if damage == "truncate":
+        p.write_bytes(data[: len(data) // 3])
+    elif damage == "corrupt":
+        p.write_bytes(data[:64] + bytes(b ^ 0x5A for b in data[64:4096]) + data[4096:])
+    else:
+        p.write_bytes(b"")
+    with pytest.raises(InputError) as err:
+        load(p)
+    msg = str(err.value)
+    assert msg.startswith(str(p)) and "\n" not in msg
+
+
+@pytest.mark.parametrize("where", [0.5, 0.85, 0.007])
+def test_bytes_flipped_inside_the_report(strided_ncu_rep, copy_to_tmp, where):
+    """Damage inside a record keeps the record chain intact, so only ncu_report sees it: in a launch's
+    record (the middle of the file holds copy_strided's, the last fifth copy_coalesced's) it drops
+    that launch's metrics; earlier, in the range record, every launch. Neither may pass as a report."""
+    p = copy_to_tmp(strided_ncu_rep)
+    data = bytearray(p.read_bytes())
+    at = int(len(data) * where)
+    data[at:at + 256] = bytes(b ^ 0x5A for b in data[at:at + 256])
+    p.write_bytes(bytes(data))
+    with pytest.raises(InputError) as err:
+        load(p)
+    msg = str(err.value)
+    assert msg.startswith(str(p)) and "\n" not in msg and "damaged" in msg
