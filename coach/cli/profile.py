@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from coach.cli.main import app
 from coach.cli.output import console, err_console, print_json
 
 #: Findings shown per profile; the rest are in --json.
 TOP_FINDINGS = 5
+#: How coach.analyze.diagnose marks a rule that could not run for want of metrics.
+NOT_CHECKED_PREFIX = "not-checked:"
 
 
 @app.command(
@@ -102,17 +105,22 @@ def show_analysis(analysis: dict[str, Any], *, expected_rule: str | None = None)
         console.print(f"  {analysis['kind']}: {rows or 'no rows'}")
         console.print("  [dim](no diagnosis: coach.analyze.diagnose is not part of this version)[/]")
         return
+    notes = [f for f in findings if str(f.get("rule_id", "")).startswith(NOT_CHECKED_PREFIX)]
+    findings = [f for f in findings if f not in notes]
     if not findings:
         console.print("  no findings")
-        return
     for i, f in enumerate(findings[:TOP_FINDINGS], 1):
         gain = f.get("estimated_gain_pct")
         gain_text = f"  [dim](up to {gain:.0f}% of its time)[/]" if isinstance(gain, (int, float)) else ""
-        console.print(f"  {i}. [bold]{f.get('title')}[/] [dim]{f.get('category')}, {f.get('scope') or 'whole profile'}[/]{gain_text}")
-        console.print(f"     {f.get('message')}")
+        where = f"{f.get('category')}, {f.get('scope') or 'whole profile'}"
+        console.print(f"  {i}. [bold]{escape(str(f.get('title')))}[/] [dim]({escape(where)})[/]{gain_text}")
+        console.print(f"     {escape(str(f.get('message')))}")
         if f.get("next_step"):
-            console.print(f"     [dim]next:[/] {f['next_step']}")
+            console.print(f"     [dim]next:[/] {escape(str(f['next_step']))}")
+    if notes:
+        names = ", ".join(str(n.get("rule_id"))[len(NOT_CHECKED_PREFIX):] for n in notes)
+        console.print(f"  [dim]not checked (the profile lacks their metrics): {escape(names)}[/]")
     if expected_rule is not None:
-        first = findings[0].get("rule_id")
+        first = findings[0].get("rule_id") if findings else None
         verdict = "[green]matches[/]" if first == expected_rule else f"[red]differs[/] (first: {first})"
         console.print(f"  expected first finding: {expected_rule}: {verdict}")
