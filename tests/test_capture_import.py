@@ -146,3 +146,36 @@ def test_kept_ncu_report_when_the_reader_exists(tmp_path, strided_ncu_rep):
     done = recordings.import_raw(raw, tmp_path / "traces")
     assert done[0].results["profiles"]["slow"]["ncu_rep"] == "slow/report.ncu-rep"
     assert (done[0].folder / "slow" / "report.ncu-rep").read_bytes() == strided_ncu_rep.read_bytes()
+
+
+def test_measure_on_a_real_nsys_export(softmax_nsys_sqlite):
+    """Evidence values on the recorded H200 export agree with the same sums taken in SQL."""
+    pytest.importorskip("coach.ingest.nsys_sqlite")
+    import sqlite3
+
+    timeline = load(softmax_nsys_sqlite)
+    scenario = scenarios.find("15")
+    con = sqlite3.connect(softmax_nsys_sqlite)
+    # copyKind 2: device to host; memory kind 0: pageable (ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND)
+    copied, took, pageable = con.execute("SELECT SUM(bytes), SUM(end - start), AVG(srcKind = 0 OR dstKind = 0) "
+                                         "FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2").fetchone()
+    longest = con.execute("SELECT MAX(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s "
+                          "ON s.id = r.nameId WHERE s.value LIKE 'cudaMemcpyAsync%'").fetchone()[0]
+    con.close()
+
+    def ev(**fields):
+        base = dict(name="x", label="x", per=None, agg="sum", where=(), kernel=None, direction="down",
+                    slow_range=None, scale=1.0, unit="")
+        return scenarios.Evidence(**{**base, **fields})
+
+    dtoh = (("kind", "DtoH"),)
+    assert pageable == 0.75  # three 64 MiB copies to pageable memory, one 4-byte copy to pinned memory
+    assert recordings.measure(scenario, ev(table="memcpy", metric="pageable", agg="mean", where=dtoh), timeline) == 0.75
+    assert recordings.measure(scenario, ev(table="memcpy", metric="bytes", per="dur_ns", where=dtoh), timeline) == \
+        pytest.approx(copied / took)
+    assert recordings.measure(scenario, ev(table="memcpy", metric="bytes", where=(("kind", "HtoD"),)), timeline) is None
+    assert recordings.measure(scenario, ev(table="api", metric="dur_ns", agg="max", kernel="^cudaMemcpyAsync",
+                                           scale=1e-6), timeline) == pytest.approx(longest * 1e-6)
+    assert recordings.measure(scenario, ev(table="kernels", metric="dur_ns", agg="count"), timeline) == 11
+    with pytest.raises(InputError, match="'bytez' is not a column of the canonical memcpy table"):
+        recordings.measure(scenario, ev(table="memcpy", metric="bytez"), timeline)
