@@ -148,3 +148,26 @@ def test_result_line_round_trip(capsys):
     assert exc.value.code == 1
     assert json.loads(capsys.readouterr().out)["ok"] is False
     assert harness.parse_result('{"variant": "slow"}\n') is None
+
+
+def test_record_import_run_end_to_end(fake_bin, fake_data_root, tmp_path, capsys, strided_ncu_rep):
+    """Fake profilers hand out the real H200 report of the strided copy (tests/data/ncu_strided_copy)
+    for both variants: recording, import through the real .ncu-rep reader, and coach run."""
+    pytest.importorskip("coach.ingest.ncu_rep")
+    from test_capture_support import hand_out
+
+    from coach import recordings
+
+    hand_out(fake_bin, "ncu", strided_ncu_rep)
+    raw = tmp_path / "raw"
+    assert [o.status for o in record([_scenario()], raw, nsys=False, log=lambda line: None)] == ["recorded"]
+    done = recordings.import_raw(raw, fake_data_root / "traces")
+    results = done[0].results
+    assert results["speedup"] == pytest.approx(2.1 / 1.0)
+    sectors = results["evidence"][0]
+    # both kernels of the report match 'copy'; the same report for both variants cannot move
+    assert sectors["slow"] == sectors["fixed"] and sectors["slow"] > 4
+    assert sectors["moved_as_expected"] is False
+    code, out, err = run_cli(["run", "99", "--no-interactive"], capsys)
+    assert code == 0, err
+    assert "It takes 2.1 ms." in out and "speed-up 2.10x" in out
