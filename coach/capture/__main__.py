@@ -63,15 +63,11 @@ def main(argv: list[str] | None = None) -> int:
             files = profile(cmd, args.out, nsys=args.nsys or ncu is None, ncu=ncu, timeout=args.timeout)
             print("\n".join(str(f) for f in files))
         else:
-            from coach.capture.record import record, select
+            from coach.capture.record import raise_for_failures, record, select
 
             chosen = select(args.scenarios, all_=args.all, only=args.only)
-            outcomes = record(chosen, args.out, nsys=not args.no_nsys, ncu=not args.no_ncu,
-                              skip_existing=args.skip_existing, time_budget_s=args.time_budget)
-            failed = [o for o in outcomes if o.status == "failed"]
-            if failed:
-                raise CoachError(f"{len(failed)} of {len(outcomes)} scenarios failed: "
-                                 + "; ".join(f"{o.scenario}: {o.message}" for o in failed))
+            raise_for_failures(record(chosen, args.out, nsys=not args.no_nsys, ncu=not args.no_ncu,
+                                      skip_existing=args.skip_existing, time_budget_s=args.time_budget))
     except CoachError as err:
         print(f"coach: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -131,6 +131,14 @@ def record(chosen: Sequence[Scenario], out: Path, *, nsys: bool = True, ncu: boo
     return outcomes
 
 
+def raise_for_failures(outcomes: Sequence[Outcome]) -> None:
+    """One error line naming every scenario that failed, if any did."""
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        raise CoachError(f"{len(failed)} of {len(outcomes)} scenarios failed: "
+                         + "; ".join(f"{o.scenario}: {o.message}" for o in failed))
+
+
 def _record_one(scenario: Scenario, final: Path, machine: dict[str, Any], paths: dict[str, str], *,
                 variants: Sequence[str], use: dict[str, bool], log: Log) -> None:
     spec = scenario.profile

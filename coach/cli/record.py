@@ -50,17 +50,14 @@ def record_cmd(
         raise CoachError("--traces applies to --import")
     if out is None:
         raise CoachError("--out is required: the folder for the raw reports")
-    from coach.capture.record import record, select
+    from coach.capture.record import raise_for_failures, record, select
 
     outcomes = record(select(scenario_ids or [], all_=all_, only=only), out, nsys=not no_nsys, ncu=not no_ncu,
                       skip_existing=skip_existing, time_budget_s=time_budget)
     for o in outcomes:
         console.print(f"{o.scenario}  {o.status}" + (f"  {o.seconds:.0f} s" if o.seconds else "")
                       + (f"  {o.message}" if o.message else ""))
-    failed = [o for o in outcomes if o.status == "failed"]
-    if failed:
-        raise CoachError(f"{len(failed)} of {len(outcomes)} scenarios failed: "
-                         + "; ".join(f"{o.scenario}: {o.message}" for o in failed))
+    raise_for_failures(outcomes)
 
 
 def _import(raw: Path, traces: Path | None) -> None:
