@@ -2,8 +2,8 @@
 
 Reading is columnar end to end, because real exports hold millions of kernel and API rows: each
 raw table is one SELECT of only the columns coach uses (``nsys_schema`` says which, for each nsys
-version), fetched through ADBC straight into Arrow; string ids are resolved by a join against only
-the ``StringIds`` rows referenced; enumerations, process ids and NVTX nesting are Polars
+version), fetched through ADBC straight into Arrow, large tables in parallel; string ids are looked
+up in only the ``StringIds`` rows referenced; enumerations, process ids and NVTX nesting are Polars
 expressions. No Python code runs per row.
 
 Timestamps stay as nsys records them: integer nanoseconds of session time, counted from the start
@@ -16,9 +16,11 @@ text is fetched as bytes and decoded as UTF-8, with U+FFFD for bytes that are no
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import adbc_driver_manager
 import adbc_driver_sqlite.dbapi as adbc
@@ -41,6 +43,15 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "nvtx": ("start_ns", "event_type"),
     "devices": ("device_id",),
 }
+
+#: Rows per parallel read of a large table: big enough that a read's fixed cost (a connection, a
+#: statement) is negligible, small enough to spread a million-row table over a laptop's cores.
+PARALLEL_READ_ROWS = 250_000
+
+#: Rows per Arrow batch the driver returns (its default, 1024, leaves a million-row table in a
+#: thousand chunks that every later step would walk).
+_BATCH_ROWS_OPTION = "adbc.sqlite.query.batch_rows"
+_BATCH_ROWS = 65_536
 
 #: globalPid / globalTid pack the process id in bits 24-47 and the thread id in bits 0-23
 #: (NVIDIA, Nsight Systems "SQLite examples: serialized process and thread identifiers").
@@ -70,7 +81,7 @@ def read(path: str | Path) -> Timeline:
     with _Export.open(path) as export:
         meta = export.meta()
         version = meta.get("export", {}).get("EXPORT_PRODUCT_VERSION")
-        raw = {table: export.read(table, version) for table in REQUIRED}
+        raw = export.read(REQUIRED, version)
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in ("memcpy_kind", "memory_kind", "sync_kind", "nvtx_kind", "api_kind")}
     api = _api(raw["api"], strings, enums["api_kind"])
@@ -115,26 +126,48 @@ class _Export:
             raise InputError(path, "no such file")
         if path.stat().st_size == 0:
             raise InputError(path, "is empty")
-        try:
-            connection = adbc.connect(path.resolve().as_uri() + "?mode=ro")
-        except adbc_driver_manager.Error as err:
-            raise InputError(path, f"cannot be opened as SQLite ({_first_line(err)})") from None
+        connection = cls._connect(path)
         try:
             yield cls(path, connection)
         finally:
             connection.close()
 
-    def read(self, table: str, version: str | None) -> pl.DataFrame | None:
-        """Canonical ``table``'s staging frame (every column ``nsys_columns.csv`` names for it, null
-        where the export lacks it), or None when the export holds none of its raw tables."""
-        plan = schema.plan(table, self.tables)
-        if plan is None:
-            return None
-        missing = [c for c in REQUIRED[table] if c not in plan.select]
-        if missing:
-            raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(missing)}: an export "
-                                        f"layout coach does not know (written by nsys {version or 'of unknown version'})")
-        frame = self._frame(plan.sql(), text=plan.text_columns)
+    def read(self, tables: Iterable[str], version: str | None) -> dict[str, pl.DataFrame | None]:
+        """Each canonical table's staging frame (every column ``nsys_columns.csv`` names for it, null
+        where the export lacks it), or None where the export holds none of its raw tables.
+
+        Large tables are read in rowid ranges on parallel connections (SQLite decodes rows on one
+        core per statement; the driver releases the GIL while it does), in rowid order."""
+        plans: dict[str, schema.TablePlan] = {}
+        for table in tables:
+            plan = schema.plan(table, self.tables)
+            if plan is None:
+                continue
+            missing = [c for c in REQUIRED[table] if c not in plan.select]
+            if missing:
+                raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(missing)}: an "
+                                            f"export layout coach does not know (written by nsys "
+                                            f"{version or 'of unknown version'})")
+            plans[table] = plan
+        jobs = {table: self._ranges(plan) for table, plan in plans.items()}
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params, text=plans[table].text_columns,
+                                         own_connection=True) for where, params in ranges]
+                     for table, ranges in jobs.items()}
+            frames = {table: pl.concat([f.result() for f in futures], rechunk=True) for table, futures in parts.items()}
+        return {table: (self._with_all_columns(table, frames[table]) if table in frames else None) for table in tables}
+
+    def _ranges(self, plan: schema.TablePlan) -> list[tuple[str, tuple]]:
+        """WHERE clauses (with parameters) that split ``plan``'s table into rowid ranges."""
+        bounds = self._arrow(f'SELECT min(rowid) AS first, max(rowid) AS last FROM "{plan.raw_table}"').to_pylist()[0]
+        first, last = bounds["first"], bounds["last"]
+        if first is None or last - first < PARALLEL_READ_ROWS:
+            return [("", ())]
+        bounds = list(range(first - 1, last, PARALLEL_READ_ROWS)) + [last]
+        return [(" WHERE rowid > ? AND rowid <= ?", (lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+
+    @staticmethod
+    def _with_all_columns(table: str, frame: pl.DataFrame) -> pl.DataFrame:
         wanted = schema.columns().filter(pl.col("table") == table).unique("column", maintain_order=True)
         absent = [pl.lit(None, pl.String if kind == "text" else pl.Int64).alias(name)
                   for name, kind in wanted.select("column", "type").iter_rows() if name not in frame.columns]
@@ -191,20 +224,35 @@ class _Export:
         grouped = rows.group_by("name", maintain_order=True).agg("value")
         return {name: values[0] if len(values) == 1 else values for name, values in grouped.iter_rows()}
 
-    def _frame(self, sql: str, params: tuple = (), *, text: frozenset[str] = frozenset()) -> pl.DataFrame:
-        table = self._arrow(sql, params)
+    def _frame(self, sql: str, params: tuple = (), *, text: frozenset[str] = frozenset(),
+               own_connection: bool = False) -> pl.DataFrame:
+        table = self._arrow(sql, params, own_connection=own_connection)
         columns = [_utf8(table.column(i)) if name in text else table.column(i) for i, name in enumerate(table.column_names)]
         return pl.from_arrow(pa.table(columns, names=table.column_names))
 
-    def _arrow(self, sql: str, params: tuple = ()) -> pa.Table:
-        cursor = self._con.cursor()
+    def _arrow(self, sql: str, params: tuple = (), *, own_connection: bool = False) -> pa.Table:
+        """Run ``sql``; ``own_connection`` for a call from a worker thread (a connection serves one thread)."""
+        connection = self._connect(self.path) if own_connection else self._con
         try:
-            cursor.execute(sql, params or None)
-            return cursor.fetch_arrow_table()
+            cursor = connection.cursor()
+            try:
+                cursor.adbc_statement.set_options(**{_BATCH_ROWS_OPTION: str(_BATCH_ROWS)})
+                cursor.execute(sql, params or None)
+                return cursor.fetch_arrow_table()
+            finally:
+                cursor.close()
         except (adbc_driver_manager.Error, pa.ArrowException) as err:
             raise InputError(self.path, f"is a damaged SQLite database ({_first_line(err)})") from None
         finally:
-            cursor.close()
+            if own_connection:
+                connection.close()
+
+    @staticmethod
+    def _connect(path: Path) -> adbc.Connection:
+        try:
+            return adbc.connect(path.resolve().as_uri() + "?mode=ro")
+        except adbc_driver_manager.Error as err:
+            raise InputError(path, f"cannot be opened as SQLite ({_first_line(err)})") from None
 
 
 def _utf8(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -239,96 +287,96 @@ def _tid(column: str) -> pl.Expr:
 _DUR = (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
 
 
-def _named(strings: pl.DataFrame, id_column: str, name: str) -> pl.LazyFrame:
-    return strings.lazy().select(pl.col("id").alias(id_column), pl.col("value").alias(name))
+def _by_start(frame: pl.LazyFrame) -> pl.DataFrame:
+    """``frame`` collected, in start order. nsys writes its tables in start order already, and
+    checking that is cheaper than sorting a million rows again."""
+    collected = frame.collect()
+    return collected if collected["start_ns"].is_sorted() else collected.sort("start_ns", maintain_order=True)
 
 
-def _lookup(values: pl.DataFrame, key: str, name: str) -> pl.LazyFrame:
-    return values.lazy().select(pl.col("id").alias(key), pl.col("value").alias(name))
+def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
+    """Column ``key`` mapped through ``table``'s ``(id, value)`` pairs; null where an id is not there."""
+    return pl.col(key).replace_strict(table["id"], table["value"], default=None, return_dtype=pl.String)
 
 
-def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.LazyFrame | None:
+def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
-    return (raw.lazy()
-            .join(_named(strings, "name_id", "name"), on="name_id", how="left")
-            .join(_named(strings, "demangled_name_id", "demangled_name"), on="demangled_name_id", how="left")
-            .with_columns(_DUR, _pid("global_pid").alias("pid"))
-            .drop("name_id", "demangled_name_id", "global_pid")
-            .sort("start_ns"))
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("name_id", strings).alias("name"),
+                      _mapped("demangled_name_id", strings).alias("demangled_name"),
+                      _DUR, _pid("global_pid").alias("pid"))
+        .drop("name_id", "demangled_name_id", "global_pid"))
 
 
-def _memcpy(raw: pl.DataFrame | None, copy_kinds: pl.DataFrame, memory_kinds: pl.DataFrame) -> pl.LazyFrame | None:
+def _memcpy(raw: pl.DataFrame | None, copy_kinds: pl.DataFrame, memory_kinds: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
-    return (raw.lazy()
-            .join(_lookup(copy_kinds, "copy_kind", "kind"), on="copy_kind", how="left")
-            .join(_lookup(memory_kinds, "src_kind", "src_memory"), on="src_kind", how="left")
-            .join(_lookup(memory_kinds, "dst_kind", "dst_memory"), on="dst_kind", how="left")
-            .with_columns(pl.col("kind", "src_memory", "dst_memory").fill_null("unknown"))
-            .with_columns(_DUR, _pid("global_pid").alias("pid"),
-                          pageable=(pl.col("src_memory") == "pageable") | (pl.col("dst_memory") == "pageable"))
-            .drop("copy_kind", "src_kind", "dst_kind", "global_pid")
-            .sort("start_ns"))
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("copy_kind", copy_kinds).fill_null("unknown").alias("kind"),
+                      _mapped("src_kind", memory_kinds).fill_null("unknown").alias("src_memory"),
+                      _mapped("dst_kind", memory_kinds).fill_null("unknown").alias("dst_memory"))
+        .with_columns(_DUR, _pid("global_pid").alias("pid"),
+                      pageable=(pl.col("src_memory") == "pageable") | (pl.col("dst_memory") == "pageable"))
+        .drop("copy_kind", "src_kind", "dst_kind", "global_pid"))
 
 
-def _memset(raw: pl.DataFrame | None, memory_kinds: pl.DataFrame) -> pl.LazyFrame | None:
+def _memset(raw: pl.DataFrame | None, memory_kinds: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
-    return (raw.lazy()
-            .join(_lookup(memory_kinds, "memory_kind", "memory"), on="memory_kind", how="left")
-            .with_columns(pl.col("memory").fill_null("unknown"), _DUR, _pid("global_pid").alias("pid"))
-            .drop("memory_kind", "global_pid")
-            .sort("start_ns"))
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("memory_kind", memory_kinds).fill_null("unknown").alias("memory"), _DUR,
+                      _pid("global_pid").alias("pid"))
+        .drop("memory_kind", "global_pid"))
 
 
-def _api(raw: pl.DataFrame | None, strings: pl.DataFrame, api_kinds: pl.DataFrame) -> pl.LazyFrame | None:
+def _api(raw: pl.DataFrame | None, strings: pl.DataFrame, api_kinds: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
-    names = strings.lazy().select(pl.col("id").alias("name_id"),
-                                  pl.col("value").str.replace(_API_VERSION_SUFFIX, "").alias("name"))
+    names = strings.with_columns(pl.col("value").str.replace(_API_VERSION_SUFFIX, ""))
     by_prefix = (pl.when(pl.col("name").str.starts_with("cuda")).then(pl.lit("runtime"))
                  .when(pl.col("name").str.starts_with("cu")).then(pl.lit("driver")))
-    return (raw.lazy()
-            .join(names, on="name_id", how="left")
-            .join(_lookup(api_kinds, "event_class", "api"), on="event_class", how="left")
-            .with_columns(pl.when(pl.col("api") != "unknown").then("api").otherwise(by_prefix).alias("api"))
-            .with_columns(_DUR, _pid("global_tid").alias("pid"), _tid("global_tid").alias("tid"))
-            .drop("name_id", "event_class", "global_tid")
-            .sort("start_ns"))
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("name_id", names).alias("name"), _mapped("event_class", api_kinds).alias("api"))
+        .with_columns(pl.when(pl.col("api") != "unknown").then("api").otherwise(by_prefix).alias("api"))
+        .with_columns(_DUR, _pid("global_tid").alias("pid"), _tid("global_tid").alias("tid"))
+        .drop("name_id", "event_class", "global_tid"))
 
 
-def _sync(raw: pl.DataFrame | None, api: pl.LazyFrame | None, sync_kinds: pl.DataFrame) -> pl.LazyFrame | None:
+def _sync(raw: pl.DataFrame | None, api: pl.DataFrame | None, sync_kinds: pl.DataFrame) -> pl.DataFrame | None:
     """Synchronisation records. The API call that made a record (same process and correlation id)
     names its kind and thread; the record's own sync type is the fallback."""
     if raw is None:
         return None
-    by_api = schema.enums().filter(pl.col("enum") == "sync_api").select(pl.col("raw_name").alias("call"),
-                                                                        pl.col("value").alias("kind_by_call"))
+    by_call = schema.enums().filter(pl.col("enum") == "sync_api").select(pl.col("raw_name").alias("call"),
+                                                                         pl.col("value").alias("kind_by_call"))
     frame = raw.lazy().with_columns(_pid("global_pid").alias("pid"))
     if api is not None:
-        calls = api.select("pid", "correlation_id", "tid", pl.col("name").alias("call")).unique(
-            ["pid", "correlation_id"], keep="first")
+        calls = (api.lazy().filter(pl.col("correlation_id").is_in(raw["correlation_id"].implode()))
+                 .select("pid", "correlation_id", "tid", pl.col("name").alias("call"))
+                 .unique(["pid", "correlation_id"], keep="first"))
         frame = frame.join(calls, on=["pid", "correlation_id"], how="left")
     else:
         frame = frame.with_columns(tid=pl.lit(None, pl.Int64), call=pl.lit(None, pl.String))
-    return (frame
-            .join(by_api.lazy(), on="call", how="left")
-            .join(_lookup(sync_kinds, "sync_type", "kind_by_type"), on="sync_type", how="left")
-            .with_columns(pl.coalesce("kind_by_call", "kind_by_type", pl.lit("unknown")).alias("kind"),
-                          pl.when(pl.col("event_id") != _CUPTI_INVALID_ID).then("event_id").alias("event_id"),
-                          _DUR)
-            .drop("call", "kind_by_call", "kind_by_type", "sync_type", "global_pid")
-            .sort("start_ns"))
+    return _by_start(
+        frame
+        .join(by_call.lazy(), on="call", how="left")
+        .with_columns(pl.coalesce("kind_by_call", _mapped("sync_type", sync_kinds), pl.lit("unknown")).alias("kind"),
+                      pl.when(pl.col("event_id") != _CUPTI_INVALID_ID).then("event_id").alias("event_id"),
+                      _DUR)
+        .drop("call", "kind_by_call", "sync_type", "global_pid"))
 
 
 def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFrame) -> pl.LazyFrame | None:
     if raw is None:
         return None
     events = (raw.lazy()
-              .join(_lookup(nvtx_kinds, "event_type", "kind"), on="event_type", how="left")
-              .join(_named(strings, "text_id", "registered_text"), on="text_id", how="left")
-              .with_columns(pl.coalesce("text", "registered_text").alias("text"),
+              .with_columns(_mapped("event_type", nvtx_kinds).alias("kind"),
+                            pl.coalesce("text", _mapped("text_id", strings)).alias("text"),
                             _pid("global_tid").alias("pid"), _tid("global_tid").alias("tid")))
     # A domain is named by its create event, within the process that created it (nvtxpptrace.py does the same).
     domains = (events.filter(pl.col("kind") == "domain")
@@ -341,7 +389,7 @@ def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFr
             .with_row_index("_row")
             .lazy())
     return (rows.join(_nesting(rows), on="_row", how="left")
-            .drop("_row", "event_type", "text_id", "registered_text", "domain_id", "global_tid")
+            .drop("_row", "event_type", "text_id", "domain_id", "global_tid")
             .sort("start_ns", "depth", nulls_last=True))
 
 
