@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coach.errors import ToolError
+from coach.errors import InputError, ToolError
 from coach.ingest import load, nsys_rep
 
 OLD_NSYS_VERSION = "NVIDIA Nsight Systems version 2022.4.2.1-df9881f"
@@ -95,6 +95,13 @@ def test_export_that_writes_nothing(fake_nsys, softmax_nsys_rep):
     fake_nsys("exit 0")
     with pytest.raises(ToolError, match=r"\(exit 0\): it printed nothing on stderr"):
         load(softmax_nsys_rep)
+
+
+def test_unreadable_export_is_reported_against_the_report(fake_nsys, softmax_nsys_rep):
+    fake_nsys('echo "not a database" > "$out"')
+    with pytest.raises(InputError) as info:
+        load(softmax_nsys_rep)
+    assert str(info.value).startswith(f"{softmax_nsys_rep}: nsys export of it gave an unreadable SQLite file")
 
 
 def test_hanging_export_is_stopped_with_its_children(fake_nsys, softmax_nsys_rep, monkeypatch):

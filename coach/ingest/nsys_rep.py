@@ -70,7 +70,10 @@ def read(path: str | Path) -> Timeline:
                             f"where it was recorded")
         if code != 0 or not exported.is_file():
             raise ToolError(f"nsys export failed on {path} (exit {code}): {_tail(stderr)}")
-        timeline = nsys_sqlite.read(exported)
+        try:
+            timeline = nsys_sqlite.read(exported)
+        except InputError as err:  # about a temporary file the user never saw: name the report instead
+            raise InputError(path, f"nsys export of it gave an unreadable SQLite file: {err.problem}") from None
     source = dataclasses.replace(timeline.source, path=str(path), format="nsys-rep",
                                  meta={**timeline.source.meta, "exported_by": nsys})
     return dataclasses.replace(timeline, source=source)
