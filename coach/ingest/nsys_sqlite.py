@@ -48,10 +48,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 #: statement) is negligible, small enough to spread a million-row table over a laptop's cores.
 PARALLEL_READ_ROWS = 250_000
 
-#: Rows per Arrow batch the driver returns (its default, 1024, leaves a million-row table in a
-#: thousand chunks that every later step would walk).
+#: Rows per Arrow batch the driver returns: one batch per parallel read (the driver's default, 1024,
+#: leaves a million-row table in a thousand chunks that every later step would walk).
 _BATCH_ROWS_OPTION = "adbc.sqlite.query.batch_rows"
-_BATCH_ROWS = 65_536
+_BATCH_ROWS = PARALLEL_READ_ROWS
 
 #: globalPid / globalTid pack the process id in bits 24-47 and the thread id in bits 0-23
 #: (NVIDIA, Nsight Systems "SQLite examples: serialized process and thread identifiers").
@@ -154,12 +154,15 @@ class _Export:
             parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params, text=plans[table].text_columns,
                                          own_connection=True) for where, params in ranges]
                      for table, ranges in jobs.items()}
-            frames = {table: pl.concat([f.result() for f in futures], rechunk=True) for table, futures in parts.items()}
+            frames = {table: pl.concat([f.result() for f in futures], rechunk=False) for table, futures in parts.items()}
         return {table: (self._with_all_columns(table, frames[table]) if table in frames else None) for table in tables}
 
     def _ranges(self, plan: schema.TablePlan) -> list[tuple[str, tuple]]:
         """WHERE clauses (with parameters) that split ``plan``'s table into rowid ranges."""
-        bounds = self._arrow(f'SELECT min(rowid) AS first, max(rowid) AS last FROM "{plan.raw_table}"').to_pylist()[0]
+        # Two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends,
+        # but scans the whole table for both in one SELECT.
+        bounds = self._arrow(f'SELECT (SELECT min(rowid) FROM "{plan.raw_table}") AS first, '
+                             f'(SELECT max(rowid) FROM "{plan.raw_table}") AS last').to_pylist()[0]
         first, last = bounds["first"], bounds["last"]
         if first is None or last - first < PARALLEL_READ_ROWS:
             return [("", ())]
@@ -228,7 +231,7 @@ class _Export:
                own_connection: bool = False) -> pl.DataFrame:
         table = self._arrow(sql, params, own_connection=own_connection)
         columns = [_utf8(table.column(i)) if name in text else table.column(i) for i, name in enumerate(table.column_names)]
-        return pl.from_arrow(pa.table(columns, names=table.column_names))
+        return pl.from_arrow(pa.table(columns, names=table.column_names), rechunk=False)
 
     def _arrow(self, sql: str, params: tuple = (), *, own_connection: bool = False) -> pa.Table:
         """Run ``sql``; ``own_connection`` for a call from a worker thread (a connection serves one thread)."""
