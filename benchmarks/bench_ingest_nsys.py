@@ -115,7 +115,8 @@ def _replicate(con: sqlite3.Connection, table: str, rows: int, span: int, corr_s
 def counts(path: Path) -> tuple[int, int]:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return tuple(con.execute(f"SELECT (SELECT count(*) FROM {KERNELS}), (SELECT count(*) FROM {RUNTIME})").fetchone())
+        query = f"SELECT (SELECT count(*) FROM {KERNELS}), (SELECT count(*) FROM {RUNTIME})"
+        return tuple(con.execute(query).fetchone())
     finally:
         con.close()
 

@@ -97,7 +97,8 @@ def test_unknown_enum_values_read_as_unknown(rewrite):
 
 
 def test_sync_kind_falls_back_to_the_record_type_without_api_rows(rewrite):
-    path = rewrite("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME; UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET syncType = 4;")
+    path = rewrite("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME; "
+                   "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET syncType = 4;")
     tl = nsys_sqlite.read(path)
     assert tl.api.height == 0
     assert tl.sync["kind"].to_list() == ["context"] * 4 and tl.sync["tid"].null_count() == 4

@@ -62,7 +62,8 @@ def read(path: str | Path) -> Timeline:
     nsys = nsys_executable()
     with tempfile.TemporaryDirectory(prefix="coach-nsys-export-") as folder:
         exported = Path(folder) / f"{path.stem}.sqlite"
-        command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(exported), str(path)]
+        command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(exported),
+                   str(path)]
         code, stderr = _run(command, path)
         if _TOO_NEW in stderr:
             raise ToolError(f"{path}: written by {_report_version(path)}, which {_nsys_version(nsys)} ({nsys}) cannot "

@@ -69,6 +69,8 @@ _API_VERSION_SUFFIX = r"_v\d+$"
 #: ``TARGET_INFO_SYSTEM_ENV`` entries worth keeping as provenance.
 _SYSTEM_KEYS = ("NvDriverVersion", "CudaDriverVersion", "OsDescription", "CpuDescription", "CpuCores")
 
+_ENUMS = ("memcpy_kind", "memory_kind", "sync_kind", "nvtx_kind", "api_kind")
+
 _NVTX_KINDS = ("push_pop", "start_end", "mark")
 
 #: Sort key for a range still open when the capture ended: it encloses everything after it.
@@ -83,7 +85,7 @@ def read(path: str | Path) -> Timeline:
         version = meta.get("export", {}).get("EXPORT_PRODUCT_VERSION")
         raw = export.read(REQUIRED, version)
         strings = export.strings(raw)
-        enums = {name: export.enum(name) for name in ("memcpy_kind", "memory_kind", "sync_kind", "nvtx_kind", "api_kind")}
+        enums = {name: export.enum(name) for name in _ENUMS}
     api = _api(raw["api"], strings, enums["api_kind"])
     source = Source(path=str(path), format="nsys-sqlite", tool="Nsight Systems", tool_version=version, meta=meta)
     return make_timeline(
@@ -151,10 +153,12 @@ class _Export:
             plans[table] = plan
         jobs = {table: self._ranges(plan) for table, plan in plans.items()}
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params, text=plans[table].text_columns,
-                                         own_connection=True) for where, params in ranges]
+            parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params,
+                                         text=plans[table].text_columns, own_connection=True)
+                             for where, params in ranges]
                      for table, ranges in jobs.items()}
-            frames = {table: pl.concat([f.result() for f in futures], rechunk=False) for table, futures in parts.items()}
+            frames = {table: pl.concat([f.result() for f in futures], rechunk=False)
+                      for table, futures in parts.items()}
         return {table: (self._with_all_columns(table, frames[table]) if table in frames else None) for table in tables}
 
     def _ranges(self, plan: schema.TablePlan) -> list[tuple[str, tuple]]:
@@ -230,7 +234,8 @@ class _Export:
     def _frame(self, sql: str, params: tuple = (), *, text: frozenset[str] = frozenset(),
                own_connection: bool = False) -> pl.DataFrame:
         table = self._arrow(sql, params, own_connection=own_connection)
-        columns = [_utf8(table.column(i)) if name in text else table.column(i) for i, name in enumerate(table.column_names)]
+        columns = [_utf8(table.column(i)) if name in text else table.column(i)
+                   for i, name in enumerate(table.column_names)]
         return pl.from_arrow(pa.table(columns, names=table.column_names), rechunk=False)
 
     def _arrow(self, sql: str, params: tuple = (), *, own_connection: bool = False) -> pa.Table:
@@ -374,14 +379,14 @@ def _sync(raw: pl.DataFrame | None, api: pl.DataFrame | None, sync_kinds: pl.Dat
         .drop("call", "kind_by_call", "sync_type", "global_pid"))
 
 
-def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFrame) -> pl.LazyFrame | None:
+def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
     events = (raw.lazy()
               .with_columns(_mapped("event_type", nvtx_kinds).alias("kind"),
                             pl.coalesce("text", _mapped("text_id", strings)).alias("text"),
                             _pid("global_tid").alias("pid"), _tid("global_tid").alias("tid")))
-    # A domain is named by its create event, within the process that created it (nvtxpptrace.py does the same).
+    # A domain is named by its create event, in the process that created it (as nvtxpptrace.py does).
     domains = (events.filter(pl.col("kind") == "domain")
                .group_by("pid", "domain_id").agg(pl.col("text").sort_by("start_ns").first().alias("domain")))
     # Materialised once: the row index below must mean the same row in both uses of ``rows``.
@@ -393,7 +398,8 @@ def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFr
             .lazy())
     return (rows.join(_nesting(rows), on="_row", how="left")
             .drop("_row", "event_type", "text_id", "domain_id", "global_tid")
-            .sort("start_ns", "depth", nulls_last=True))
+            .sort("start_ns", "depth", nulls_last=True)
+            .collect())
 
 
 def _nesting(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -406,8 +412,8 @@ def _nesting(rows: pl.LazyFrame) -> pl.LazyFrame:
     opens = stack.select("_row", "global_tid", t=pl.col("start_ns"), order=pl.lit(1), delta=pl.lit(1),
                          tie=-pl.col("end_ns").fill_null(_OPEN_END))
     closes = stack.filter(pl.col("end_ns").is_not_null()).select(
-        pl.lit(None).cast(pl.get_index_type()).alias("_row"), "global_tid", t=pl.col("end_ns"), order=pl.lit(0), delta=pl.lit(-1),
-        tie=pl.lit(0, pl.Int64))
+        pl.lit(None).cast(pl.get_index_type()).alias("_row"), "global_tid", t=pl.col("end_ns"), order=pl.lit(0),
+        delta=pl.lit(-1), tie=pl.lit(0, pl.Int64))
     marks = rows.filter(pl.col("kind") == "mark").select("_row", "global_tid", t=pl.col("start_ns"), order=pl.lit(2),
                                                           delta=pl.lit(0), tie=pl.lit(0, pl.Int64))
     return (pl.concat([opens, closes, marks], how="vertical_relaxed")
