@@ -176,3 +176,19 @@ def test_large_frames_stay_columnar(rewrite):
     assert k.group_by("name").agg(pl.len()).sort("name")["len"].to_list() == [3 * 909, 909, 909, 6 * 909]
     assert k["dur_ns"].sum() == 433888 * 909
     assert k["start_ns"].is_sorted()
+
+
+def test_2026_layout_prefers_graph_id_and_the_gpu_table(rewrite, reference):
+    """nsys 2026.4 (synthetic, after NVIDIA's 3.28.1 schema reference): kernels carry graphId beside
+    graphNodeId, and TARGET_INFO_CUDA_DEVICE gains numMultiprocessors; TARGET_INFO_GPU still wins."""
+    path = rewrite("""
+        ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphId INTEGER;
+        UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = 9, graphId = 5 WHERE correlationId IN (349, 311);
+        UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = 9 WHERE correlationId = 157;
+        ALTER TABLE TARGET_INFO_CUDA_DEVICE ADD COLUMN numMultiprocessors INTEGER;
+        UPDATE TARGET_INFO_CUDA_DEVICE SET numMultiprocessors = 1;
+    """)
+    tl = nsys_sqlite.read(path)
+    graph = dict(tl.kernels.select("correlation_id", "graph_id").rows())
+    assert (graph[349], graph[311], graph[157], graph[178]) == (5, 5, 9, None)
+    assert tl.devices.equals(reference.devices)
