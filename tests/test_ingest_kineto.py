@@ -13,7 +13,7 @@ import pytest
 
 from coach.errors import InputError
 from coach.ingest import load
-from coach.ingest.kineto import fields, read, short_kernel_name
+from coach.ingest.kineto import fields, nesting_depth, read, short_kernel_name
 from coach.model import TIMELINE_TABLES
 
 SOFTMAX = "cunn_SoftMaxForwardReg"
@@ -247,3 +247,16 @@ def test_empty_trace(tmp_path, doc):
 def test_events_of_another_shape(tmp_path):
     doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}
     assert "shape coach does not read" in _one_line_error(_write(tmp_path, "odd.json", doc))
+
+
+def test_nesting_depth_edges():
+    """Synthetic ranges: siblings touching, identical twins, a zero-length range at a parent's start,
+    and a second thread."""
+    ranges = pl.DataFrame({
+        "pid": [1, 1, 1, 1, 1, 1, 1],
+        "tid": [1, 1, 1, 1, 1, 1, 2],
+        "start_ns": [0, 0, 0, 10, 10, 20, 5],
+        "end_ns": [100, 10, 0, 20, 20, 30, 6],
+    }).sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True])
+    assert ranges.with_columns(depth=nesting_depth(ranges)).select("tid", "start_ns", "end_ns", "depth").rows() == [
+        (1, 0, 100, 0), (1, 0, 10, 1), (1, 0, 0, 2), (1, 10, 20, 1), (1, 10, 20, 2), (1, 20, 30, 1), (2, 5, 6, 0)]
