@@ -27,6 +27,7 @@ from coach.analyze.timeline_rules import (
     transfer_bandwidth,
     warmup,
 )
+from coach.analyze.timeline_rules._shared import link_bytes_per_s, timeline_gpu
 from coach.ingest.kineto import read
 
 US, MS = 1_000, 1_000_000
@@ -324,7 +325,7 @@ def test_allocator_quiet(kineto):
 def test_warmup_fires_on_the_first_reduction(kineto):
     [f] = run(warmup, kineto)
     assert f.category == Bottleneck.MEASUREMENT and f.estimated_saving_ns == 8955736
-    assert evidence(f)["module_load_calls"] == 0
+    assert evidence(f)["module_load_calls"] == 0 and evidence(f)["longest_one_time_call_ns"] == 8955736
 
 
 def test_warmup_counts_a_load_inside_a_launch_once():
@@ -350,3 +351,17 @@ def test_no_overlap_names_separate_streams_that_still_serialise():
     )
     [f] = run(no_overlap, tl)
     assert "Copies used 1 stream(s) and kernels 1." in f.message
+
+
+def test_run_all_notes_rules_it_could_not_check():
+    tl = synthetic_timeline(memcpy=_copies("HtoD", [10], nbytes=None, pageable=False))
+    notes = [f for f in run_all(tl) if f.rule_id.startswith("not-checked:")]
+    assert [f.rule_id for f in notes] == ["not-checked:transfer-bandwidth"]
+    assert "no bytes" in notes[0].message
+
+
+def test_run_all_takes_the_link_from_the_hardware_table(kineto):
+    """The recorded trace's device is an H200: its datasheet entry gives the link rate."""
+    rate, source = link_bytes_per_s(timeline_gpu(kineto.devices))
+    assert rate == 64e9 and source.startswith("NVIDIA H200")
+    assert timeline_gpu(synthetic_timeline().devices) is None

@@ -7,6 +7,8 @@ from typing import Any
 
 import polars as pl
 
+from coach.analyze.hardware import match
+
 # A finding whose estimated saving is under 2% of the profiled window is not reported: a saving that
 # small cannot be confirmed by re-measuring, since end-to-end times of the same program under a
 # tracer move by about that much from run to run (profiler buffer flushes, clock boost changes).
@@ -33,8 +35,15 @@ def link_bytes_per_s(hardware: Any) -> tuple[float, str]:
     (``coach.analyze.hardware.GPU``) or None."""
     rate = getattr(hardware, "pcie_bytes_per_s_per_direction", None)
     if rate:
-        return float(rate), f"{getattr(hardware, 'name', 'GPU')} datasheet, PCIe per direction"
+        where = hardware.source("pcie_bytes_per_s_per_direction").describe() if hasattr(hardware, "source") else "datasheet"
+        return float(rate), f"{hardware.name}, PCIe per direction ({where})"
     return PCIE_GEN5_X16_BYTES_PER_S, "PCIe Gen5 x16 per direction (NVIDIA H200 datasheet: 128 GB/s both ways)"
+
+
+def timeline_gpu(devices: pl.DataFrame) -> Any:
+    """The hardware entry for the timeline's first named device, or None when it is not in the table."""
+    names = devices["name"].drop_nulls() if devices.height else []
+    return match(names[0]) if len(names) else None
 
 
 def share_pct(part_ns: float, window_ns: float) -> float:
