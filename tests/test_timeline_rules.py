@@ -231,7 +231,7 @@ def test_no_overlap_fires_on_one_stream():
         kernels=kernels([5000], [10000]),
     )
     [f] = run(no_overlap, tl)
-    assert f.estimated_saving_ns == 5 * MS and evidence(f)["copy_compute_overlap_pct"] == 0
+    assert f.estimated_saving_ns == 5 * MS and evidence(f)["hidden_pct"] == 0
     assert "share one stream" in f.message
 
 
@@ -365,3 +365,13 @@ def test_run_all_takes_the_link_from_the_hardware_table(kineto):
     rate, source = link_bytes_per_s(timeline_gpu(kineto.devices))
     assert rate == 64e9 and source.startswith("NVIDIA H200")
     assert timeline_gpu(synthetic_timeline().devices) is None
+
+
+def test_no_overlap_measures_against_the_shorter_stage():
+    """Copies of 10 ms and 1 ms of kernels, all under the copies: nothing more to hide."""
+    tl = synthetic_timeline(
+        memcpy={"device_id": [0], "stream_id": [2], "kind": ["HtoD"], "start_ns": [0], "end_ns": [10 * MS]},
+        kernels={**kernels([2000], [3000]), "stream_id": [1]},
+    )
+    assert TimelineAnalysis(tl).overlap["overlap_pct"].item() == 10.0
+    assert run(no_overlap, tl) == []
