@@ -21,6 +21,7 @@ from coach.analyze.timeline_rules import (
     gpu_idle,
     host_sync,
     launch_bound,
+    layout_copies,
     no_overlap,
     pageable_memcpy,
     run_all,
@@ -69,7 +70,7 @@ def test_recorded_trace_ranking(kineto):
 
 def test_rule_declarations():
     ids = [r.SPEC.id for r in RULES]
-    assert len(set(ids)) == len(ids) == 8
+    assert len(set(ids)) == len(ids) == 9
     for r in RULES:
         assert isinstance(r.SPEC.category, Bottleneck) and callable(r.apply)
 
@@ -375,3 +376,52 @@ def test_no_overlap_measures_against_the_shorter_stage():
     )
     assert TimelineAnalysis(tl).overlap["overlap_pct"].item() == 10.0
     assert run(no_overlap, tl) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Hidden layout copies (MEMORY_ACCESS)
+# --------------------------------------------------------------------------------------------
+
+COPY_SIGNATURE = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+                  "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+                  "{lambda()#7}::operator()() const::{lambda(float)#1}>(at::TensorIteratorBase&, "
+                  "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+                  "{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1}>(int, "
+                  "at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
+                  "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}>("
+                  "at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::"
+                  "operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1})")
+
+
+def _with_copies(operator_ranges: bool):
+    """Per step: a contiguous() copy (300 us) then a matmul (600 us), three steps."""
+    steps = [0, 1000, 2000]
+    k = {"device_id": [0] * 6, "stream_id": [7] * 6, "correlation_id": [1, 2, 3, 4, 5, 6],
+         "start_ns": [(s + d) * US for s in steps for d in (10, 320)],
+         "end_ns": [(s + d) * US for s in steps for d in (310, 920)],
+         "name": ["elementwise_kernel", "gemm"] * 3, "demangled_name": [COPY_SIGNATURE, "void gemm<float>(...)"] * 3}
+    api = {"pid": [1] * 6, "tid": [1] * 6, "correlation_id": [1, 2, 3, 4, 5, 6], "name": ["cudaLaunchKernel"] * 6,
+           "start_ns": [(s + d) * US for s in steps for d in (2, 5)], "end_ns": [(s + d) * US for s in steps for d in (4, 7)]}
+    tables = {"kernels": k, "api": api}
+    if operator_ranges:
+        tables["nvtx"] = {"pid": [1] * 6, "tid": [1] * 6, "domain": ["cpu_op"] * 6, "depth": [0, 1] * 3,
+                          "text": ["aten::contiguous", "aten::copy_"] * 3,
+                          "start_ns": [int((s + d) * US) for s in steps for d in (1, 1.5)],
+                          "end_ns": [int((s + d) * US) for s in steps for d in (4.5, 4.2)]}
+    return synthetic_timeline(**tables)
+
+
+def test_layout_copies_fire_and_name_the_operator():
+    [f] = run(layout_copies, _with_copies(operator_ranges=True))
+    assert f.estimated_saving_ns == 900 * US and evidence(f)["layout_copies"] == 3
+    assert evidence(f)["layout_copy_share_of_gpu_pct"] == pytest.approx(100 * 900 / 2700)
+    assert "aten::contiguous (3, 900 us)" in f.message
+
+
+def test_layout_copies_without_operator_ranges():
+    [f] = run(layout_copies, _with_copies(operator_ranges=False))
+    assert "Launched from" not in f.message and f.details["launched_by"] == []
+
+
+def test_layout_copies_quiet(kineto):
+    assert run(layout_copies, kineto) == []

@@ -5,8 +5,10 @@
 ``window_ns``     the span of CUDA activity the percentages are measured over
 ``counts``        rows per canonical table
 ``devices``       per GPU: busy time and %, and the union time of kernels, copies and memsets
-``top_kernels``   by total time: count, total/avg/min/max, share of all kernel time (``time_pct``,
-                  as Nsight Systems' ``cuda_gpu_kern_sum`` computes it), grouped by full signature
+``top_kernels``   by total time: count, total/avg/min/max, share of all kernel time (``time_pct``),
+                  grouped by full signature as ``nsys stats --report cuda_gpu_kern_sum`` groups them
+                  (the ``cuda_gpu_kern_sum`` recipe groups by short name instead, merging template
+                  instances such as the two ``vectorized_elementwise_kernel`` variants)
 ``memcpy``        per copy kind: count, bytes, time, achieved GB/s (bytes over summed copy time),
                   and how many copies touched pageable host memory
 ``top_api``       runtime/driver calls by total time: count, total/avg/max, share of API time

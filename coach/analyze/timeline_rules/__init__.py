@@ -24,6 +24,7 @@ from coach.analyze.timeline_rules import (
     gpu_idle,
     host_sync,
     launch_bound,
+    layout_copies,
     no_overlap,
     pageable_memcpy,
     transfer_bandwidth,
@@ -39,6 +40,7 @@ RULES: tuple[ModuleType, ...] = (
     no_overlap,
     transfer_bandwidth,
     allocator_churn,
+    layout_copies,
     warmup,
 )
 

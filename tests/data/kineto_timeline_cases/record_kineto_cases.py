@@ -13,6 +13,7 @@ Cases and what each should show:
   pageable_copy    64 MiB device-to-host and host-to-device copies through pageable memory
   serial_copy      pinned copies and a kernel on one stream, one after the other: no overlap
   pipelined_copy   the same work in 4 chunks on two streams: copies overlap compute
+  layout_copies    .t().contiguous() before each elementwise op on 4096x4096: copy kernels
   allocator_churn  fresh allocations every step with the caching allocator off (child process)
   sync_events      item_in_loop again with CUDA synchronisation events recorded (cuda_sync rows)
 """
@@ -42,6 +43,7 @@ def main(out: Path) -> None:
         "pageable_copy": pageable_copy,
         "serial_copy": serial_copy,
         "pipelined_copy": pipelined_copy,
+        "layout_copies": layout_copies,
     }
     for name, make_step in cases.items():
         profile(name, make_step(torch), out, torch)
@@ -141,6 +143,16 @@ def pipelined_copy(torch, chunks: int = 4):
             with torch.cuda.stream(copy):
                 h_out[sl].copy_(d[sl], non_blocking=True)
         torch.cuda.synchronize()
+    return step
+
+
+def layout_copies(torch):
+    x = torch.randn(4096, 4096, device="cuda")
+
+    def step():
+        for _ in range(4):
+            y = x.t().contiguous()  # a copy kernel: the transpose is only a view until here
+            y.mul_(2.0)
     return step
 
 
