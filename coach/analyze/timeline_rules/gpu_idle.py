@@ -54,10 +54,12 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     out one-time calls, ``one_time_ns`` (module loading inside the gap, see the warm-up rule) and
     ``idle_ns`` (the rest); only gaps whose rest is longer than one launch latency."""
     one_time = one_time_calls(a)
-    api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
-                              how="anti", nulls_equal=True)
-    gaps = host_activity_in_gaps(idle_gaps(a.busy, a.window).filter(pl.col("position") == "between"), api,
-                                 a.timeline.nvtx).with_row_index("_gap")
+    gaps = a.gaps
+    if one_time.height:
+        api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
+                                  how="anti", nulls_equal=True)
+        gaps = host_activity_in_gaps(idle_gaps(a.busy, a.window), api, a.timeline.nvtx)
+    gaps = gaps.filter(pl.col("position") == "between").with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),
                             "overlap").group_by("_gap").agg(one_time_ns=pl.col("overlap_ns").sum())
