@@ -21,6 +21,11 @@ COMMAND_MODULES = [
     "coach.cli.load",
     "coach.cli.diagnose",
     "coach.cli.predict",
+    "coach.cli.roofline",
+    "coach.cli.doctor",
+    "coach.cli.profile",
+    "coach.cli.record",
+    "coach.cli.run",
 ]
 
 for _name in COMMAND_MODULES:
