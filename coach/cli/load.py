@@ -119,7 +119,10 @@ def _show_kernels(k: dict[str, Any]) -> None:
 
 
 def _show_timeline(s: dict[str, Any]) -> None:
-    console.print(f"CUDA activity over {_time(s['window_ns'])}")
+    if not s["window_ns"]:
+        console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
+    else:
+        console.print(f"CUDA activity over {_time(s['window_ns'])}")
     for d in s["devices"].iter_rows(named=True):
         console.print(f"  GPU {d.get('device_id')}: busy {_pct(d.get('busy_pct'))} ({_time(d.get('busy_ns'))})")
     t = _table("Kernels by time", [("kernel", "left"), ("count", "right"), ("total", "right"), ("avg", "right"), ("% kernel time", "right")])
