@@ -22,6 +22,10 @@ COMMAND_MODULES = [
     "coach.cli.diagnose",
     "coach.cli.predict",
     "coach.cli.roofline",
+    "coach.cli.quiz",
+    "coach.cli.drill",
+    "coach.cli.exercise",
+    "coach.cli.progress",
 ]
 
 for _name in COMMAND_MODULES:

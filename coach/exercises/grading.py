@@ -41,9 +41,9 @@ NEGATION_AFTER = 2
 _STOPWORDS = frozenset(
     "a an the of to is are was were be been being by for in on at it its that this these those and "
     "or as with from into so which there their they we i you your our do does did just very also "
-    "then here has have had will would should could can may might".split()
+    "here has have had will would should could can may might".split()
 )
-_SENTENCE_END = re.compile(r"(?<!\d)[.!?;]+(?!\d)|\n\s*\n")
+_SENTENCE_END = re.compile(r"[.!?;]+(?=\s|$)|\n\s*\n")
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 
 
@@ -129,10 +129,21 @@ class Concept:
     explain: str  # why it matters (a signal) or why it is wrong (a red flag)
     synonyms: tuple[str, ...] = ()  # phrases, matched as described in the module docstring
     patterns: tuple[str, ...] = ()  # regular expressions over the folded sentence text
+    #: Key words for a concept written as a sentence (a scenario rubric line that names no concept of
+    #: the bank): it is found when at least ``min_keywords`` of them occur anywhere in the answer.
+    keywords: tuple[str, ...] = ()
+    min_keywords: int = 0
+    #: Concepts of which at least ``min_parts`` must be found (a rubric line that names several).
+    parts: tuple[Concept, ...] = ()
+    min_parts: int = 0
 
     def __post_init__(self) -> None:
-        if not self.synonyms and not self.patterns:
-            raise ValueError(f"concept {self.id!r} has neither synonyms nor patterns")
+        if not (self.synonyms or self.patterns or self.keywords or self.parts):
+            raise ValueError(f"concept {self.id!r} has neither synonyms, patterns, keywords nor parts")
+        if self.keywords and not 0 < self.min_keywords <= len(self.keywords):
+            raise ValueError(f"concept {self.id!r}: min_keywords must be between 1 and {len(self.keywords)}")
+        if self.parts and not 0 < self.min_parts <= len(self.parts):
+            raise ValueError(f"concept {self.id!r}: min_parts must be between 1 and {len(self.parts)}")
         for p in self.patterns:
             re.compile(p)
         for s in self.synonyms:
@@ -157,6 +168,15 @@ def find_in(sentences: tuple[_Sentence, ...], concept: Concept, *, honour_negati
             for m in re.finditer(pat, sent.text):
                 if m.group().strip() and not (honour_negation and _negated(sent, m.start(), m.end(), set())):
                     return m.group().strip()
+    if concept.keywords:
+        present = {w.stem for sent in sentences for w in sent.words}
+        hits = [k for k in concept.keywords if stem(k) in present]
+        if len(hits) >= concept.min_keywords:
+            return ", ".join(hits)
+    if concept.parts:
+        quotes = [q for p in concept.parts if (q := find_in(sentences, p, honour_negation=honour_negation))]
+        if len(quotes) >= concept.min_parts:
+            return "; ".join(quotes)
     return None
 
 
@@ -221,9 +241,13 @@ class Grade:
 
     def feedback(self) -> list[str]:
         """One line per concept: what was matched (quoted) or missed, and why it matters."""
-        lines = [f"+ {h.concept.label}: you said \"{h.quote}\". {h.concept.explain}" for h in self.found]
-        lines += [f"- missing: {c.label}. {c.explain}" for c in self.missed]
-        lines += [f"! red flag: {h.concept.label}: you said \"{h.quote}\". {h.concept.explain}" for h in self.flags]
+        def label(c: Concept) -> str:
+            return c.label.rstrip(".")
+
+        lines = [f"+ {label(h.concept)}: you said \"{h.quote}\". {h.concept.explain}".rstrip() for h in self.found]
+        lines += [f"- missing: {label(c)}. {c.explain}".rstrip() for c in self.missed]
+        lines += [f"! red flag: {label(h.concept)}: you said \"{h.quote}\". {h.concept.explain}".rstrip()
+                  for h in self.flags]
         lines += list(self.notes)
         lines.append(f"score {self.score}/{self.max_score} ({_count(len(self.found), 'signal')} found, "
                      f"{_count(len(self.flags), 'red flag')})")
