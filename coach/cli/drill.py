@@ -48,7 +48,7 @@ def drill_cmd(
         _show(drills, as_json)
         return
     ask = source(answer, answers_file)
-    results, attempts = [], []
+    results = []
     for i, d in enumerate(drills, 1):
         if not as_json:
             _say(f"\nDrill {i}/{len(drills)}  {d.kind} · seed {base + i - 1}", "bold")
@@ -57,15 +57,12 @@ def drill_cmd(
         result = d.check(text)
         results.append(_as_dict(d, base + i - 1) | {"your_answer": text, "correct": result.correct, "given": result.given,
                                                     "error": result.error, "feedback": list(result.feedback)})
-        attempts.append(_attempt(d, base + i - 1, text, result))
+        if not no_save:  # each answer is committed as soon as it is graded
+            _save(_attempt(d, base + i - 1, text, result))
         if not as_json:
             for line in result.feedback:
                 _say(line, "green" if line.startswith("right") else "red" if line.startswith(("off", "wrong", "say", "could"))
                      else "")
-    if not no_save:
-        from coach.cli.progress import save
-
-        save(attempts)
     if as_json:
         print_json(results)
 
@@ -89,6 +86,12 @@ def _show(drills, as_json: bool) -> None:
 def _say(text: str, style: str = "") -> None:
     """Print text as it is: no markup, no highlighting."""
     console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
+
+
+def _save(attempt) -> None:
+    from coach.cli.progress import save
+
+    save([attempt])
 
 
 def _attempt(d, seed: int, text: str, result):

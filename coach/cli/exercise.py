@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from coach.cli.main import app
-from coach.cli.output import console, print_json
+from coach.cli.output import console, err_console, print_json
 from coach.errors import CoachError
 
 
@@ -54,7 +54,7 @@ def exercise_cmd(
 
     chosen = find(scenario)
     exercise = build(chosen, others=everything)
-    ask = _with_hints(exercise.hints, _source(answer, answers_file))
+    ask = _with_hints(exercise.hints, _source(answer, answers_file), err_console if as_json else console)
     show = (lambda line: None) if as_json else (lambda line: console.print(line, highlight=False, soft_wrap=True,
                                                                           markup=False))
     if not as_json:
@@ -76,8 +76,8 @@ def _source(answer, answers_file):
     return source(answer, answers_file)
 
 
-def _with_hints(hints: tuple[str, ...], ask):
-    """Answering 'hint' shows the next hint and asks again."""
+def _with_hints(hints: tuple[str, ...], ask, out):
+    """Answering 'hint' shows the next hint (on ``out``) and asks again."""
     given = iter(hints)
 
     def asking(prompt: str, **kw) -> str:
@@ -85,7 +85,7 @@ def _with_hints(hints: tuple[str, ...], ask):
             text = ask(prompt, **kw)
             if text.strip().lower() not in ("hint", "?"):
                 return text
-            console.print(f"hint: {next(given, 'no more hints')}", highlight=False, soft_wrap=True, markup=False)
+            out.print(f"hint: {next(given, 'no more hints')}", highlight=False, soft_wrap=True, markup=False)
 
     return asking
 

@@ -19,14 +19,17 @@ PLAN_DAYS = (3, 7, 14, 56)
 
 
 def save(attempts: list[Attempt]) -> None:
-    """Record attempts, each in its own transaction; repairs and lock fall-backs are one line on stderr."""
-    from coach.exercises.progress import ProgressStore
+    """Record attempts, each in its own transaction. A repaired database is one warning line on
+    stderr; a database that stays locked is a one-line error (the answers wait in a pending file)."""
+    from coach.exercises.progress import save as save_attempts
 
-    with ProgressStore() as store:
-        if store.notice:
-            err_console.print(f"coach: warning: {store.notice}", highlight=False, soft_wrap=True)
-        for attempt in attempts:
-            store.record(attempt)
+    notice = save_attempts(attempts)
+    if notice:
+        _warn(notice)
+
+
+def _warn(notice: str) -> None:
+    err_console.print(f"coach: warning: {notice}", highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command("progress")
@@ -51,7 +54,7 @@ def progress_cmd(
 
     with ProgressStore() as store:
         if store.notice:
-            err_console.print(f"coach: warning: {store.notice}", highlight=False, soft_wrap=True)
+            _warn(store.notice)
         attempts = store.attempts()
         path = store.path
     topics = list(load_bank().topics)
@@ -114,7 +117,7 @@ def plan_cmd(
         raise CoachError(f"--days: {days} is not offered; use one of {', '.join(map(str, PLAN_DAYS))}")
     with ProgressStore() as store:
         if store.notice:
-            err_console.print(f"coach: warning: {store.notice}", highlight=False, soft_wrap=True)
+            _warn(store.notice)
         attempts = store.attempts()
     plan = make_plan(days, attempts)
     if as_json:

@@ -71,7 +71,7 @@ def quiz_cmd(
         _show(questions, as_json)
         return
     ask = source(answer, answers_file)
-    results, attempts = [], []
+    results = []
     for i, q in enumerate(questions, 1):
         if not as_json:
             console.print(f"\nQuestion {i}/{len(questions)}  {q.id} · {q.topic} · {q.level}", style="bold", markup=False,
@@ -80,17 +80,14 @@ def quiz_cmd(
         text = ask(f"Your answer to {q.id}:")
         grade = q.grade(text)
         results.append(_result(q, text, grade))
-        attempts.append(_attempt(q, text, grade))
+        if not no_save:  # each answer is committed as soon as it is graded
+            _save(_attempt(q, text, grade))
         if not as_json:
             for line in grade.feedback():
                 _say(line, {"+": "green", "-": "yellow", "!": "red"}.get(line[0], "bold"))
             _say("Model answer:", "bold")
             _say(q.answer)
             _say(f"Sources: {'; '.join(q.sources)}", "dim")
-    if not no_save:
-        from coach.cli.progress import save
-
-        save(attempts)
     if as_json:
         print_json(results)
 
@@ -121,6 +118,12 @@ def _result(q, text: str, grade) -> dict:
             "missed": [{"concept": c.id, "label": c.label} for c in grade.missed],
             "red_flags": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.flags],
             "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources)}
+
+
+def _save(attempt) -> None:
+    from coach.cli.progress import save
+
+    save([attempt])
 
 
 def _attempt(q, text: str, grade):

@@ -59,7 +59,7 @@ def stem(word: str) -> str:
         w = w[:-3] + "y"
     elif w.endswith("sses"):
         w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+    elif w.endswith("s") and not w.endswith(("ss", "is")):
         w = w[:-1]
     if w.endswith("ing") and len(w) > 5:
         w = w[:-3]

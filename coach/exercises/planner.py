@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from coach.exercises.bank import Bank, load_bank
+from coach.exercises.bank import LEVELS, Bank, load_bank
 from coach.exercises.drills import KIND_TOPICS
 from coach.exercises.progress import WEAK_FRACTION, topic_strength
 from coach.exercises.topics import BOTTLENECK_TOPICS, ladder_topic
@@ -119,7 +119,10 @@ def make_plan(days: int, attempts: pl.DataFrame, *, bank: Bank | None = None, sc
     quiz_topics = _round_robin(weights, days * DAILY["quiz"])
     drill_weights = {k: weights[t] for k, t in KIND_TOPICS.items()}
     drill_kinds = _round_robin(drill_weights, days * DAILY["drill"])
-    questions = {t: [q for q in by_weakness([(q.id, q.topic) for q in bank.questions if q.topic == t])] for t in topics}
+    # within a topic: questions never tried first, easiest level first; then the lowest best scores
+    questions = {t: sorted((q for q in bank.questions if q.topic == t),
+                           key=lambda q: (q.id in best, best.get(q.id, 0.0), LEVELS.index(q.level), q.id))
+                 for t in topics}
     asked = dict.fromkeys(topics, 0)
 
     plan_days = []
@@ -139,11 +142,10 @@ def make_plan(days: int, attempts: pl.DataFrame, *, bank: Bank | None = None, sc
                               why[topic], MINUTES["drill"]))
         for topic in quiz_topics[d * DAILY["quiz"]:(d + 1) * DAILY["quiz"]]:
             pool = questions[topic]
-            qid, _ = pool[asked[topic] % len(pool)]
+            q = pool[asked[topic] % len(pool)]
             asked[topic] += 1
-            q = bank.question(qid)
-            tasks.append(Task("quiz", qid, topic, f"interview question ({q.level}): {_short(q.question)}",
-                              f"coach quiz --id {qid}", why[topic], MINUTES["quiz"]))
+            tasks.append(Task("quiz", q.id, topic, f"interview question ({q.level}): {_short(q.question)}",
+                              f"coach quiz --id {q.id}", why[topic], MINUTES["quiz"]))
         plan_days.append(Day(d + 1, tuple(tasks)))
     focus = tuple(sorted((t for t in topics if why[t].startswith("weak topic")), key=lambda t: -weights[t]))
     notes = []

@@ -135,7 +135,8 @@ class ProgressStore:
             conn = self._connect()
             problem = _integrity_problem(conn)
             if problem is None:
-                self._retrying(lambda: _init(conn))
+                if not _initialised(conn):  # a fresh file: the only time opening writes
+                    self._retrying(lambda: _init(conn))
                 return conn
         except sqlite3.DatabaseError as err:
             if _is_lock(err):
@@ -191,17 +192,8 @@ class ProgressStore:
         try:
             self._retrying(lambda: _insert(self._conn, [attempt.row()]))
         except ProgressLocked:
-            line = json.dumps({k: getattr(attempt, k) for k in ("kind", "item", "topic", "score", "max_score",
-                                                                 "answer", "details", "at", "uid")}, default=str)
-            fd = os.open(self.pending_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                os.write(fd, (line + "\n").encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            raise ProgressLocked(f"{self.path}: locked by another process for over "
-                                 f"{BUSY_TIMEOUT_S * (LOCK_RETRIES + 1):.0f} s; this answer was kept in "
-                                 f"{self.pending_path.name} and will be added next time") from None
+            keep_pending(self.path, [attempt])
+            raise _locked(self.path) from None
 
     def _retrying(self, op) -> Any:
         for attempt_no in range(LOCK_RETRIES + 1):
@@ -236,6 +228,49 @@ class ProgressStore:
         self.close()
 
 
+def save(attempts: list[Attempt], path: Path | None = None) -> str | None:
+    """Record ``attempts`` (each in its own transaction) and return the store's notice, if any.
+
+    If the database stays locked, the attempts not yet saved go to the pending file and
+    ``ProgressLocked`` says so: an answer is never dropped.
+    """
+    path = Path(path) if path is not None else default_path()
+    try:
+        store = ProgressStore(path)
+    except ProgressLocked:
+        keep_pending(path, attempts)
+        raise _locked(path) from None
+    with store:
+        for i, attempt in enumerate(attempts):
+            try:
+                store.record(attempt)
+            except ProgressLocked:
+                keep_pending(path, attempts[i + 1:])
+                raise
+        return store.notice
+
+
+def keep_pending(path: Path, attempts: list[Attempt]) -> None:
+    """Append attempts to the pending file beside the database (one JSON line each, fsync'ed)."""
+    if not attempts:
+        return
+    lines = "".join(json.dumps({k: getattr(a, k) for k in ("kind", "item", "topic", "score", "max_score", "answer",
+                                                            "details", "at", "uid")}, default=str) + "\n"
+                    for a in attempts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(PENDING_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, lines.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _locked(path: Path) -> ProgressLocked:
+    return ProgressLocked(f"{path}: locked by another process for over {BUSY_TIMEOUT_S * (LOCK_RETRIES + 1):.0f} s; "
+                          f"the answer was kept in {PENDING_NAME} and will be added next time")
+
+
 ATTEMPT_SCHEMA = {"uid": pl.Utf8, "at": pl.Utf8, "kind": pl.Utf8, "item": pl.Utf8, "topic": pl.Utf8,
                   "score": pl.Float64, "max_score": pl.Float64, "answer": pl.Utf8, "details": pl.Utf8}
 
@@ -257,6 +292,12 @@ def _integrity_problem(conn: sqlite3.Connection) -> str | None:
     if version > SCHEMA_VERSION:
         raise CoachError(f"progress database written by a newer coach (schema {version}); upgrade coach")
     return None
+
+
+def _initialised(conn: sqlite3.Connection) -> bool:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    return version == SCHEMA_VERSION and wal
 
 
 def _init(conn: sqlite3.Connection) -> None:

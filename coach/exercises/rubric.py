@@ -8,8 +8,8 @@ prose ("Checks sectors per request ... and expects 4 for 4-byte loads"). Each li
    concepts = [...]``; see ``coach.exercises.player``): at least half of them must be named;
 2. for a strong line: the signal concepts whose synonyms occur in the line (at least half of them
    named), or else its key words (at least half of them present);
-3. for a red-flag line: the red-flag concepts it names, or any phrase it quotes ('the kernel is
-   already optimal').
+3. for a red-flag line: the red-flag concepts it names; and, whichever way it resolved, any phrase
+   it quotes ('the kernel is already optimal') is one more way to show the flag.
 
 A red-flag line that resolves to nothing is not graded (wrongly penalising a good answer is worse
 than missing a flag); the player lists it as something to avoid.
@@ -52,11 +52,11 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
     for i, text in enumerate(lines):
         cid = f"{prefix}-{'flag' if red_flags else 'strong'}-{i + 1}"
         ids = next((v for start, v in (mapped or {}).items() if starts_with(text, start)), None)
+        quoted = tuple(q.strip() for q in _QUOTED.findall(text) if _phrase(q)) if red_flags else ()
         if ids:
-            out.append(RubricLine(text, _union(cid, text, [bank.concept(c) for c in ids]), "mapped"))
+            out.append(RubricLine(text, _union(cid, text, [bank.concept(c) for c in ids], quoted), "mapped"))
             continue
         named = [c for c in bank.concepts.values() if c.id.startswith(RED_FLAG_PREFIX) == red_flags and _names(c, text)]
-        quoted = tuple(q.strip() for q in _QUOTED.findall(text) if _phrase(q)) if red_flags else ()
         keys = () if red_flags else _keywords(text)
         if red_flags:
             how = "named" if named else "quoted" if quoted else "unresolved"
