@@ -61,14 +61,14 @@ class Bank:
         raise KeyError(qid)
 
     def select(self, *, topic: str | None = None, level: str | None = None, count: int | None = None,
-               seed: int | None = None, exclude: frozenset[str] = frozenset()) -> list[Question]:
+               seed: int | None = None) -> list[Question]:
         """Questions matching ``topic`` and ``level``, shuffled by ``seed`` (bank order without one)."""
         if topic is not None and topic not in self.topics:
             raise KeyError(topic)
         if level is not None and level not in LEVELS:
             raise KeyError(level)
         chosen = [q for q in self.questions
-                  if (topic is None or q.topic == topic) and (level is None or q.level == level) and q.id not in exclude]
+                  if (topic is None or q.topic == topic) and (level is None or q.level == level)]
         if seed is not None:
             random.Random(seed).shuffle(chosen)
         return chosen[:count] if count is not None else chosen

@@ -18,8 +18,11 @@ Matching tolerates wording without a language model:
 * a red flag that the answer negates ("occupancy is *not* the goal") does not count: a negation
   word within ``NEGATION_WINDOW`` words before the match, between its words ("many FLOPs is not
   necessarily compute-bound") or right after it ("... is not the goal"), within the same clause,
-  cancels it. Strong signals ignore
-  negation: "the loads are not coalesced" still names coalescing.
+  cancels it. Strong signals ignore negation: "the loads are not coalesced" still names coalescing.
+
+A concept written as a sentence (a scenario's rubric line) can instead be found by its key words
+(``keywords``, ``min_keywords``) or by naming enough of several concepts (``parts``, ``min_parts``);
+``coach.exercises.rubric`` builds those.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-#: Words allowed between two consecutive words of a synonym phrase. Two lets an article and an
-#: adjective in ("the L2 cache" for "L2"); more starts matching words from unrelated clauses.
+#: Words allowed between two consecutive words of a synonym phrase (filler words are dropped before
+#: counting). Two lets a qualifier in ("shared-memory tile reads" for "shared memory reads"); more
+#: starts joining words from unrelated clauses.
 MAX_GAP = 2
 #: How far back (in words, same sentence) a negation cancels a red flag: "is not always" and
 #: "doesn't really mean that" fit; a "not" in an earlier clause mostly does not.
@@ -116,7 +120,8 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _phrase(phrase: str) -> tuple[str, ...]:
+def phrase_stems(phrase: str) -> tuple[str, ...]:
+    """The stems a phrase is matched by: folded, filler words dropped, each word stemmed."""
     return tuple(w.stem for s in _sentences(phrase) for w in s.words)
 
 
@@ -147,7 +152,7 @@ class Concept:
         for p in self.patterns:
             re.compile(p)
         for s in self.synonyms:
-            if not _phrase(s):
+            if not phrase_stems(s):
                 raise ValueError(f"concept {self.id!r}: synonym {s!r} has no words left after folding")
 
     def find(self, text: str, *, honour_negation: bool = False) -> str | None:
@@ -159,7 +164,7 @@ def find_in(sentences: tuple[_Sentence, ...], concept: Concept, *, honour_negati
     for sent in sentences:
         stems = [w.stem for w in sent.words]
         for syn in concept.synonyms:
-            phrase = _phrase(syn)
+            phrase = phrase_stems(syn)
             for i, j in _phrase_spans(stems, phrase):
                 lo, hi = sent.words[i].start, sent.words[j].end
                 if not (honour_negation and _negated(sent, lo, hi, set(phrase))):

@@ -48,6 +48,7 @@ from coach.exercises.bank import RED_FLAG_PREFIX, Bank, load_bank
 from coach.exercises.grading import Concept, Grade, grade
 from coach.exercises.rubric import RubricLine, resolve, starts_with
 from coach.exercises.topics import BOTTLENECK_TOPICS
+from coach.scenarios import Scenario, all_scenarios, render
 
 EXERCISE_FILE = "exercise.toml"
 EXERCISE_KEYS = frozenset({"rubric", "decision", "fix_distractors"})
@@ -167,23 +168,19 @@ class ExerciseResult:
 # --------------------------------------------------------------------------------------------
 
 
-def scenarios() -> list[Any]:
-    """Every scenario the project has (``coach.scenarios``)."""
-    from coach.scenarios import all_scenarios
-
+def scenarios() -> list[Scenario]:
+    """Every scenario the project has: each one has an exercise."""
     return all_scenarios()
 
 
-def build(scenario: Any, *, values: Mapping[str, Any] | None = None, others: Sequence[Any] = (),
+def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others: Sequence[Scenario] = (),
           bank: Bank | None = None, extras: Mapping[str, Any] | None = None) -> Exercise:
-    """The exercise for ``scenario`` (a ``coach.scenarios.Scenario``).
+    """The exercise for ``scenario``.
 
     ``values`` fill the scenario's placeholders (from its recording; modelled values otherwise);
     ``others`` are the other scenarios, whose fixes serve as distractors; ``extras`` is the parsed
     exercise file (found next to the scenario, or in the package, when None).
     """
-    from coach.scenarios import render
-
     bank = bank or load_bank()
     values = recorded_values(scenario) if values is None else dict(values)
     extras = _extras(scenario) if extras is None else extras
@@ -202,7 +199,7 @@ def build(scenario: Any, *, values: Mapping[str, Any] | None = None, others: Seq
                     hints=tuple(_unfilled(render(h, values)) for h in scenario.hints))
 
 
-def recorded_values(scenario: Any) -> dict[str, Any]:
+def recorded_values(scenario: Scenario) -> dict[str, Any]:
     """The values a scenario's text names: from its recording in traces/ where there is one, else the
     modelled ones only (sizes, floors); recording-only values stay unfilled."""
     from coach.recordings import open_recording, placeholder_values
@@ -226,7 +223,7 @@ def _shuffle(correct: str, wrong: Sequence[str], rng: random.Random) -> tuple[tu
     return tuple(items[i] for i in order), order.index(0)
 
 
-def _look_first(scenario: Any, rng: random.Random) -> DecisionPoint:
+def _look_first(scenario: Scenario, rng: random.Random) -> DecisionPoint:
     kernel = scenario.tool == "ncu"
     right, other = (_LOOK_NCU, _LOOK_NSYS) if kernel else (_LOOK_NSYS, _LOOK_NCU)
     choices, correct = _shuffle(right, [other, *_LOOK_WRONG], rng)
@@ -237,7 +234,7 @@ def _look_first(scenario: Any, rng: random.Random) -> DecisionPoint:
     return DecisionPoint("look-first", f"{scenario.question}\nWhere do you look first?", choices, correct, why)
 
 
-def _meaning(scenario: Any, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
     lines = []
     for e in scenario.evidence:
         recorded = values.get(f"slow_{e.name}")
@@ -260,7 +257,7 @@ def _meaning(scenario: Any, values: Mapping[str, Any], rng: random.Random) -> De
     return DecisionPoint("meaning", prompt, choices, correct, why)
 
 
-def _fix(scenario: Any, others: Sequence[Any], rng: random.Random, distractors: Sequence[str] = ()) -> DecisionPoint:
+def _fix(scenario: Scenario, others: Sequence[Scenario], rng: random.Random, distractors: Sequence[str] = ()) -> DecisionPoint:
     wrong = list(distractors) or ([_proposal(scenario.fix.wrong_fix)] if scenario.fix.wrong_fix else [])
     same_kind = [o for o in others if o.id != scenario.id and o.tool == scenario.tool]
     wrong += [o.fix.summary for o in sorted(same_kind, key=lambda o: o.number)[:2]]
@@ -272,7 +269,7 @@ def _fix(scenario: Any, others: Sequence[Any], rng: random.Random, distractors: 
     return DecisionPoint("fix", "Which fix do you make?", choices, correct, why)
 
 
-def predicted_speedup(scenario: Any) -> tuple[float, str]:
+def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
     """The speed-up the scenario's model predicts, and how it was worked out."""
     m = scenario.model
     moved = m.moved_bytes
@@ -292,7 +289,7 @@ def predicted_speedup(scenario: Any) -> tuple[float, str]:
     return scenario.min_speedup, "the model gives no separate prediction; this is the speed-up the recording must reach"
 
 
-def _gain(scenario: Any, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+def _gain(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
     expected, how = predicted_speedup(scenario)
     correct = next(i for i, (upper, _) in enumerate(GAIN_BUCKETS) if expected < upper)
     why = f"The model predicts about {expected:.2g}x: {how}."
@@ -309,7 +306,7 @@ def _proposal(text: str) -> str:
     return re.split(r":\s|;\s|,?\s+but\s", first, maxsplit=1)[0].rstrip(".")
 
 
-def _extra(scenario: Any, i: int, raw: Mapping[str, Any], bank: Bank) -> DecisionPoint:
+def _extra(scenario: Scenario, i: int, raw: Mapping[str, Any], bank: Bank) -> DecisionPoint:
     where = f"{scenario.id} exercise decision {i + 1}"
     try:
         choices = tuple(raw["choices"])
@@ -331,7 +328,7 @@ def _extra(scenario: Any, i: int, raw: Mapping[str, Any], bank: Bank) -> Decisio
         raise CoachError(f"{where}: {err}") from None
 
 
-def _mapping(scenario: Any, extras: Mapping[str, Any], bank: Bank) -> dict[str, list[str]]:
+def _mapping(scenario: Scenario, extras: Mapping[str, Any], bank: Bank) -> dict[str, list[str]]:
     """The exercise file's rubric mapping, checked: each entry names a line that exists, with bank
     concepts of the line's kind (signals for strong lines, red flags for red-flag lines)."""
     out = {}
@@ -353,7 +350,7 @@ def _mapping(scenario: Any, extras: Mapping[str, Any], bank: Bank) -> dict[str, 
     return out
 
 
-def _extras(scenario: Any) -> dict[str, Any]:
+def _extras(scenario: Scenario) -> dict[str, Any]:
     """The exercise file for ``scenario``: in its folder, else in the package; {} when neither exists."""
     for path in (scenario.folder / EXERCISE_FILE, OWN_EXERCISES / f"{scenario.id}.toml"):
         if path.is_file():

@@ -102,11 +102,6 @@ class Attempt:
         if self.max_score < 0:
             raise ValueError("max_score must be >= 0")
 
-    @property
-    def fraction(self) -> float:
-        """The score as a share of the best possible, clipped to 0..1."""
-        return min(1.0, max(0.0, self.score) / self.max_score) if self.max_score else 0.0
-
     def row(self) -> tuple:
         return (self.uid, self.at, self.kind, self.item, self.topic, float(self.score), float(self.max_score),
                 self.answer, json.dumps(self.details, sort_keys=True, default=str))
@@ -149,7 +144,12 @@ class ProgressStore:
     def _set_aside(self, problem: str) -> sqlite3.Connection:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         kept = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        os.replace(self.path, kept)
+        try:
+            os.replace(self.path, kept)
+        except FileNotFoundError:  # another process set it aside first and started a new one
+            conn = self._connect()
+            self._retrying(lambda: _init(conn))
+            return conn
         for suffix in ("-wal", "-shm"):  # the journal belongs to the damaged file: keep it with it
             side = self.path.with_name(self.path.name + suffix)
             if side.exists():

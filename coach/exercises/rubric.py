@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from coach.exercises.bank import RED_FLAG_PREFIX, Bank
-from coach.exercises.grading import Concept, _phrase
+from coach.exercises.grading import Concept, phrase_stems
 
 #: Share of a line's named concepts (or key words) an answer must name. Half: a rubric line usually
 #: pairs the idea with its justification ("proposes X and says why"), and either shows the idea.
 FOUND_SHARE = 0.5
 #: Words that describe what the candidate does rather than the idea: never key words.
-_ACTION_WORDS = frozenset(_phrase(
+_ACTION_WORDS = frozenset(phrase_stems(
     "checks check proposes propose reads notices sees compares estimates says explains names fixes predicts "
     "asks adds tunes moves blames expects looks finds uses about both whole without whether only before after "
     "first then like instead being already each every more than less into onto over under well what when where "
@@ -52,7 +52,7 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
     for i, text in enumerate(lines):
         cid = f"{prefix}-{'flag' if red_flags else 'strong'}-{i + 1}"
         ids = next((v for start, v in (mapped or {}).items() if starts_with(text, start)), None)
-        quoted = tuple(q.strip() for q in _QUOTED.findall(text) if _phrase(q)) if red_flags else ()
+        quoted = tuple(q.strip() for q in _QUOTED.findall(text) if phrase_stems(q)) if red_flags else ()
         if ids:
             out.append(RubricLine(text, _union(cid, text, [bank.concept(c) for c in ids], quoted), "mapped"))
             continue
@@ -76,14 +76,14 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
 
 def starts_with(line: str, start: str) -> bool:
     """Whether a rubric line begins with ``start``, ignoring case, punctuation and word endings."""
-    words, head = _phrase(line), _phrase(start)
+    words, head = phrase_stems(line), phrase_stems(start)
     return bool(head) and words[: len(head)] == head
 
 
 def _names(concept: Concept, text: str) -> bool:
     """Whether the rubric line names the concept by more than a verb ("proposes", "checks")."""
     quote = concept.find(text)
-    return quote is not None and not set(_phrase(quote)) <= _ACTION_WORDS
+    return quote is not None and not set(phrase_stems(quote)) <= _ACTION_WORDS
 
 
 def _union(cid: str, text: str, concepts: list[Concept], quoted: tuple[str, ...] = ()) -> Concept:
@@ -99,7 +99,7 @@ def _keywords(text: str) -> tuple[str, ...]:
     words = re.findall(r"[a-z][a-z0-9_]+", text.lower())
     keep = []
     for w in words:
-        stems = _phrase(w)
+        stems = phrase_stems(w)
         if stems and len(w) >= 4 and stems[0] not in _ACTION_WORDS and w not in keep:
             keep.append(w)
     return tuple(keep)
