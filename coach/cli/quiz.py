@@ -64,6 +64,9 @@ def quiz_cmd(
         except KeyError:
             raise CoachError(f"--id: no question '{question_id}' (ids look like perf-01; see --show)") from None
     else:
+        import random
+
+        seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         questions = bank.select(topic=topic, level=level, count=count, seed=seed)
     if not questions:
         raise CoachError("no questions match --topic and --level")

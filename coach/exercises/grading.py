@@ -106,7 +106,9 @@ class _Sentence:
     words: tuple[_Word, ...]  # stop words removed
 
 
+@lru_cache(maxsize=1024)
 def _sentences(text: str) -> tuple[_Sentence, ...]:
+    """The text split into sentences of stemmed words (cached: an answer is graded against many concepts)."""
     out = []
     for part in _SENTENCE_END.split(fold(text)):
         part = " ".join(part.split())
