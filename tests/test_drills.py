@@ -105,6 +105,7 @@ def test_feedback_says_how_far_off():
     ("compute-bound, 8.3 ms", True, "right bound: compute-bound"),
     ("8.3 ms", False, "say which bound it is: this one is compute-bound"),
     ("memory bound, 8.3 ms", False, "wrong bound: you said memory-bound, it is compute-bound"),
+    ("I computed 8.3 ms: compute-bound", True, "right bound: compute-bound"),
 ])
 def test_bound_drills_need_the_bound_too(text, correct, line):
     result = d.bound(1e12, 1e9, "bf16", "l4").check(text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -98,9 +99,10 @@ class DrillResult:
 
 
 def _said_bound(text: str) -> str | None:
+    """'memory-bound' / 'bandwidth' or 'compute-bound' / 'math'; None when neither or both are said."""
     t = text.lower()
-    memory = "memory" in t or "bandwidth" in t
-    compute = "compute" in t or "math" in t or "flop-bound" in t
+    memory = re.search(r"\b(memory|bandwidth)\b", t) is not None
+    compute = re.search(r"\b(compute|math|flops?)[- ]bound\b|\bcompute\b", t) is not None
     return None if memory == compute else ("memory" if memory else "compute")
 
 

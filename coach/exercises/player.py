@@ -92,7 +92,8 @@ _KERNEL_CLASSES = tuple(list(Bottleneck)[: list(Bottleneck).index(Bottleneck.LAU
 _TIMELINE_CLASSES = tuple(b for b in Bottleneck if b not in _KERNEL_CLASSES and b is not Bottleneck.OTHER)
 
 _LOOK_NCU = "Profile the slow kernel with Nsight Compute and start from Speed of Light, then the section for the unit it points to"
-_LOOK_NSYS = "Take an Nsight Systems timeline of the run and see what the GPU and the CPU do over time: gaps, copies, syncs"
+_LOOK_NSYS = ("Take a timeline of the run (Nsight Systems, or the PyTorch profiler) and see what the GPU and the CPU do "
+              "over time: gaps, copies, syncs")
 _LOOK_WRONG = ("Check nvidia-smi: if GPU utilisation is high, the code is already efficient",
                "Try other block sizes and launch configurations until it gets faster, then profile")
 _FIX_DISTRACTORS = ("Raise occupancy: larger blocks and more threads per SM",
