@@ -38,7 +38,7 @@ import math
 import random
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -410,7 +410,7 @@ def play(exercise: Exercise, ask: Callable[..., str], show: Callable[[str], None
                     f"choices right, rubric {rubric.score}/{rubric.max_score}")
     for line in feedback:
         show(line)
-    return ExerciseResult(exercise, tuple(results), rubric, tuple(feedback))
+    return replace(scored, feedback=tuple(feedback))
 
 
 def _grade_point(point: DecisionPoint, choice: int | None, text: str) -> PointResult:
@@ -434,9 +434,9 @@ def _grade_point(point: DecisionPoint, choice: int | None, text: str) -> PointRe
 
 
 def _gain_note(text: str, expected: float) -> str:
-    m = re.search(r"(\d+(?:\.\d+)?)\s*(?:x|×|times)\b", text.lower())
+    m = re.search(r"(\d+(?:\.\d+)?)\s*(?:x|×|times)(?![a-z0-9])", text.lower())
     if m is None:
-        return f"(give the speed-up as a number, e.g. '{expected:.2g}x', to compare it with the model's {expected:.2g}x)"
+        return f"(say the speed-up as a number, 'about 2x', to compare your estimate with the model's {expected:.2g}x)"
     said = float(m.group(1))
     ok = said > 0 and 1 / GAIN_AGREEMENT <= said / expected <= GAIN_AGREEMENT
     return (f"your {said:g}x {'agrees with' if ok else 'is far from'} the model's {expected:.2g}x"
