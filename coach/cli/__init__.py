@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "coach.cli.diagnose",
     "coach.cli.predict",
     "coach.cli.roofline",
+    "coach.cli.ladder",
 ]
 
 for _name in COMMAND_MODULES:
