@@ -80,7 +80,7 @@ extern "C" __global__ void out_of_bounds(float* out, int n) {
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
     src = tmp_path_factory.mktemp("emu") / "kernels.cu"
-    src.write_text("inline int __popc(unsigned v) { return __builtin_popcount(v); }\n" + EMU_KERNELS)
+    src.write_text(EMU_KERNELS)
     return EmuBuild(src)
 
 
@@ -123,3 +123,32 @@ def test_emulator_reports_deadlock_and_out_of_bounds_writes(emu):
     out = torch.empty(32)
     _launch(emu, "out_of_bounds", 1, 32, out, 0)
     assert torch.equal(out, torch.ones(32))
+
+
+@needs_gxx
+@pytest.mark.parametrize("rung_key", ["04_decoupled_lookback", "05_lookback_vec4"])
+def test_scan_look_back_adds_aggregates_across_windows(rung_key):
+    """Start the tile counter at 40 with tile 0 holding an inclusive prefix and tiles 1-39 only their
+    aggregates: the two tiles launched must look back over two windows of 32 and add them all."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    build = EmuBuild(defn.path(defn.rung(rung_key)))
+    tile, first = problem.TILE, 40
+    n = (first + 2) * tile
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    state = torch.zeros(first + 2 + 2, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    bits = aggregates.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # a status word: state << 32 | float bits
+    state[:first] = bits | (1 << 32)  # AGGREGATE
+    state[0] = bits[0] | (2 << 32)  # PREFIX: tile 0's inclusive prefix is its aggregate
+    counter = state[first + 2:].view(torch.int32)
+    counter[0] = first
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    kernel = next(iter(build.signatures))
+    ctx.launch(kernel, 2, 256, x, out, state[:first + 2], counter, n)
+    prefix = aggregates.sum()
+    expected = torch.cumsum(x[first * tile:], 0) + prefix
+    assert torch.equal(out[first * tile:], expected)
+    assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
+    assert (state[first: first + 2] >> 32).tolist() == [2, 2], "both tiles end holding their inclusive prefix"
