@@ -51,3 +51,51 @@ def test_cuda_rung_compiles_for_sm90(name, rung, tmp_path):
     if not rung.spills:
         spilled = {k: v for k, v in report.items() if v != (0, 0, 0)}
         assert not spilled, f"{rung.key} claims no spills but ptxas reports (stack, spill st, spill ld) {spilled}"
+
+
+def _nvrtc():
+    """libnvrtc through ctypes (the nvidia-cuda-nvrtc wheel, or CUDA's lib64), or None."""
+    import ctypes
+    import glob
+    import importlib.util
+
+    candidates = []
+    spec = importlib.util.find_spec("nvidia")
+    if spec is not None and spec.submodule_search_locations:
+        for root in spec.submodule_search_locations:
+            candidates += sorted(glob.glob(f"{root}/*/lib/libnvrtc.so*"))
+    candidates += sorted(glob.glob("/usr/local/cuda/lib64/libnvrtc.so*"))
+    for path in candidates:
+        if "alt" in path or "builtins" in path:
+            continue
+        try:  # libnvrtc opens its builtins library by name: load it first, globally
+            for builtins in glob.glob(f"{path.rsplit('/', 1)[0]}/libnvrtc-builtins.so.*"):
+                if "alt" not in builtins:
+                    ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+NVRTC = _nvrtc()
+
+
+@pytest.mark.skipif(NVRTC is None, reason="libnvrtc not found (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("name, rung", RUNGS, ids=[f"{n}/{r.key}" for n, r in RUNGS])
+def test_cuda_rung_compiles_with_nvrtc(name, rung):
+    """The runner builds rungs with NVRTC, which sees no host headers: a rung that leans on one
+    (size_t, INFINITY, <cmath>) compiles with nvcc but not there. Same options as the runner."""
+    import ctypes
+
+    src = load_definition(name).path(rung).read_text().encode()
+    prog = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src, rung.file.encode(), 0, None, None) == 0
+    opts = [b"--std=c++17", b"-arch=sm_90", f"-I{kernels_dir() / 'common'}".encode()]
+    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    size = ctypes.c_size_t()
+    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    NVRTC.nvrtcGetProgramLog(prog, log)
+    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert rc == 0, log.value.decode(errors="replace")
