@@ -185,3 +185,37 @@ def test_cli_errors_are_one_line(tmp_path):
     other.write_text(json.dumps(doc))
     proc = _coach("ladder", "reduction", "--results", str(other))
     assert proc.returncode == 2 and "not 'reduction'" in proc.stderr
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("reduction", 4 * 2**28 + 4),             # read n fp32, write one
+    ("scan", 8 * 2**26),                      # read and write n fp32
+    ("transpose", 8 * 16384 * 16384),         # read and write every fp32
+    ("softmax", 4 * 32768 * 4096),            # read and write every bf16
+    ("layernorm", 4 * 32768 * 4096 + 4 * 4096),  # and weight, bias once
+    ("gemv", 2 * 28672 * 8192 + 2 * 8192 + 2 * 28672),  # W once, x, y
+])
+def test_bytes_models_at_the_h200_size(name, expected):
+    pytest.importorskip("torch")
+    from coach.capture.ladder import load_problem
+
+    problem = load_problem(load_definition(name))
+    assert problem.bytes_moved(**problem.SIZES["h200"]) == expected
+    floor_us = expected / 4.25e12 * 1e6
+    assert 100 < floor_us < 600, "every ladder is sized to take 0.1-0.6 ms at the copy ceiling"
+
+
+@pytest.mark.parametrize("name", LADDERS)
+def test_every_cuda_rung_has_a_launcher_and_every_peer_a_factory(name):
+    pytest.importorskip("torch")
+    from coach.capture.ladder import kernel_signatures, load_problem
+
+    defn = load_definition(name)
+    problem = load_problem(defn)
+    cuda = {r.key for r in defn.rungs if r.language == "cuda"}
+    assert set(problem.LAUNCH) == cuda
+    assert set(problem.PEERS) == set(defn.peers)
+    for r in defn.rungs:
+        if r.language == "cuda":
+            assert kernel_signatures(defn.path(r).read_text()), r.key
+    assert set(problem.SIZES) == {"h200", "small"} and set(problem.EXACT) <= set(problem.INPUTS)

@@ -312,9 +312,52 @@ def test_parent_gives_up_on_a_child_that_makes_no_progress(fake_data, monkeypatc
 
 
 def test_ncu_command_profiles_only_the_rung_kernels():
-    cmd = runner.ncu_command("ncu", "reduction", Path("o"), "h200", ["b_k", "a.k", "b_k"])
+    cmd = runner.ncu_command("ncu", "reduction", Path("o"), "h200", ["b_k", "a.k", "b_k"], ["00_a", "01_b"])
     assert cmd[:3] == ["ncu", "--clock-control", "none"]
     assert cmd[cmd.index("-k") + 1] == r"regex:^(a\.k|b_k)$"
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == list(runner.NCU_SECTIONS)
     assert cmd[cmd.index("-o") + 1] == str(Path("o") / "reduction" / "ncu" / "reduction")
-    assert cmd[-5:] == ["coach.capture.ladder", "profile", "reduction", "--size", "h200"]
+    assert cmd[-8:] == ["coach.capture.ladder", "profile", "reduction", "--size", "h200", "--rungs", "00_a", "01_b"]
+    assert runner.parse_args(cmd[cmd.index("profile"):]).rungs == ["00_a", "01_b"]
+
+
+def _results(tmp_path, rungs, peers=()):
+    path = tmp_path / "x" / "results.json"
+    path.parent.mkdir(parents=True)
+    doc = {"schema": "coach-ladder-results/1", "ceiling": {"bytes_per_s": 4e12}, "rungs": list(rungs),
+           "peers": list(peers), "provenance": {}}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_ncu_leaves_out_rungs_that_crashed_and_stops_when_the_budget_is_spent(tmp_path, monkeypatch):
+    path = _results(tmp_path, [
+        {"key": "00_a", "status": "ok", "kernels": ["ka"]},
+        {"key": "01_b", "status": "error", "kernels": ["kb"]},
+        {"key": "02_c", "status": "wrong", "kernels": ["kc"]},
+        {"key": "03_d", "status": "error"},
+    ])
+    seen = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: seen.append((cmd, kw["timeout"])) or Done())
+    runner.profile_with_ncu("x", tmp_path, "h200", "ncu", timeout_s=100)
+    (cmd, timeout), = seen
+    assert cmd[cmd.index("-k") + 1] == "regex:^(ka|kc)$" and cmd[-2:] == ["00_a", "02_c"] and timeout == 100
+    assert json.loads(path.read_text())["ncu"]["command"].startswith("ncu --clock-control none")
+    runner.profile_with_ncu("x", tmp_path, "h200", "ncu", timeout_s=5)
+    assert len(seen) == 1
+    assert json.loads(path.read_text())["ncu"]["error"] == "skipped: the run's time budget was spent"
+
+
+def test_summary_table(tmp_path):
+    _results(tmp_path, [{"key": "00_a", "status": "ok", "bytes": 4e9, "time_s": 1e-3},
+                        {"key": "01_b", "status": "wrong", "bytes": 4e9}],
+             [{"key": "torch", "status": "ok", "bytes": 4e9, "time_s": 2e-3}])
+    lines = runner.summary(tmp_path, ["x", "missing"]).splitlines()
+    assert lines[1].split() == ["x/00_a", "ok", "1000.0us", "4.00", "100.0"]
+    assert lines[2].split() == ["x/01_b", "wrong", "-", "-", "-"]
+    assert lines[3].split() == ["x/[torch]", "ok", "2000.0us", "2.00", "50.0"]
+    assert lines[4].split() == ["missing", "no", "results"]

@@ -87,11 +87,15 @@ REP_MS = 300
 ROTATION_L2_MULTIPLE = 3
 MIN_SETS = 2
 #: Children: a ladder gets this long before its child is killed and restarted after the rung in
-#: progress (a hung kernel). A whole ladder takes under a minute when nothing hangs.
-CHILD_TIMEOUT_S = 240
+#: progress (a hung kernel). A ladder takes 10-50 s when nothing hangs (torch.compile peers are most
+#: of it), so a hang costs at most this much of the run.
+CHILD_TIMEOUT_S = 150
 #: Nsight Compute: the sections recorded per rung (``--set full`` costs ~38 replay passes per kernel).
 NCU_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats")
-NCU_TIMEOUT_S = 240
+NCU_TIMEOUT_S = 150
+#: The whole run (measuring, then profiling) should end within this many seconds: profiling of a
+#: ladder starts only while time is left, and its time limit shrinks to what is left.
+RUN_BUDGET_S = 540
 #: Child exit code meaning "a rung failed and the CUDA context may be poisoned: restart me".
 EXIT_RESTART = 3
 #: Sizes: "h200" is what the ladder is measured at; "small" is for checks on a CPU (tests).
@@ -684,8 +688,10 @@ def git_state() -> dict[str, Any]:
 
 
 def run(names: Sequence[str], out_dir: Path, *, size: str = "h200", ncu: bool = False,
-        ncu_path: str | None = None, command: str = "") -> int:
-    """Measure every ladder in ``names`` (each in child processes), then optionally profile them."""
+        ncu_path: str | None = None, command: str = "", budget_s: float = RUN_BUDGET_S) -> int:
+    """Measure every ladder in ``names`` (each in child processes), then optionally profile them
+    while the time budget lasts; print a summary table last."""
+    started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     failed = 0
     for name in names:
@@ -716,8 +722,31 @@ def run(names: Sequence[str], out_dir: Path, *, size: str = "h200", ncu: bool = 
     if ncu:
         for name in names:
             if (out_dir / name / "results.json").is_file():
-                profile_with_ncu(name, out_dir, size, ncu_path)
+                left = budget_s - (time.monotonic() - started)
+                profile_with_ncu(name, out_dir, size, ncu_path, timeout_s=min(NCU_TIMEOUT_S, max(left, 0.0)))
+    print(summary(out_dir, names))
     return 1 if failed else 0
+
+
+def summary(out_dir: Path, names: Sequence[str]) -> str:
+    """A short table of every rung and peer measured: status, median time, TB/s, % of ceiling."""
+    lines = [f"{'ladder/rung':<42} {'status':<6} {'time':>10} {'TB/s':>6} {'%ceil':>6}"]
+    for name in names:
+        path = out_dir / name / "results.json"
+        if not path.is_file():
+            lines.append(f"{name:<42} no results")
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        ceiling = doc.get("ceiling", {}).get("bytes_per_s")
+        for m in [*doc["rungs"], *({**p, "key": f"[{p['key']}]"} for p in doc["peers"])]:
+            t = m.get("time_s")
+            rate = m.get("bytes", 0) / t if t else None
+            pct = f"{100 * rate / ceiling:6.1f}" if rate and ceiling else f"{'-':>6}"
+            lines.append(f"{name + '/' + m['key']:<42.42} {m['status']:<6} "
+                         + (f"{t * 1e6:8.1f}us {rate / 1e12:6.2f} {pct}" if t else f"{'-':>10} {'-':>6} {'-':>6}"))
+        if "ncu" in doc:
+            lines.append(f"{name + '/ncu':<42} {doc['ncu'].get('report') or doc['ncu'].get('error') or 'failed'}")
+    return "\n".join(lines)
 
 
 def _run_child(args: Sequence[str], timeout: float) -> tuple[int, bool]:
@@ -731,36 +760,39 @@ def _run_child(args: Sequence[str], timeout: float) -> tuple[int, bool]:
         return -9, True
 
 
-def ncu_command(ncu: str, name: str, out_dir: Path, size: str, kernels: Sequence[str]) -> list[str]:
-    """Nsight Compute over one ``profile`` child: the rungs' kernels only, the short section list."""
+def ncu_command(ncu: str, name: str, out_dir: Path, size: str, kernels: Sequence[str], rungs: Sequence[str]) -> list[str]:
+    """Nsight Compute over one ``profile`` child: the given rungs' kernels only, the short section list."""
     sections = [a for s in NCU_SECTIONS for a in ("--section", s)]
     regex = "regex:^(" + "|".join(re.escape(k) for k in sorted(set(kernels))) + ")$"
     report = out_dir / name / "ncu" / name
     return [ncu, "--clock-control", "none", *sections, "--nvtx", "-k", regex, "-f", "-o", str(report),
-            sys.executable, "-m", "coach.capture.ladder", "profile", name, "--size", size]
+            sys.executable, "-m", "coach.capture.ladder", "profile", name, "--size", size, "--rungs", *rungs]
 
 
-def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None) -> None:
+def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None, timeout_s: float = NCU_TIMEOUT_S) -> None:
     """Run the ladder's rungs once each under Nsight Compute and note the report in results.json."""
     path = out_dir / name / "results.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    kernels = [k for r in doc["rungs"] if r["status"] != "error" or r.get("kernels") for k in r.get("kernels", [])]
+    # A rung that crashed or hung while measured would do it again under the profiler: leave it out.
+    rungs = [r for r in doc["rungs"] if r["status"] != "error" and r.get("kernels")]
+    kernels = [k for r in rungs for k in r["kernels"]]
     ncu = ncu_path or shutil.which("ncu") or _find_ncu()
     entry: dict[str, Any] = {"sections": list(NCU_SECTIONS)}
-    if ncu is None or not kernels:
-        entry["error"] = "ncu not found" if ncu is None else "no kernels to profile"
+    if ncu is None or not kernels or timeout_s < 10:
+        entry["error"] = ("ncu not found" if ncu is None else "no kernels to profile" if not kernels
+                          else "skipped: the run's time budget was spent")
     else:
         (out_dir / name / "ncu").mkdir(parents=True, exist_ok=True)
-        cmd = ncu_command(ncu, name, out_dir, size, kernels)
+        cmd = ncu_command(ncu, name, out_dir, size, kernels, [r["key"] for r in rungs])
         entry["command"] = shlex.join(cmd)
         t0 = time.monotonic()
         try:
             proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
-                                  timeout=NCU_TIMEOUT_S)
+                                  timeout=timeout_s)
             entry["returncode"] = proc.returncode
             entry["log_tail"] = proc.stdout[-2000:] + proc.stderr[-2000:]
         except subprocess.TimeoutExpired:
-            entry["error"] = f"timed out after {NCU_TIMEOUT_S} s"
+            entry["error"] = f"timed out after {timeout_s:.0f} s"
         entry["elapsed_s"] = round(time.monotonic() - t0, 1)
         report = out_dir / name / "ncu" / f"{name}.ncu-rep"
         entry["report"] = f"ncu/{report.name}" if report.is_file() else None
@@ -774,7 +806,8 @@ def _find_ncu() -> str | None:
     return str(found[-1]) if found else None
 
 
-def profile_child(name: str, size_name: str, *, device: str = "cuda", builder: Builder = cupy_builder) -> int:
+def profile_child(name: str, size_name: str, rungs: Sequence[str] | None = None, *, device: str = "cuda",
+                  builder: Builder = cupy_builder) -> int:
     """Call every rung once, each inside an NVTX range ``<name>/<rung>``, for Nsight Compute to profile.
 
     One input set for all rungs; no warm-up (it would be profiled too): Nsight Compute replays each
@@ -792,6 +825,8 @@ def profile_child(name: str, size_name: str, *, device: str = "cuda", builder: B
     inp = problem.inputs(problem.INPUTS[-1], device=device, generator=gen, **size)
     out = problem.outputs(device=device, **size)
     for rung in defn.rungs:
+        if rungs is not None and rung.key not in rungs:
+            continue
         try:
             prepared = prepare_rung(defn, rung, problem, ctx_args, builder)
             with _nvtx(torch, f"{name}/{rung.key}"):
@@ -830,6 +865,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     run_p.add_argument("--ncu", action="store_true", help="then profile every rung once under Nsight Compute")
     run_p.add_argument("--ncu-path", help="the ncu executable (default: found on PATH or under /opt/nvidia)")
     run_p.add_argument("--size", choices=SIZES, default="h200", help="problem size (default h200)")
+    run_p.add_argument("--budget-s", type=float, default=RUN_BUDGET_S,
+                       help=f"start no Nsight Compute pass after this many seconds (default {RUN_BUDGET_S})")
     for name, help_ in (("measure", "(internal) measure one ladder, resuming a partial results.json"),
                         ("profile", "(internal) call each rung once for Nsight Compute")):
         p = sub.add_parser(name, help=help_)
@@ -837,6 +874,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.add_argument("--size", choices=SIZES, default="h200")
         if name == "measure":
             p.add_argument("--out", type=Path, required=True)
+        else:
+            p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (file stems)")
     args = parser.parse_args(argv)
     if args.command == "run":
         known = _known_ladders()
@@ -859,13 +898,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         cmd = shlex.join([sys.executable, "-m", "coach.capture.ladder", *(argv if argv is not None else sys.argv[1:])])
         started = _dt.datetime.now(_dt.timezone.utc)
-        rc = run(args.names, args.out, size=args.size, ncu=args.ncu, ncu_path=args.ncu_path, command=cmd)
+        rc = run(args.names, args.out, size=args.size, ncu=args.ncu, ncu_path=args.ncu_path, command=cmd,
+                 budget_s=args.budget_s)
         print(f"done in {(_dt.datetime.now(_dt.timezone.utc) - started).total_seconds():.0f} s; results in {args.out}",
               file=sys.stderr)
         return rc
     if args.command == "measure":
         return run_ladder_child(args.name, args.out, args.size)
-    return profile_child(args.name, args.size)
+    return profile_child(args.name, args.size, args.rungs)
 
 
 if __name__ == "__main__":
