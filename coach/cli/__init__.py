@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "coach.cli.drill",
     "coach.cli.exercise",
     "coach.cli.progress",
+    "coach.cli.ladder",
 ]
 
 for _name in COMMAND_MODULES:
