@@ -329,11 +329,20 @@ def test_root_gates_the_subtrees():
     assert [f.rule_id for f in found] == ["uncoalesced-global-access", "speed-of-light"]
 
 
-def test_causes_that_keep_the_work_rank_after_the_root_on_a_tie():
+def test_in_the_latency_regime_causes_that_explain_the_gap_lead_the_root():
+    # DRAM at 50%: below Nsight Compute's 60% latency mark, the root can only say "latency"
     found, _ = diagnose_launch(launch(**CASES["bytes_in_flight"][0]))
     ids = [f.rule_id for f in found]
-    assert ids[:3] == ["speed-of-light", "too-few-bytes-in-flight", "warp-stalls"]
+    assert ids[:3] == ["too-few-bytes-in-flight", "warp-stalls", "speed-of-light"]
     assert found[0].estimated_saving_ns == found[1].estimated_saving_ns == found[2].estimated_saving_ns
+
+
+def test_near_the_roof_the_root_leads_the_causes_it_ties():
+    # DRAM at 70%: the bound is the story; the same causes, capped at the gap, follow it
+    cols = dict(CASES["bytes_in_flight"][0], memory_throughput_pct=70.0, dram_throughput_pct=70.0)
+    found, _ = diagnose_launch(launch(**cols))
+    assert [f.rule_id for f in found][:3] == ["speed-of-light", "too-few-bytes-in-flight", "warp-stalls"]
+    assert found[0].estimated_saving_ns == found[1].estimated_saving_ns == pytest.approx(2e5 * 0.3)
 
 
 def test_without_the_root_every_subtree_runs():
