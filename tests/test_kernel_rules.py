@@ -284,6 +284,30 @@ def test_atomics_contention_signature():
     assert g.details["hot_lines"] is False
 
 
+def test_contended_atomics_with_quiet_averages_rank_above_the_root():
+    # a histogram into a few bins: one atomic per load, nothing busy (the hot lines sit in a few L2
+    # slices), DRAM nearly idle; privatised, the kernel would stream its 1 GB in 0.21 ms
+    cols = dict(duration_ns=2e7, global_atomic_requests=8e6, global_load_requests=8e6, global_store_requests=0.0,
+                sm_throughput_pct=3.0, memory_throughput_pct=4.0, dram_throughput_pct=1.0, l2_throughput_pct=4.0,
+                dram_bytes=1e9)
+    found, _ = diagnose_launch(launch(**cols))
+    top = found[0]
+    assert top.rule_id == "atomics-contention" and top.details["hot_lines"] is True
+    assert top.estimated_saving_ns == pytest.approx(2e7 - 1e9 / 4.8e12 * 1e9)
+    root = next(f for f in found if f.rule_id == "speed-of-light")
+    assert root.estimated_saving_ns == pytest.approx(2e7 * 0.96)
+    assert root.estimated_saving_ns < top.estimated_saving_ns
+    assert "no unit is above 60%" in top.message
+
+
+def test_atomics_in_a_bandwidth_bound_kernel_are_not_contention():
+    cols = dict(MEMORY_BOUND, global_atomic_requests=1e6, global_load_requests=1e6, global_store_requests=0.0,
+                l2_throughput_pct=50.0)
+    (f,) = run("atomics", **cols)
+    assert f.details["hot_lines"] is False
+    assert f.estimated_saving_ns == pytest.approx(1e6 * 1.0 * 0.5)  # memory-bound: weight 1 x share 1/2
+
+
 def test_tail_effect_numbers():
     (f,) = run("tail_effect", **CASES["tail_effect"][0])
     # 1.05 waves take 2 wave-times: 0.95 of the second wave is idle
