@@ -13,10 +13,10 @@ import pytest
 
 from coach.analyze.findings import Bottleneck
 from coach.analyze.kernel_metrics import DERIVED, with_derived
-from coach.analyze.kernel_rules import RULES, TREE, diagnose_launch, ncu_metric_names, specs
+from coach.analyze.kernel_rules import PROFILE_RULES, RULES, TREE, diagnose_launch, ncu_metric_names, run_all, specs
 from coach.analyze.kernel_rules._common import KernelContext
 from coach.analyze.kernel_rules.speed_of_light import verdict
-from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, conform
+from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, Source, conform, make_kernel_profile
 
 SYNTHETIC_DEVICE = {"device_id": 0, "name": "synthetic (H200 attributes)", "cc_major": 9, "cc_minor": 0,
                     "sm_count": 132, "memory_bandwidth_bytes_per_s": 4.8e12, "max_warps_per_sm": 64,
@@ -32,6 +32,15 @@ def launch(**columns) -> dict:
 def run(rule: str, **columns) -> list:
     row = launch(**columns)
     return RULES[rule].apply(row, KernelContext(verdict=verdict(row)))
+
+
+RULES_FUSION = PROFILE_RULES["fusion"]
+
+
+def model_profile(launches: pl.DataFrame):
+    """Synthetic: a kernel profile holding ``launches`` (canonical columns only) on the synthetic device."""
+    return make_kernel_profile(Source(path="synthetic.ncu-rep", format="ncu-rep", tool="Nsight Compute"),
+                               launches=launches.select(list(LAUNCHES)), devices=pl.DataFrame([SYNTHETIC_DEVICE]))
 
 
 MEMORY_BOUND = dict(duration_ns=1e6, sm_throughput_pct=10.0, memory_throughput_pct=85.0, dram_throughput_pct=85.0)
@@ -384,3 +393,62 @@ def test_compare_with_ncu_names_its_lead():
     assert found[0].differs_from_ncu.startswith("Nsight Compute leads with IssueSlotUtilization (20%)")
     found, _ = diagnose_launch(launch(**CASES["uncoalesced"][0]), rules[2:])
     assert found[0].differs_from_ncu is None  # its first warning is ours
+
+
+# ---- rules over the whole profile: an unfused chain ------------------------------------------
+
+N_BYTES = 1.0e9  # synthetic: each element-wise kernel reads one 1 GB tensor and writes another
+
+
+def chain_launches(n: int = 4, changes: dict[int, dict] | None = None) -> pl.DataFrame:
+    """Synthetic: n element-wise launches in a row, each reading N_BYTES and writing N_BYTES at 85% of
+    DRAM peak; ``changes`` maps a launch index to the columns it has instead."""
+    base = dict(kernel_name="vectorized_elementwise_kernel", device_id=0, stream_id=7, duration_ns=4.9e5,
+                sm_throughput_pct=30.0, memory_throughput_pct=85.0, dram_throughput_pct=85.0,
+                dram_read_bytes=N_BYTES, dram_write_bytes=N_BYTES, dram_bytes=2 * N_BYTES,
+                global_load_sectors=N_BYTES / 32, global_store_sectors=N_BYTES / 32,
+                global_load_bytes_per_sector=32.0, global_store_bytes_per_sector=32.0)
+    rows = [{"launch_id": i, **base, **(changes or {}).get(i, {})} for i in range(n)]
+    return with_derived(conform(pl.DataFrame(rows), LAUNCHES), conform(pl.DataFrame([SYNTHETIC_DEVICE]), DEVICES))
+
+
+def test_unfused_chain_of_four():
+    (f,) = RULES_FUSION.apply_profile(chain_launches())
+    assert f.rule_id == "unfused-elementwise-chain" and f.category == Bottleneck.DRAM
+    assert f.launch_id is None and f.scope == "4 kernels, launches 0-3"
+    # 8 GB moved, 3 intermediates written and read back (6 GB): fused, 2 GB; 75% of 1.96 ms saved
+    assert f.details["intermediate_bytes"] == 6 * N_BYTES and f.details["fused_bytes"] == 2 * N_BYTES
+    assert f.estimated_saving_ns == pytest.approx(4 * 4.9e5 * 0.75)
+    assert f.estimated_gain_pct == pytest.approx(75.0)
+
+
+def test_unfused_chain_outranks_every_launch_of_it():
+    launches = chain_launches()
+    profile = model_profile(launches)
+    found = run_all(profile)
+    assert found[0].rule_id == "unfused-elementwise-chain"
+    assert all(f.estimated_saving_ns < found[0].estimated_saving_ns for f in found[1:] if f.estimated_saving_ns)
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({}, [4]),
+    ({2: dict(global_store_sectors=N_BYTES / 64, dram_write_bytes=N_BYTES / 2)}, [2]),  # a smaller output: no link either side
+    ({1: dict(global_load_sectors=8 * N_BYTES / 32, global_load_bytes_per_sector=4.0)}, [2]),  # uncoalesced: not a link
+    ({1: dict(sm_throughput_pct=90.0)}, [2]),  # compute-bound: not a member
+    ({2: dict(stream_id=8), 3: dict(stream_id=8)}, [2, 2]),  # another stream starts another chain
+    ({1: dict(memory_throughput_pct=85.0, dram_throughput_pct=40.0, l1_throughput_pct=85.0), 3: dict(sm_throughput_pct=95.0)}, []),
+])
+def test_unfused_chain_membership(changes, expected):
+    assert [f.details["kernels"] for f in RULES_FUSION.apply_profile(chain_launches(changes=changes))] == expected
+
+
+def test_one_launch_is_no_chain():
+    assert RULES_FUSION.apply_profile(chain_launches(1)) == []
+
+
+def test_the_recorded_copies_are_no_chain(data_dir):
+    # the strided copy moves 16x its useful bytes: its own problem, not a link in a chain
+    from coach.ingest import load
+
+    profile = load(data_dir / "ncu_strided_copy/copy_strided_vs_coalesced.ncu-rep")
+    assert RULES_FUSION.apply_profile(with_derived(profile.launches, profile.devices)) == []

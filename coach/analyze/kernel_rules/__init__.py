@@ -10,6 +10,9 @@ run, and the diagnosis says which evidence was missing instead.
     from coach.analyze.kernel_rules import run_all
     findings = run_all(profile)            # ranked: largest estimated saving first
 
+Rules over several launches (``PROFILE_RULES``: an unfused chain of kernels) run after the per-launch
+rules and are ranked with them.
+
 Ranking: by estimated time saved. The root's saving is the gap to the roof: what the launch gains
 with its busiest unit at peak. Causes whose fix keeps the bytes and instructions (occupancy,
 latency hiding) are capped at that gap; they explain it. On a tie the root leads while a unit runs
@@ -48,10 +51,14 @@ RULES: dict[str, ModuleType] = {
     name: importlib.import_module(f"{__name__}.{name}") for name in (ROOT, *(n for sub in TREE.values() for n in sub))
 }
 
+#: Rules over the whole profile rather than one launch: ``apply_profile(wide) -> list[Finding]``,
+#: where ``wide`` is every launch with its derived columns. Their findings are ranked with the rest.
+PROFILE_RULES: dict[str, ModuleType] = {name: importlib.import_module(f"{__name__}.{name}") for name in ("fusion",)}
+
 
 def specs() -> list[RuleSpec]:
-    """Every kernel rule's declaration, root first."""
-    return [m.SPEC for m in RULES.values()]
+    """Every kernel rule's declaration, root first, then the rules over the whole profile."""
+    return [m.SPEC for m in (*RULES.values(), *PROFILE_RULES.values())]
 
 
 def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
@@ -64,6 +71,8 @@ def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
         found, skipped = diagnose_launch(launch, ncu_rules.get(launch["launch_id"], ()), hardware)
         findings += found
         notes += skipped
+    for module in PROFILE_RULES.values():
+        findings += module.apply_profile(wide)
     return rank(findings) + notes
 
 
