@@ -138,6 +138,12 @@ BAD = [
     ("ncu = true\nnsys = true", "ncu = false\nnsys = true", "field 'profile.ncu': must be true: the scenario's tool is ncu"),
     ("timeout_s = 60", "timeout_s = 0", "field 'profile.timeout_s': must be at least 1, not 0"),
     ("timeout_s = 60", 'keep_ncu_rep = ["faster"]', "field 'profile.keep_ncu_rep': 'faster' is not a variant"),
+    ("timeout_s = 60", "ncu_launch_count = { slow = 4 }", "field 'profile.ncu_launch_count.fixed': is missing"),
+    ("timeout_s = 60", "ncu_launch_count = { slow = 4, fixed = 0 }",
+     "field 'profile.ncu_launch_count.fixed': must be at least 1, not 0"),
+    ("timeout_s = 60", "ncu_launch_count = { slow = 4, fixed = 1, faster = 1 }",
+     "field 'profile.ncu_launch_count.faster': is not a known field"),
+    ("min_speedup = 1.5", "min_speedup = 1.5\nunit = 3", "field 'expected.unit': must be text, not an integer (3)"),
     ("hints = [", "hint = [", "field 'hints': is missing"),
 ]
 
@@ -166,6 +172,17 @@ def test_good_fake_scenario_loads(tmp_path):
     assert (s.id, s.number, s.slug, s.min_speedup) == ("scenario-99", 99, "fake", 1.5)
     assert s.evidence[0].slow_range == (16.0, 32.0) and s.evidence[0].agg == "sum"
     assert s.profile.ncu_set == "full" and s.profile.timeout_s == 60.0
+
+
+def test_launch_counts_per_variant_and_the_unit(tmp_path):
+    folder = tmp_path / "scenario-99-fake"
+    folder.mkdir()
+    (folder / "prog.py").write_text("")
+    text = FAKE_SCENARIO.replace("timeout_s = 60", "timeout_s = 60\nncu_launch_count = { slow = 4, fixed = 1 }")
+    (folder / "scenario.toml").write_text(text.replace("min_speedup = 1.5", 'min_speedup = 1.5\nunit = "token"'))
+    s = scenarios.load(folder)
+    assert (s.profile.launch_count("slow"), s.profile.launch_count("fixed"), s.unit) == (4, 1, "token")
+    assert scenarios.find("1").profile.launch_count("fixed") == 1 and scenarios.find("1").unit is None
 
 
 def test_other_bad_files(tmp_path):
