@@ -17,7 +17,8 @@ from coach.recordings import placeholder_values
 
 def test_pilot_scenarios():
     found = scenarios.all_scenarios()
-    assert [s.id for s in found][:2] == ["scenario-01", "scenario-15"]
+    ids = [s.id for s in found]
+    assert ids == sorted(ids) and {"scenario-01", "scenario-15"} <= set(ids)
     s01, s15 = scenarios.find("1"), scenarios.find("scenario-15-pageable-copies")
     assert (s01.slug, s01.tool, s01.bottleneck, s01.first_rule) == ("aos-particles", "ncu",
                                                                     Bottleneck.MEMORY_ACCESS, "uncoalesced-global-access")
@@ -69,8 +70,10 @@ def test_every_placeholder_has_a_value(scenario):
 def test_find_and_ids():
     for ident in ("1", "01", "scenario-01", "scenario-01-aos-particles"):
         assert scenarios.find(ident).id == "scenario-01"
-    with pytest.raises(CoachError, match=r"^unknown scenario 'scenario-07'; known scenarios: scenario-01, scenario-15"):
-        scenarios.find("7")
+    known = ", ".join(s.id for s in scenarios.all_scenarios())
+    assert known.startswith("scenario-01, ")
+    with pytest.raises(CoachError, match=rf"^unknown scenario 'scenario-99'; known scenarios: {known}$"):
+        scenarios.find("99")
     with pytest.raises(CoachError, match="is not a scenario id"):
         scenarios.normalise_id("seven")
     assert scenarios.parse_only("01, 2,scenario-15,") == ["scenario-01", "scenario-02", "scenario-15"]
