@@ -434,9 +434,10 @@ def test_unfused_chain_outranks_every_launch_of_it():
     ({}, [4]),
     ({2: dict(global_store_sectors=N_BYTES / 64, dram_write_bytes=N_BYTES / 2)}, [2]),  # a smaller output: no link either side
     ({1: dict(global_load_sectors=8 * N_BYTES / 32, global_load_bytes_per_sector=4.0)}, [2]),  # uncoalesced: not a link
-    ({1: dict(sm_throughput_pct=90.0)}, [2]),  # compute-bound: not a member
+    ({1: dict(sm_throughput_pct=90.0)}, [4]),  # the SM busy too: still a round trip through DRAM
+    ({1: dict(memory_throughput_pct=45.0, dram_throughput_pct=45.0)}, [2]),  # not streaming: not a member
     ({2: dict(stream_id=8), 3: dict(stream_id=8)}, [2, 2]),  # another stream starts another chain
-    ({1: dict(memory_throughput_pct=85.0, dram_throughput_pct=40.0, l1_throughput_pct=85.0), 3: dict(sm_throughput_pct=95.0)}, []),
+    ({1: dict(dram_throughput_pct=70.0, l1_throughput_pct=85.0), 3: dict(dram_throughput_pct=50.0)}, []),
 ])
 def test_unfused_chain_membership(changes, expected):
     assert [f.details["kernels"] for f in RULES_FUSION.apply_profile(chain_launches(changes=changes))] == expected

@@ -4,9 +4,10 @@ A chain of element-wise operations run as separate kernels (``y = gelu(x * a + b
 PyTorch ops) writes each intermediate to DRAM and reads it back in the next kernel. Each kernel can
 run at the DRAM roof and look healthy on its own: the waste is the round trips between them, which no
 rule over one launch can see. This rule reads the launches in order. A run of two or more consecutive
-launches on one stream, each memory-leaning with DRAM its busiest memory unit, each with coalesced
-access (so its bytes are not wasted some other way), each writing as many bytes as the one before and
-reading at least that many, is a candidate for fusion.
+launches on one stream, each streaming through DRAM (its busiest memory unit, at 60% of peak or more),
+each with coalesced access (so its bytes are not wasted some other way), each writing as many bytes as
+the one before and reading at least that many, is a candidate for fusion. The SM side is not asked
+about: an activation such as GELU can keep the SM as busy as the DRAM and still pay for its round trip.
 
 Nsight Compute does not record where a kernel's input came from, so the finding states its
 condition: the saving holds if each kernel reads what the one before wrote, as a chain of
@@ -24,7 +25,7 @@ import polars as pl
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import SECTOR_BYTES
 from coach.analyze.kernel_rules._common import ev, finding, fmt_bytes, fmt_time
-from coach.analyze.kernel_rules.speed_of_light import UNIT_TOLERANCE_PCT
+from coach.analyze.kernel_rules.speed_of_light import LATENCY_PCT, UNIT_TOLERANCE_PCT
 from coach.analyze.kernel_rules.uncoalesced import EXCESS_RATIO
 
 SPEC = RuleSpec(
@@ -32,8 +33,8 @@ SPEC = RuleSpec(
     name="Unfused chain of memory-bound kernels",
     category=Bottleneck.DRAM,
     table="launches",
-    requires=("duration_ns", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "sm_throughput_pct",
-              "memory_throughput_pct", "dram_throughput_pct", "global_load_sectors", "global_store_sectors"),
+    requires=("duration_ns", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "memory_throughput_pct",
+              "dram_throughput_pct", "global_load_sectors", "global_store_sectors"),
     optional=("stream_id", "ideal_load_sectors", "ideal_store_sectors", "kernel_name"),
     doc="Consecutive DRAM-bound launches writing same-sized outputs: the intermediates' round trips.",
 )
@@ -43,6 +44,9 @@ SPEC = RuleSpec(
 SAME_SIZE_TOLERANCE = 0.01
 #: A chain is at least two kernels: one intermediate passed through DRAM.
 MIN_KERNELS = 2
+#: A member streams through DRAM at Nsight Compute's latency mark or above (the root's LATENCY_PCT):
+#: below it the kernel waits more than it moves bytes, and its bytes are not what sets its time.
+STREAMING_PCT = LATENCY_PCT
 
 
 def apply_profile(wide: pl.DataFrame) -> list[Finding]:
@@ -59,7 +63,7 @@ def _chains(wide: pl.DataFrame) -> pl.DataFrame:
     coalesced = [pl.coalesce(c(f"global_{op}_sectors") <= EXCESS_RATIO * c(f"ideal_{op}_sectors"), pl.lit(True))
                  for op in ("load", "store") if f"ideal_{op}_sectors" in wide.columns]
     member = (
-        (c("memory_throughput_pct") >= c("sm_throughput_pct"))
+        (c("dram_throughput_pct") >= STREAMING_PCT)
         & (c("dram_throughput_pct") >= c("memory_throughput_pct") - UNIT_TOLERANCE_PCT)
         & (c("global_store_sectors") > 0)
         & pl.all_horizontal(coalesced or [pl.lit(True)])
