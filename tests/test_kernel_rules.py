@@ -453,3 +453,16 @@ def test_the_recorded_copies_are_no_chain(data_dir):
 
     profile = load(data_dir / "ncu_strided_copy/copy_strided_vs_coalesced.ncu-rep")
     assert RULES_FUSION.apply_profile(with_derived(profile.launches, profile.devices)) == []
+
+
+def test_a_tail_on_a_kernel_near_its_roof_is_capped_at_the_gap():
+    # 1.3 waves on a DRAM-bound kernel at 78%: the last wave cannot save 35% of a kernel 22% from its floor
+    cols = dict(duration_ns=1e6, waves_per_sm=1.3, grid_size=343, sm_throughput_pct=20.0,
+                memory_throughput_pct=78.0, dram_throughput_pct=78.0)
+    found, _ = diagnose_launch(launch(**cols))
+    assert [f.rule_id for f in found][:2] == ["speed-of-light", "tail-effect"]
+    assert found[1].estimated_saving_ns == found[0].estimated_saving_ns == pytest.approx(2.2e5)
+    # the small-grid estimate likewise
+    (g,) = run("launch_bound", duration_ns=1e6, grid_size=66, sm_count=132, sm_throughput_pct=20.0,
+               memory_throughput_pct=78.0, dram_throughput_pct=78.0)
+    assert g.estimated_saving_ns == pytest.approx(2.2e5)
