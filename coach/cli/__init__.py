@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "coach.cli.profile",
     "coach.cli.record",
     "coach.cli.run",
+    "coach.cli.diff",
 ]
 
 for _name in COMMAND_MODULES:
