@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "coach.cli.record",
     "coach.cli.run",
     "coach.cli.diff",
+    "coach.cli.check",
 ]
 
 for _name in COMMAND_MODULES:
@@ -51,7 +52,9 @@ def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type,
 def main(argv: list[str] | None = None) -> None:
     usage_errors, exits, aborts = _click_exceptions()
     try:
-        app(args=argv, prog_name="coach", standalone_mode=False)
+        code = app(args=argv, prog_name="coach", standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(code) comes back as a return value here
+            sys.exit(code)
     except CoachError as err:
         typer.echo(f"coach: error: {err}", err=True)
         sys.exit(err.exit_code)
