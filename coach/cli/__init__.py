@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "coach.cli.run",
     "coach.cli.diff",
     "coach.cli.check",
+    "coach.cli.calibrate",
 ]
 
 for _name in COMMAND_MODULES:
