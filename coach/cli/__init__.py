@@ -29,6 +29,8 @@ COMMAND_MODULES = [
     "coach.cli.diff",
     "coach.cli.check",
     "coach.cli.calibrate",
+    "coach.cli.join",
+    "coach.cli.explain",
 ]
 
 for _name in COMMAND_MODULES:
