@@ -82,7 +82,7 @@ def test_clean_benchmark_passes():
     r = check(benchmark=synthetic([0.260, 0.261, 0.259] * 10, bytes_per_rep=1 << 30, working_set_bytes=1 << 30,
                                   timer="cuda-events", inputs="random"))
     assert r.clean and not r.flags
-    assert {c for c, _ in r.passed} == {"repetitions", "spread", "warm-l2", "unsynchronised"}
+    assert {c for c, _ in r.passed} == {"repetitions", "spread", "warm-l2", "unsynchronised", "zero-inputs"}
 
 
 def test_rate_just_under_the_datasheet_peak_is_not_called_unsynchronised():

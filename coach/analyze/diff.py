@@ -58,12 +58,11 @@ NOISE = 0.05
 # Two runs' clocks (SM, DRAM) differing by more than the noise make the durations incomparable on
 # their own: a compute-bound kernel's time scales with its SM clock.
 CLOCK_TOLERANCE = NOISE
-# Metrics the fix should leave alone may drift by the tolerance the scenario evidence uses
-# (coach.recordings.SAME_TOLERANCE): "same" means not moved by a multiple.
+# A metric a fix should leave alone ("same") may drift by the tolerance the scenario evidence allows
+# (coach.recordings.SAME_TOLERANCE, 25%): "same" means not moved by a multiple.
+SAME = SAME_TOLERANCE
 
 CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
-#: Launch columns the comparability check reads.
-COMPARED = ("sm_frequency_hz", "dram_frequency_hz")
 #: Matching passes, strongest first: (how, keys). Within a key, launches pair in the order they ran.
 MATCH_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("name and launch configuration", ("kernel_name", *CONFIG)),
@@ -117,6 +116,15 @@ KERNEL_METRICS: dict[str, tuple[str, str]] = {
     "arithmetic_intensity_flop_per_byte": ("arithmetic intensity", "flop/byte"),
 }
 
+#: The whole kernel profile, every launch on each side: ``pair`` -1 in the frames. Fixes that merge or
+#: split kernels (fusion) are judged here, on totals, since their kernels do not pair one to one.
+PROFILE_PAIR = -1
+KERNEL_TOTALS: dict[str, tuple[str, str]] = {
+    "total_launches": ("kernel launches (whole profile)", "kernel"),
+    "total_duration_ns": ("kernel time (whole profile)", "ns"),
+    "total_dram_bytes": ("DRAM bytes (whole profile)", "byte"),
+}
+
 #: Timeline quantities a diff compares (``timeline_metrics``): name -> (label, unit).
 TIMELINE_METRICS: dict[str, tuple[str, str]] = {
     "window_ns": ("end to end (first to last CUDA activity)", "ns"),
@@ -140,7 +148,7 @@ TIMELINE_METRICS: dict[str, tuple[str, str]] = {
 }
 
 #: The outcome a fix is for (the time), as opposed to the movements that show it was this fix.
-OUTCOMES = ("duration_ns", "window_ns")
+OUTCOMES = ("duration_ns", "total_duration_ns", "window_ns")
 VERDICTS = ("matches", "matches where measured", "partly", "does not match", "not measured")
 
 
@@ -168,6 +176,7 @@ class Fix:
     rules: tuple[str, ...]
     ncu_rules: tuple[str, ...]
     expect: tuple[Expect, ...]
+    scope: str = "kernel"  # kernel fixes: "kernel" (each matched launch pair) or "profile" (totals)
 
     @property
     def profile_kind(self) -> str:
@@ -180,20 +189,24 @@ def fixes() -> dict[str, Fix]:
     path = FIXES_FILE
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
-    known = {"kernel": set(LAUNCHES) | set(DERIVED), "timeline": set(TIMELINE_METRICS)}
+    known = {"kernel": set(LAUNCHES) | set(DERIVED), "profile": set(KERNEL_TOTALS), "timeline": set(TIMELINE_METRICS)}
     out = {}
     for fix_id, entry in raw.items():
-        kind = entry.get("kind")
-        if kind not in known:
+        kind, scope = entry.get("kind"), entry.get("scope", "kernel")
+        if kind not in ("kernel", "timeline"):
             raise InputError(path, f"[{fix_id}]: kind must be 'kernel' or 'timeline', not {kind!r}")
+        if scope not in ("kernel", "profile") or (scope == "profile" and kind != "kernel"):
+            raise InputError(path, f"[{fix_id}]: scope must be 'kernel' or 'profile' (kernel fixes only)")
+        metrics = known["profile" if scope == "profile" else kind]
         expects = []
         for e in entry.get("expect", []):
-            if e.get("metric") not in known[kind]:
-                raise InputError(path, f"[{fix_id}]: {e.get('metric')!r} is not a {kind} metric")
+            if e.get("metric") not in metrics:
+                raise InputError(path, f"[{fix_id}]: {e.get('metric')!r} is not a {scope if kind == 'kernel' else kind} "
+                                       "metric")
             if e.get("direction") not in ("down", "up", "same"):
                 raise InputError(path, f"[{fix_id}] {e['metric']}: direction must be down, up or same")
             target = e.get("target")
-            if isinstance(target, str) and target not in known[kind]:
+            if isinstance(target, str) and target not in metrics:
                 raise InputError(path, f"[{fix_id}] {e['metric']}: target {target!r} is not a {kind} metric")
             if target is not None and e.get("within") is None:
                 raise InputError(path, f"[{fix_id}] {e['metric']}: a target needs 'within' (its tolerance)")
@@ -201,7 +214,7 @@ def fixes() -> dict[str, Fix]:
         if not expects:
             raise InputError(path, f"[{fix_id}]: no expected movements")
         out[fix_id] = Fix(fix_id, entry.get("name", fix_id), kind, tuple(entry.get("rules", ())),
-                          tuple(entry.get("ncu_rules", ())), tuple(expects))
+                          tuple(entry.get("ncu_rules", ())), tuple(expects), scope)
     return out
 
 
@@ -273,7 +286,7 @@ def _checked(values: pl.DataFrame, expect: pl.DataFrame, keys: list[str]) -> pl.
     target = pl.coalesce("target_value", "target_after")
     direction_ok = (pl.when(pl.col("direction") == "down").then(a < b * (1 - NOISE))
                     .when(pl.col("direction") == "up").then(a > b * (1 + NOISE))
-                    .otherwise((a - b).abs() <= SAME_TOLERANCE * b.abs()))
+                    .otherwise((a - b).abs() <= SAME * b.abs()))
     target_ok = (pl.when(target.is_null()).then(pl.lit(True))
                  .when(target == 0).then(a.abs() <= pl.col("within") * b.abs())
                  .otherwise((a - target).abs() <= pl.col("within") * target.abs()))
@@ -291,7 +304,8 @@ def _verdicts(checks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         own_measured=(pl.col("met").is_not_null() & own).sum(), own_met=(pl.col("met").fill_null(False) & own).sum(),
     ).with_columns(verdict=pl.when(pl.col("own_measured") == 0).then(pl.lit("not measured"))
                    .when(pl.col("own_met") == 0).then(pl.lit("does not match"))
-                   .when((pl.col("met") == pl.col("measured")) & (pl.col("measured") == pl.col("expected"))).then(pl.lit("matches"))
+                   .when((pl.col("met") == pl.col("measured")) & (pl.col("measured") == pl.col("expected")))
+                   .then(pl.lit("matches"))
                    .when(pl.col("met") == pl.col("measured")).then(pl.lit("matches where measured"))
                    .otherwise(pl.lit("partly")))
 
@@ -341,14 +355,14 @@ class Diff:
 
     @property
     def fix_verdict(self) -> str | None:
-        """The named fix's verdict on the headline (for kernels: the pair that saved the most time)."""
+        """The named fix's verdict: kernel fixes on the pair that saved the most time, fixes that merge
+        kernels on the whole profile, timeline fixes on the timeline."""
         return self.headline.get("fix_verdict")
 
     def headline_checks(self) -> pl.DataFrame:
-        """The checks of the named fix on the headline pair (timelines: all of them)."""
-        if self.checks.is_empty() or "pair" not in self.checks.columns:
-            return self.checks
-        return self.checks.filter(pl.col("pair") == self.headline.get("pair"))
+        """The expected movements of the named (or suggested) fix where it is judged, and the scenario's
+        evidence."""
+        return self.checks
 
     def to_dict(self) -> dict[str, Any]:
         frames = {"pairs": self.pairs, "movements": self.movements, "checks": self.checks,
@@ -402,7 +416,8 @@ def match_launches(before: pl.DataFrame, after: pl.DataFrame) -> tuple[pl.DataFr
         found.append(pl.DataFrame({"launch_id_before": b["launch_id"], "launch_id_after": a["launch_id"],
                                    "match": [ONLY_ONE_LEFT]}))
         b, a = b.clear(), a.clear()
-    matched = pl.concat(found).sort("launch_id_before").with_row_index("pair").with_columns(pl.col("pair").cast(pl.Int64))
+    matched = (pl.concat(found).sort("launch_id_before").with_row_index("pair")
+               .with_columns(pl.col("pair").cast(pl.Int64)))
     return matched, b.select("launch_id"), a.select("launch_id")
 
 
@@ -425,15 +440,12 @@ def only_kernels(profile: KernelProfile, pattern: str) -> KernelProfile:
 def _kernel_diff(before: KernelProfile, after: KernelProfile, fx: Fix | None, scenario: Scenario | None) -> Diff:
     wb, wa = with_derived(before.launches, before.devices), with_derived(after.launches, after.devices)
     matched, only_b, only_a = match_launches(before.launches, after.launches)
-    if matched.is_empty():
-        raise CoachError(f"no kernel of {before.source.path} matches one of {after.source.path} by name or launch "
-                         "configuration; choose the kernels to compare with --before-kernel and --after-kernel")
     kernel_fixes = [f for f in fixes().values() if f.kind == "kernel"]
     metrics = [m for m in KERNEL_METRICS if m in wb.columns]
-    expected = {e.metric for f in kernel_fixes for e in f.expect} | {
+    expected = {e.metric for f in kernel_fixes if f.scope == "kernel" for e in f.expect} | {
         e.target for f in kernel_fixes for e in f.expect if isinstance(e.target, str)}
     value_cols = [*metrics, *sorted(expected - set(metrics))]
-    keep = ["launch_id", "kernel_name", *CONFIG, *COMPARED, *value_cols]
+    keep = ["launch_id", "kernel_name", *CONFIG, *value_cols]
     pairs = (matched
              .join(wb.select(keep).rename(lambda c: f"{c}_before"), on="launch_id_before")
              .join(wa.select(keep).rename(lambda c: f"{c}_after"), on="launch_id_after")
@@ -443,30 +455,35 @@ def _kernel_diff(before: KernelProfile, after: KernelProfile, fx: Fix | None, sc
              )
              .with_columns(saved_pct=pl.col("saved_ns") / pl.col("duration_ns_before") * 100.0)
              .sort("pair"))
-    values = pl.concat([pairs.select("pair", metric=pl.lit(m), before=pl.col(f"{m}_before").cast(pl.Float64),
-                                     after=pl.col(f"{m}_after").cast(pl.Float64)) for m in value_cols])
-    movements = _labelled(_moved(values.filter(pl.col("metric").is_in(metrics))), KERNEL_METRICS)
-    all_checks = _complete(values, _expect_frame(kernel_fixes), ["pair"], pairs.select("pair"))
-    verdicts = _verdicts(all_checks, ["pair"])
-    top = pairs.sort("saved_ns", descending=True, nulls_last=True).row(0, named=True)
-    suggested = tuple(verdicts.filter((pl.col("pair") == top["pair"]) & (pl.col("verdict") == "matches"))
-                      .join(_expect_frame(kernel_fixes).group_by("fix").agg(n=pl.len()), on="fix")
-                      .sort("n", "fix", descending=[True, False])["fix"].to_list())
-    checks = _labelled(all_checks.filter(pl.col("fix").is_in([fx.id] if fx else list(suggested))), KERNEL_METRICS)
+    totals = _totals(wb, wa)
+    values = pl.concat([*(pairs.select("pair", metric=pl.lit(m), before=pl.col(f"{m}_before").cast(pl.Float64),
+                                       after=pl.col(f"{m}_after").cast(pl.Float64)) for m in value_cols), totals])
+    labels = {**KERNEL_METRICS, **KERNEL_TOTALS}
+    movements = _labelled(_moved(values.filter(pl.col("metric").is_in([*metrics, *KERNEL_TOTALS]))), labels)
+    keys = pl.concat([pairs.select("pair"), pl.DataFrame({"pair": [PROFILE_PAIR]})])
+    all_checks = _complete(values, _expect_frame(kernel_fixes), ["pair"], keys)
+    top = _headline_pair(pairs, totals)
+    # each fix is judged where it acts: kernel fixes on the headline pair, profile fixes on the totals
+    judged_at = pl.DataFrame({"fix": [f.id for f in kernel_fixes],
+                              "pair": [PROFILE_PAIR if f.scope == "profile" else top["pair"] for f in kernel_fixes]})
+    verdicts = _verdicts(all_checks, ["pair"]).join(judged_at, on=["fix", "pair"])
+    suggested = _suggested(verdicts, kernel_fixes)
+    shown = [fx.id] if fx else list(suggested)
+    checks = _labelled(all_checks.join(judged_at, on=["fix", "pair"]).filter(pl.col("fix").is_in(shown)), labels)
     if scenario is not None:
-        checks = pl.concat([checks, _scenario_checks(scenario, before, after, "pair", top["pair"])], how="diagonal_relaxed")
+        evidence = _scenario_checks(scenario, before, after, "pair", top["pair"])
+        checks = pl.concat([checks, evidence], how="diagonal_relaxed")
     headline = {
-        "pair": top["pair"], "kernel_before": top["kernel_name_before"], "kernel_after": top["kernel_name_after"],
-        "match": top["match"], "before_ns": top["duration_ns_before"], "after_ns": top["duration_ns_after"],
-        "speedup": top["speedup"], "saved_ns": top["saved_ns"], "saved_pct": top["saved_pct"],
+        **top,
         "pairs": pairs.height,
-        "total_before_ns": pairs["duration_ns_before"].sum(), "total_after_ns": pairs["duration_ns_after"].sum(),
-        "fix_verdict": _verdict_of(verdicts, fx, top["pair"]),
+        "launches_before": before.launches.height, "launches_after": after.launches.height,
+        "total_before_ns": wb["duration_ns"].sum(), "total_after_ns": wa["duration_ns"].sum(),
+        "fix_verdict": _verdict_of(verdicts, fx),
         "scenario_verdict": _scenario_verdict(checks) if scenario is not None else None,
     }
     unmatched = pl.concat([
-        only_b.join(before.launches, on="launch_id").select("launch_id", "kernel_name", "duration_ns", side=pl.lit("before")),
-        only_a.join(after.launches, on="launch_id").select("launch_id", "kernel_name", "duration_ns", side=pl.lit("after")),
+        ids.join(p.launches, on="launch_id").select("launch_id", "kernel_name", "duration_ns", side=pl.lit(side))
+        for ids, p, side in ((only_b, before, "before"), (only_a, after, "after"))
     ])
     return Diff(
         kind="kernel-profile", before_path=str(before.source.path), after_path=str(after.source.path), fix=fx,
@@ -476,17 +493,50 @@ def _kernel_diff(before: KernelProfile, after: KernelProfile, fx: Fix | None, sc
                            "duration_ns_before", "duration_ns_after", "speedup", "saved_ns", "saved_pct"),
         movements=movements.sort("pair", pl.col("change_pct").abs(), descending=[False, True], nulls_last=True),
         checks=checks, suggested=suggested,
-        comparability=_kernel_comparability(before, after, pairs), ncu=_ncu_estimates(before, pairs, fx),
+        comparability=_kernel_comparability(before, after, wb, wa, pairs), ncu=_ncu_estimates(before, pairs, fx),
         unmatched=unmatched,
     )
 
 
-def _verdict_of(verdicts: pl.DataFrame, fx: Fix | None, pair: int | None) -> str | None:
+def _totals(wb: pl.DataFrame, wa: pl.DataFrame) -> pl.DataFrame:
+    """``KERNEL_TOTALS`` of each side's every launch, as values of the whole-profile pair."""
+    def side(w: pl.DataFrame) -> list[float | None]:
+        dram = w["dram_bytes"].sum() if w["dram_bytes"].null_count() < w.height else None
+        return [float(w.height), float(w["duration_ns"].sum()), None if dram is None else float(dram)]
+
+    return pl.DataFrame({"pair": [PROFILE_PAIR] * len(KERNEL_TOTALS), "metric": list(KERNEL_TOTALS),
+                         "before": side(wb), "after": side(wa)},
+                        schema={"pair": pl.Int64, "metric": pl.Utf8, "before": pl.Float64, "after": pl.Float64})
+
+
+def _headline_pair(pairs: pl.DataFrame, totals: pl.DataFrame) -> dict[str, Any]:
+    """The matched pair that saved the most time; the whole profile when no launch pairs up (a fusion,
+    a rewrite with other kernels)."""
+    if pairs.height:
+        top = pairs.sort("saved_ns", descending=True, nulls_last=True).row(0, named=True)
+        return {"pair": top["pair"], "kernel_before": top["kernel_name_before"], "kernel_after": top["kernel_name_after"],
+                "match": top["match"], "before_ns": top["duration_ns_before"], "after_ns": top["duration_ns_after"],
+                "speedup": top["speedup"], "saved_ns": top["saved_ns"], "saved_pct": top["saved_pct"]}
+    t = totals.filter(pl.col("metric") == "total_duration_ns").row(0, named=True)
+    saved = t["before"] - t["after"]
+    return {"pair": PROFILE_PAIR, "kernel_before": "all kernels", "kernel_after": "all kernels",
+            "match": "no launch pairs up: the whole profiles", "before_ns": t["before"], "after_ns": t["after"],
+            "speedup": t["before"] / t["after"] if t["after"] else None, "saved_ns": saved,
+            "saved_pct": saved / t["before"] * 100.0 if t["before"] else None}
+
+
+def _suggested(verdicts: pl.DataFrame, candidates: list[Fix]) -> tuple[str, ...]:
+    """Fixes whose movements all happened, the most specific (most movements) first."""
+    sizes = pl.DataFrame({"fix": [f.id for f in candidates], "n": [len(f.expect) for f in candidates]})
+    return tuple(verdicts.filter(pl.col("verdict") == "matches").join(sizes, on="fix")
+                 .sort("n", "fix", descending=[True, False])["fix"].to_list())
+
+
+def _verdict_of(verdicts: pl.DataFrame, fx: Fix | None) -> str | None:
+    """The named fix's verdict (``verdicts`` holds one row per fix, where it is judged)."""
     if fx is None:
         return None
     rows = verdicts.filter(pl.col("fix") == fx.id)
-    if pair is not None:
-        rows = rows.filter(pl.col("pair") == pair)
     return rows["verdict"][0] if rows.height else "not measured"
 
 
@@ -509,7 +559,7 @@ def _scenario_checks(scenario: Scenario, before: Profile, after: Profile, key: s
     met = (pl.when(b.is_null() | a.is_null()).then(None)
            .when(pl.col("direction") == "down").then(a < b)
            .when(pl.col("direction") == "up").then(a > b)
-           .otherwise((a - b).abs() <= SAME_TOLERANCE * b.abs()))
+           .otherwise((a - b).abs() <= SAME * b.abs()))
     frame = frame.with_columns(met=met)
     if key is not None:
         frame = frame.with_columns(pl.lit(key_value, pl.Int64).alias(key))
@@ -521,12 +571,13 @@ def _scenario_verdict(checks: pl.DataFrame) -> str:
     return _verdicts(rows.with_columns(fix=pl.lit("scenario")), [])["verdict"][0] if rows.height else "not measured"
 
 
-def _kernel_comparability(before: KernelProfile, after: KernelProfile, pairs: pl.DataFrame) -> pl.DataFrame:
+def _kernel_comparability(before: KernelProfile, after: KernelProfile, wb: pl.DataFrame, wa: pl.DataFrame,
+                          pairs: pl.DataFrame) -> pl.DataFrame:
     def device(p: KernelProfile, col: str) -> Any:
         return p.devices[col][0] if p.devices.height and col in p.devices.columns else None
 
     def clock(col: str, side: str) -> float | None:
-        v = pairs[f"{col}_{side}"].mean() if f"{col}_{side}" in pairs.columns else None
+        v = (wb if side == "before" else wa)[col].mean()
         return None if v is None else float(v)
 
     rows = [
@@ -623,6 +674,8 @@ def timeline_metrics(tl: Timeline, analysis: TimelineAnalysis | None = None) -> 
     calls = {name: api.filter(pl.col("base").str.contains(pattern))
              for name, pattern in (("sync", SYNC_CALLS), ("alloc", ALLOC_CALLS), ("load", LOADING_CALLS))}
     window = float(a.window_ns)
+    # one launch call can start many kernels (a CUDA graph replay): count the calls, not the kernels
+    launch_calls = a.launches.unique(subset=["pid", "correlation_id"])
     return {
         "window_ns": window,
         "gpu_busy_pct": busy_ns / (window * devices) * 100.0 if window else None,
@@ -637,8 +690,8 @@ def timeline_metrics(tl: Timeline, analysis: TimelineAnalysis | None = None) -> 
         "copy_compute_overlap_pct": float(overlap["overlap_ns"].sum()) / copy_ns * 100.0 if copy_ns else None,
         "sync_calls": float(calls["sync"].height),
         "sync_ns": float(calls["sync"]["dur_ns"].sum()) if calls["sync"].height else 0.0,
-        "launch_calls": float(a.launches.height),
-        "launch_ns": float(a.launches["launch_ns"].sum()) if a.launches.height else 0.0,
+        "launch_calls": float(launch_calls.height),
+        "launch_ns": float(launch_calls["launch_ns"].sum()) if launch_calls.height else 0.0,
         "alloc_calls": float(calls["alloc"].height),
         "module_load_calls": float(calls["load"].height),
         "layout_copy_ns": float(layout_copies(a)["dur_ns"].sum()),
@@ -678,13 +731,14 @@ def _timeline_diff(before: Timeline, after: Timeline, fx: Fix | None, scenario: 
     timeline_fixes = [f for f in fixes().values() if f.kind == "timeline"]
     all_checks = _complete(values, _expect_frame(timeline_fixes), [], pl.DataFrame())
     verdicts = _verdicts(all_checks, [])
-    suggested = tuple(verdicts.filter(pl.col("verdict") == "matches").sort("fix")["fix"].to_list())
+    suggested = _suggested(verdicts, timeline_fixes)
     checks = _labelled(all_checks.filter(pl.col("fix").is_in([fx.id] if fx else list(suggested))), TIMELINE_METRICS)
     if scenario is not None:
         checks = pl.concat([checks, _scenario_checks(scenario, before, after)], how="diagonal_relaxed")
     kernels = _sides(_kernels_by_name(before), _kernels_by_name(after), ["name"]).with_columns(
         change_ns=pl.col("total_ns_after") - pl.col("total_ns_before"),
-    ).with_columns(change_pct=_change_pct(pl.col("total_ns_before").cast(pl.Float64), pl.col("total_ns_after").cast(pl.Float64)))
+    ).with_columns(change_pct=_change_pct(pl.col("total_ns_before").cast(pl.Float64),
+                                          pl.col("total_ns_after").cast(pl.Float64)))
     nvtx = _sides(_nvtx_by_range(ab), _nvtx_by_range(aa), ["domain", "text"]).with_columns(
         change_ns=pl.col("wall_ns_after") - pl.col("wall_ns_before"))
     window_b, window_a = mb["window_ns"], ma["window_ns"]
@@ -695,7 +749,7 @@ def _timeline_diff(before: Timeline, after: Timeline, fx: Fix | None, scenario: 
         "saved_pct": (window_b - window_a) / window_b * 100.0 if window_b else None,
         "kernel_before_ns": mb["kernel_ns"], "kernel_after_ns": ma["kernel_ns"],
         "busy_before_pct": mb["gpu_busy_pct"], "busy_after_pct": ma["gpu_busy_pct"],
-        "fix_verdict": _verdict_of(verdicts, fx, None),
+        "fix_verdict": _verdict_of(verdicts, fx),
         "scenario_verdict": _scenario_verdict(checks) if scenario is not None else None,
     }
     return Diff(
@@ -718,10 +772,13 @@ def _timeline_comparability(before: Timeline, after: Timeline) -> pl.DataFrame:
     gone, new = sorted(kb - ka), sorted(ka - kb)
     note = "; ".join(part for part in (f"only before: {', '.join(gone[:5])}" if gone else "",
                                        f"only after: {', '.join(new[:5])}" if new else "") if part)
+    copied = [float(tl.memcpy["bytes"].sum()) if tl.memcpy.height else 0.0 for tl in (before, after)]
     return _aspect_frame([
         _aspect("GPU", names(before), names(after)),
         _aspect("devices with work", before.kernels["device_id"].n_unique(), after.kernels["device_id"].n_unique()),
         _aspect("tool", _tool(before), _tool(after)),
+        _aspect("bytes copied", *copied, tolerance=NOISE, fmt=fmt_bytes,
+                note="different input sizes, or a fix that removed copies"),
         {"aspect": "kernel names", "before": str(len(kb)), "after": str(len(ka)), "same": not gone and not new,
          "note": note or "the same kernels ran in both"},
     ])
@@ -770,12 +827,13 @@ def verdict(d: Diff) -> list[str]:
         names = (h["kernel_before"] if h["kernel_before"] == h["kernel_after"]
                  else f"{h['kernel_before']} -> {h['kernel_after']}")
         lines.append(f"{names}: {fmt_time(h['before_ns'])} -> {fmt_time(h['after_ns'])}, {_faster(h)}.")
-        if h["pairs"] > 1:
+        several = h["launches_before"] > 1 or h["launches_after"] > 1
+        if several and h["pair"] != PROFILE_PAIR:
             total = {"before_ns": h["total_before_ns"], "after_ns": h["total_after_ns"],
                      "speedup": h["total_before_ns"] / h["total_after_ns"] if h["total_after_ns"] else None,
                      "saved_ns": h["total_before_ns"] - h["total_after_ns"]}
-            lines.append(f"All {h['pairs']} matched launches: {fmt_time(total['before_ns'])} -> "
-                         f"{fmt_time(total['after_ns'])}, {_faster(total)}.")
+            lines.append(f"Whole profile: {h['launches_before']} -> {h['launches_after']} launches, "
+                         f"{fmt_time(total['before_ns'])} -> {fmt_time(total['after_ns'])}, {_faster(total)}.")
     else:
         lines.append(f"End to end: {fmt_time(h['before_ns'])} -> {fmt_time(h['after_ns'])}, {_faster(h)}; "
                      f"kernel time {fmt_time(h['kernel_before_ns'])} -> {fmt_time(h['kernel_after_ns'])}; GPU busy "
@@ -832,9 +890,9 @@ def _fix_lines(d: Diff) -> list[str]:
     if d.scenario is not None:
         rows = d.checks.filter(pl.col("why") == "scenario evidence").to_dicts()
         good = sum(1 for r in rows if r["met"])
+        said = {True: "yes", False: "no", None: "n/a"}
         lines.append(f"{d.scenario}'s evidence: {good} of {len(rows)} moved as the scenario says ("
-                     + "; ".join(f"{r['label']} {r['direction']}: {'yes' if r['met'] else 'no' if r['met'] is False else 'n/a'}"
-                                 for r in rows) + ").")
+                     + "; ".join(f"{r['label']} {r['direction']}: {said[r['met']]}" for r in rows) + ").")
     return lines
 
 
@@ -852,7 +910,8 @@ def _ncu_lines(d: Diff) -> list[str]:
     rows = d.ncu.filter(pl.col("pair") == d.headline["pair"])
     if d.fix is not None and rows.filter(pl.col("for_fix")).height:
         rows = rows.filter(pl.col("for_fix"))
-    rows = rows.filter(pl.col("speedup_type") != "local") if rows.filter(pl.col("speedup_type") != "local").height else rows
+    whole_kernel = rows.filter(pl.col("speedup_type") != "local")  # local estimates are one unit's, not the kernel's
+    rows = whole_kernel if whole_kernel.height else rows
     top = rows.sort("estimated_pct", descending=True).head(2).to_dicts()
     if not top:
         return []
@@ -872,7 +931,8 @@ def _comparability_line(d: Diff) -> str:
         text = "Comparable: same " + ", ".join(same)
     else:
         text = "Check before trusting the numbers: " + "; ".join(
-            f"{r['aspect']} differs ({r['before']} vs {r['after']}{': ' + r['note'] if r['note'] else ''})" for r in differ)
+            f"{r['aspect']} differs ({r['before']} vs {r['after']}{': ' + r['note'] if r['note'] else ''})"
+            for r in differ)
     if unknown:
         text += f" (not in the profiles: {', '.join(unknown)})"
     return text + "."

@@ -87,6 +87,10 @@ EVENT_RECORD = r"^cu(da)?EventRecord"
 ONE_TIME_CALLS = LOADING_CALLS + r"|^nvrtcCompileProgram$|^cublas(Lt)?Create|^cudnnCreate"
 ZERO_INPUTS = ("zeros", "zero", "ones", "constant", "empty")
 
+BENCHMARK = "benchmark"  # Evidence.source for numbers from the benchmark's own JSON
+SYNC_FIX = ("Kernel launches return before the kernel runs: record CUDA events around the work and read "
+            "elapsed_time after event.synchronize(), or call torch.cuda.synchronize() before reading a host timer.")
+
 CHECKS: dict[str, str] = {
     "repetitions": "enough repetitions",
     "spread": "spread between runs",
@@ -245,144 +249,160 @@ def _gpu(profiles: Sequence[Profile], benchmark: Benchmark | None) -> GPU | None
 
 def _benchmark_checks(b: Benchmark, gpu: GPU | None, roofs: Ceilings | None) -> Report:
     r = Report()
-    times = pl.Series("t", b.times_ms)
-    n, median = len(times), float(times.median())
     scope = Path(b.path).name
-    if n < MIN_REPETITIONS:
-        r.flags.append(_flag("repetitions", "warning", f"Only {n} timed run{'s' if n != 1 else ''}",
-                             f"{scope} times {n} run{'s' if n != 1 else ''}: too few to know how much the number varies.",
-                             f"Time at least {MIN_REPETITIONS} runs after the warm-up and report the median with the "
-                             "10th-90th percentile band (triton.testing.do_bench, torch.utils.benchmark).",
-                             [Evidence("repetitions", n, "runs", f">= {MIN_REPETITIONS}", MIN_REPETITIONS, "benchmark")],
-                             scope))
-    else:
-        r.passed.append(("repetitions", f"{n} timed runs"))
-    if n >= 2:
-        p10, p90 = float(times.quantile(0.1, "linear")), float(times.quantile(0.9, "linear"))
-        spread = (p90 - p10) / median * 100.0
-        if spread > SPREAD_PCT:
-            r.flags.append(_flag("spread", "warning", f"Runs spread over {spread:.0f}% of the median",
-                                 f"The 10th-90th percentile band of {scope}'s runs is {p10:.4g}-{p90:.4g} ms around a "
-                                 f"{median:.4g} ms median: {spread:.0f}%, where an idle GPU repeats within a few percent.",
-                                 "Find what varies: other work on the GPU, clocks (lock them, or let them settle with a "
-                                 "longer warm-up), a first run doing one-time work, host-side jitter in a host timer.",
-                                 [Evidence("spread_pct", spread, "%", f"<= {SPREAD_PCT:.0f}%", SPREAD_PCT, "benchmark"),
-                                  Evidence("min_ms", float(times.min()), "ms", source="benchmark"),
-                                  Evidence("max_ms", float(times.max()), "ms", source="benchmark")], scope))
-        else:
-            r.passed.append(("spread", f"10th-90th percentile band {spread:.1f}% of the {median:.4g} ms median"))
-        rest = statistics.median(b.times_ms[1:])
-        if b.times_ms[0] > FIRST_RUN_FACTOR * rest:
-            r.flags.append(_flag("compile-in-timing", "warning", "The first timed run is the slowest by far",
-                                 f"The first timed run took {b.times_ms[0]:.4g} ms against a median of {rest:.4g} ms "
-                                 f"for the others ({b.times_ms[0] / rest:.1f}x): it paid for one-time work (compilation, "
-                                 "autotuning, module loading, allocation).",
-                                 "Run the work a few times before timing it (torch.compile and Triton autotune on the "
-                                 "first call; lazy loading loads each kernel's module on its first launch).",
-                                 [Evidence("first_run_ms", b.times_ms[0], "ms", f"near the median ({rest:.4g} ms)",
-                                           FIRST_RUN_FACTOR * rest, "benchmark")], scope))
-    else:
-        r.not_checked.append(("spread", "one timed run has no spread"))
-    r.merge(_benchmark_rates(b, gpu, roofs, scope, median))
-    return r
-
-
-def _benchmark_rates(b: Benchmark, gpu: GPU | None, roofs: Ceilings | None, scope: str, median_ms: float) -> Report:
-    """warm-l2, unsynchronised and zero-inputs from the bytes and FLOPs a run moves and does."""
-    r = Report()
-    nbytes, working = b.number("bytes_per_rep"), b.number("working_set_bytes")
-    inputs = str(b.get("inputs") or "").lower()
-    if inputs in ZERO_INPUTS:
-        r.flags.append(_flag("zero-inputs", "warning", f"Inputs are {inputs}",
-                             f"{scope} says its inputs are {inputs}. Tensor cores draw less power on zeros and hold higher "
-                             "clocks, compressible memory moves fewer bytes, and branches and NaN paths never trigger.",
-                             "Time on random inputs of the real distribution (torch.randn, then scale), as the "
-                             "calibrated ceilings are measured.", [], scope, inputs=inputs))
+    r.merge(_repetitions(b, scope))
+    r.merge(_zero_inputs_declared(b, scope))
     if roofs is None:
         why = "the GPU is unknown: name it in the JSON's 'gpu' field"
         r.not_checked += [("warm-l2", why), ("unsynchronised", why)]
         return r
+    r.merge(_bandwidth(b, gpu, roofs, scope))
+    r.merge(_flop_rate(b, roofs, scope))
+    return r
+
+
+def _repetitions(b: Benchmark, scope: str) -> Report:
+    """repetitions, spread, and a first timed run that paid for one-time work."""
+    r = Report()
+    times = pl.Series("t", b.times_ms)
+    n, median = len(times), float(times.median())
+    runs = f"{n} timed run{'s' if n != 1 else ''}"
+    if n < MIN_REPETITIONS:
+        r.flags.append(_flag(
+            "repetitions", "warning", f"Only {runs}",
+            f"{scope} times {runs}: too few to know how much the number varies.",
+            f"Time at least {MIN_REPETITIONS} runs after the warm-up and report the median with the 10th-90th "
+            "percentile band (triton.testing.do_bench, torch.utils.benchmark).",
+            [Evidence("repetitions", n, "runs", f">= {MIN_REPETITIONS}", MIN_REPETITIONS, BENCHMARK)], scope))
+    else:
+        r.passed.append(("repetitions", runs))
+    if n < 2:
+        r.not_checked.append(("spread", "one timed run has no spread"))
+        return r
+    p10, p90 = float(times.quantile(0.1, "linear")), float(times.quantile(0.9, "linear"))
+    spread = (p90 - p10) / median * 100.0
+    if spread > SPREAD_PCT:
+        r.flags.append(_flag(
+            "spread", "warning", f"Runs spread over {spread:.0f}% of the median",
+            f"The 10th-90th percentile band of {scope}'s runs is {p10:.4g}-{p90:.4g} ms around a {median:.4g} ms "
+            f"median: {spread:.0f}%, where an idle GPU repeats within a few percent.",
+            "Find what varies: other work on the GPU, clocks (lock them, or let them settle with a longer "
+            "warm-up), a first run doing one-time work, host-side jitter in a host timer.",
+            [Evidence("spread_pct", spread, "%", f"<= {SPREAD_PCT:.0f}%", SPREAD_PCT, BENCHMARK),
+             Evidence("min_ms", float(times.min()), "ms", source=BENCHMARK),
+             Evidence("max_ms", float(times.max()), "ms", source=BENCHMARK)], scope))
+    else:
+        r.passed.append(("spread", f"10th-90th percentile band {spread:.1f}% of the {median:.4g} ms median"))
+    first, rest = b.times_ms[0], statistics.median(b.times_ms[1:])
+    if first > FIRST_RUN_FACTOR * rest:
+        r.flags.append(_flag(
+            "compile-in-timing", "warning", "The first timed run is the slowest by far",
+            f"The first timed run took {first:.4g} ms against a median of {rest:.4g} ms for the others "
+            f"({first / rest:.1f}x): it paid for one-time work (compilation, autotuning, module loading, allocation).",
+            "Run the work a few times before timing it (torch.compile and Triton autotune on the first call; lazy "
+            "loading loads each kernel's module on its first launch).",
+            [Evidence("first_run_ms", first, "ms", f"near the median ({rest:.4g} ms)", FIRST_RUN_FACTOR * rest,
+                      BENCHMARK)], scope))
+    return r
+
+
+def _zero_inputs_declared(b: Benchmark, scope: str) -> Report:
+    r = Report()
+    inputs = str(b.get("inputs") or "").lower()
+    if inputs in ZERO_INPUTS:
+        r.flags.append(_flag(
+            "zero-inputs", "warning", f"Inputs are {inputs}",
+            f"{scope} says its inputs are {inputs}. Tensor cores draw less power on zeros and hold higher clocks, "
+            "compressible memory moves fewer bytes, and branches and NaN paths never trigger.",
+            "Time on random inputs of the real distribution (torch.randn, then scale), as the calibrated ceilings "
+            "are measured.", [], scope, inputs=inputs))
+    elif inputs:
+        r.passed.append(("zero-inputs", f"inputs declared {inputs}"))
+    return r
+
+
+def _bandwidth(b: Benchmark, gpu: GPU | None, roofs: Ceilings, scope: str) -> Report:
+    """warm-l2 and unsynchronised from the bytes a run moves, the distinct bytes it touches, and the L2."""
+    r = Report()
+    nbytes, working = b.number("bytes_per_rep"), b.number("working_set_bytes")
     dram, l1 = roofs.bandwidth["dram"], roofs.bandwidth["shared"]
     l2_bytes = gpu.l2_bytes if gpu is not None else None
-    repeats = len(b.times_ms) > 1 and b.get("l2_flush") is not True
-    rate = nbytes / (median_ms * 1e-3) if nbytes else None
+    rate = nbytes / b.median_s if nbytes else None
     fits = working is not None and l2_bytes is not None and working <= l2_bytes
-    impossible = dram.datasheet or dram.value
+    peak = dram.datasheet or dram.value  # no DRAM delivers more than its datasheet peak
     evidence = []
     if rate is not None:
         evidence.append(Evidence("bandwidth_bytes_per_s", rate, "byte/s",
-                                 f"<= the DRAM ceiling {fmt_rate(dram.value)} ({dram.origin})", dram.value, "benchmark"))
+                                 f"<= the DRAM ceiling {fmt_rate(dram.value)} ({dram.origin})", dram.value, BENCHMARK))
     if working is not None and l2_bytes is not None:
         evidence.append(Evidence("working_set_bytes", working, "byte", f"> the {fmt_bytes(l2_bytes)} L2 (or flushed)",
-                                 l2_bytes, "benchmark"))
+                                 l2_bytes, BENCHMARK))
+    repeats = len(b.times_ms) > 1 and b.get("l2_flush") is not True
     if fits and repeats:
         above = rate is not None and rate > dram.value * (1 + CEILING_MARGIN)
         msg = (f"{scope}'s working set, {fmt_bytes(working)}, fits in the {fmt_bytes(l2_bytes)} L2 of the {gpu.name}, "
-               f"and its {len(b.times_ms)} runs repeat without clearing it: every run after the first reads its inputs "
-               "from L2, not DRAM.")
+               f"and its {len(b.times_ms)} runs repeat without clearing it: every run after the first reads its "
+               "inputs from L2, not DRAM.")
         if rate is not None:
-            msg += (f" It reports {fmt_rate(rate)}, {'above' if above else 'against'} the DRAM ceiling of "
-                    f"{fmt_rate(dram.value)} ({dram.origin}){': only a cache delivers that' if above else ''}.")
+            relation = "above" if above else "against"
+            msg += f" It reports {fmt_rate(rate)}, {relation} the DRAM ceiling of {fmt_rate(dram.value)} ({dram.origin})"
+            msg += ": only a cache delivers that." if above else "."
+        fix = (f"Use inputs several times the L2 (over {fmt_bytes(4 * l2_bytes)}), rotate through buffers that "
+               "together exceed it, or clear it between runs (triton.testing.do_bench writes a 256 MB buffer "
+               "before each run).")
         r.flags.append(_flag("warm-l2", "warning", "Inputs fit in L2 and repeat: the runs measure L2, not DRAM", msg,
-                             f"Use inputs several times the L2 (over {fmt_bytes(4 * l2_bytes)}), rotate through "
-                             "buffers that together exceed it, or clear it between runs (triton.testing.do_bench "
-                             "writes a 256 MB buffer before each run).", evidence, scope, confirmed=above))
-    elif rate is not None and working is None and rate > impossible:
-        r.flags.append(_flag("warm-l2", "warning", "Bandwidth above the DRAM peak: a cache, or no synchronisation",
-                             f"{scope} reports {fmt_rate(rate)}, above the {gpu.name}'s DRAM peak of {fmt_rate(impossible)}: "
-                             "its data came from a cache, or its timer did not wait for the GPU.",
-                             "Say how many distinct bytes the runs touch (working_set_bytes) so the two can be told "
-                             "apart; use inputs several times the L2 and synchronise before reading the timer.",
-                             evidence, scope))
+                             fix, evidence, scope, confirmed=above))
+    elif rate is not None and working is None and rate > peak:
+        r.flags.append(_flag(
+            "warm-l2", "warning", "Bandwidth above the DRAM peak: a cache, or no synchronisation",
+            f"{scope} reports {fmt_rate(rate)}, above the {roofs.gpu.name}'s DRAM peak of {fmt_rate(peak)}: its data "
+            "came from a cache, or its timer did not wait for the GPU.",
+            "Say how many distinct bytes the runs touch (working_set_bytes) so the two can be told apart; use "
+            "inputs several times the L2 and synchronise before reading the timer.", evidence, scope))
     elif (working is not None and not fits) or b.get("l2_flush") is True:
         r.passed.append(("warm-l2", "working set larger than the L2" if not fits else "L2 cleared between runs"))
     else:
         r.not_checked.append(("warm-l2", "the JSON gives no working_set_bytes"))
-    # unsynchronised: a rate no memory of this GPU can deliver
-    beyond_dram = working is not None and not fits and rate is not None and rate > impossible
+    beyond_dram = working is not None and not fits and rate is not None and rate > peak
     beyond_l1 = rate is not None and l1.value is not None and rate > l1.value
     if beyond_dram or beyond_l1:
-        what = (f"over a {fmt_bytes(working)} working set larger than the L2: above the DRAM peak of {fmt_rate(impossible)}"
+        what = (f"over a {fmt_bytes(working)} working set larger than the L2: above the DRAM peak of {fmt_rate(peak)}"
                 if beyond_dram else f"above the L1/shared-memory bandwidth of all SMs together, {fmt_rate(l1.value)}")
         timer = f" (timer: {b.get('timer')})" if b.get("timer") else ""
-        r.flags.append(_flag("unsynchronised", "warning", "A bandwidth no memory of this GPU can deliver",
-                             f"{scope} reports {fmt_rate(rate)} {what}. The timer stopped before the GPU finished{timer}.",
-                             "Kernel launches return before the kernel runs: record CUDA events around the work and "
-                             "read elapsed_time after event.synchronize(), or call torch.cuda.synchronize() before "
-                             "reading a host timer.",
-                             [*evidence, Evidence("datasheet_dram_bytes_per_s", impossible, "byte/s", source="datasheet")],
-                             scope))
+        r.flags.append(_flag(
+            "unsynchronised", "warning", "A bandwidth no memory of this GPU can deliver",
+            f"{scope} reports {fmt_rate(rate)} {what}. The timer stopped before the GPU finished{timer}.",
+            SYNC_FIX, [*evidence, Evidence("datasheet_dram_bytes_per_s", peak, "byte/s", source="datasheet")], scope))
     elif rate is not None:
         r.passed.append(("unsynchronised", f"{fmt_rate(rate)} is a rate the memory can deliver"))
-    r.merge(_flop_rate(b, roofs, scope, median_ms))
     return r
 
 
-def _flop_rate(b: Benchmark, roofs: Ceilings, scope: str, median_ms: float) -> Report:
+def _flop_rate(b: Benchmark, roofs: Ceilings, scope: str) -> Report:
+    """zero-inputs (a matmul faster than on random data) or unsynchronised (faster than the datasheet)."""
     r = Report()
     flop, precision = b.number("flop_per_rep"), b.get("precision")
     if not flop or precision not in roofs.compute:
-        if not str(b.get("inputs") or "").lower() in ZERO_INPUTS:
-            r.not_checked.append(("zero-inputs", "the JSON gives no flop_per_rep with a precision"
-                                  if not b.get("inputs") else f"inputs declared {b.get('inputs')}"))
+        if not b.get("inputs"):
+            r.not_checked.append(("zero-inputs", "the JSON names neither its inputs nor flop_per_rep with a precision"))
         return r
     roof = roofs.compute[precision]
-    rate = flop / (median_ms * 1e-3)
+    rate = flop / b.median_s
+    tflops = f"{rate / 1e12:.0f} TFLOP/s of {precision}"
     if roof.measured and roof.measured * (1 + CEILING_MARGIN) < rate <= (roof.datasheet or float("inf")):
-        r.flags.append(_flag("zero-inputs", "warning", f"Faster than {precision} matmul on random data",
-                             f"{scope} reports {rate / 1e12:.0f} TFLOP/s of {precision}, above the {roof.measured / 1e12:.0f} "
-                             f"TFLOP/s measured on random inputs on this GPU ({roof.ref}): zeros or low-entropy inputs let "
-                             "the tensor cores run cooler and faster.",
-                             "Time on random inputs (torch.randn), as the measured ceiling was.",
-                             [Evidence("flop_per_s", rate, "flop/s", f"<= {roof.measured:.3g} (random data)", roof.measured,
-                                       "benchmark")], scope))
+        r.flags.append(_flag(
+            "zero-inputs", "warning", f"Faster than {precision} matmul on random data",
+            f"{scope} reports {tflops}, above the {roof.measured / 1e12:.0f} TFLOP/s measured on random inputs on "
+            f"this GPU ({roof.ref}): zeros or low-entropy inputs let the tensor cores run cooler and faster.",
+            "Time on random inputs (torch.randn), as the measured ceiling was.",
+            [Evidence("flop_per_s", rate, "flop/s", f"<= {roof.measured:.3g} (random data)", roof.measured,
+                      BENCHMARK)], scope))
     elif roof.datasheet and rate > roof.datasheet:
-        r.flags.append(_flag("unsynchronised", "warning", f"Above the {precision} datasheet peak",
-                             f"{scope} reports {rate / 1e12:.0f} TFLOP/s of {precision}, above the datasheet peak of "
-                             f"{roof.datasheet / 1e12:.0f} TFLOP/s: the timer cannot have waited for the GPU.",
-                             "Synchronise before reading the timer, or time with CUDA events.",
-                             [Evidence("flop_per_s", rate, "flop/s", f"<= {roof.datasheet:.3g}", roof.datasheet,
-                                       "benchmark")], scope))
+        r.flags.append(_flag(
+            "unsynchronised", "warning", f"Above the {precision} datasheet peak",
+            f"{scope} reports {tflops}, above the datasheet peak of {roof.datasheet / 1e12:.0f} TFLOP/s: the timer "
+            "cannot have waited for the GPU.", SYNC_FIX,
+            [Evidence("flop_per_s", rate, "flop/s", f"<= {roof.datasheet:.3g}", roof.datasheet, BENCHMARK)], scope))
     else:
         r.passed.append(("zero-inputs", f"{rate / 1e12:.3g} TFLOP/s of {precision} is within the random-data ceiling"))
     return r
@@ -417,8 +437,7 @@ def _calls_inside(ranges: pl.DataFrame, api: pl.DataFrame, pattern: str) -> pl.D
 
 def _timeline_checks(tl: Timeline, b: Benchmark | None) -> Report:
     r = Report()
-    a = TimelineAnalysis(tl)
-    ranges = timed_ranges(a)
+    ranges = timed_ranges(TimelineAnalysis(tl))
     if b is not None and b.get("range"):
         name = str(b.get("range"))
         ranges = ranges.filter((pl.col("text") == name) | (pl.col("base") == name))
@@ -430,80 +449,87 @@ def _timeline_checks(tl: Timeline, b: Benchmark | None) -> Report:
     r.merge(_unsynchronised(tl, ranges, b, scope))
     r.merge(_one_time_in_ranges(tl, ranges, scope))
     repeated = ranges.filter(pl.col("instances") >= 2)
-    if not repeated.is_empty():
+    if b is None and not repeated.is_empty():
         top = repeated.group_by("base").agg(n=pl.len()).sort("n", "base", descending=[True, False]).row(0, named=True)
-        if top["n"] < MIN_REPETITIONS and b is None:
-            r.flags.append(_flag("repetitions", "info", f"'{top['base']}' repeats {top['n']} times",
-                                 f"The repeated range '{top['base']}' has {top['n']} instances in {scope}: if it is the "
-                                 "timed loop, that is too few runs to know the spread.",
-                                 f"Time at least {MIN_REPETITIONS} runs after the warm-up.",
-                                 [Evidence("repetitions", top["n"], "runs", f">= {MIN_REPETITIONS}", MIN_REPETITIONS,
-                                           tl.source.tool)], scope))
+        if top["n"] < MIN_REPETITIONS:
+            r.flags.append(_flag(
+                "repetitions", "info", f"'{top['base']}' repeats {top['n']} times",
+                f"The repeated range '{top['base']}' has {top['n']} instances in {scope}: if it is the timed loop, "
+                "that is too few runs to know the spread.",
+                f"Time at least {MIN_REPETITIONS} runs after the warm-up.",
+                [Evidence("repetitions", top["n"], "runs", f">= {MIN_REPETITIONS}", MIN_REPETITIONS,
+                          tl.source.tool)], scope))
     return r
 
 
 def _unsynchronised(tl: Timeline, ranges: pl.DataFrame, b: Benchmark | None, scope: str) -> Report:
+    """Timed ranges that close before their GPU work ends with no CUDA event recorded inside; and a
+    benchmark's host time per run against the GPU span of a run."""
     r = Report()
+    tool = tl.source.tool
     events = _calls_inside(ranges, tl.api, EVENT_RECORD).select("_range", events="calls")
     rows = (ranges.join(events, on="_range", how="left")
             .with_columns(events=pl.col("events").fill_null(0),
                           late_ns=(pl.col("proj_end_ns") - pl.col("end_ns")).clip(lower_bound=0)))
     early = rows.filter((pl.col("late_ns") > 0) & (pl.col("events") == 0))
-    if not early.is_empty():
-        by = early.group_by("base").agg(n=pl.len(), late_ns=pl.col("late_ns").median(), wall_ns=pl.col("dur_ns").median(),
-                                        gpu_ns=pl.col("proj_dur_ns").median()).sort("n", descending=True).row(0, named=True)
-        total = rows.filter(pl.col("base") == by["base"]).height
-        r.flags.append(_flag("unsynchronised", "warning", f"'{by['base']}' closes before its GPU work ends",
-                             f"{by['n']} of {total} '{by['base']}' ranges in {scope} end before the GPU work launched in "
-                             f"them does (by {fmt_time(by['late_ns'])}, median), with no CUDA event recorded inside: a host "
-                             f"timer around them reads {fmt_time(by['wall_ns'])} per run where the GPU work spans "
-                             f"{fmt_time(by['gpu_ns'])}. Launches return at once; the timer measured the launching.",
-                             "Record CUDA events around the work and read elapsed_time after event.synchronize(), or "
-                             "call torch.cuda.synchronize() before reading a host timer.",
-                             [Evidence("ranges_closing_early", by["n"], "ranges", "0", 0, tl.source.tool),
-                              Evidence("range_wall_ns", by["wall_ns"], "ns", f">= the GPU span {fmt_time(by['gpu_ns'])}",
-                                       source=tl.source.tool),
-                              Evidence("gpu_after_range_ns", by["late_ns"], "ns", "0", 0, tl.source.tool)], scope,
-                             range=by["base"]))
-    else:
+    if early.is_empty():
         r.passed.append(("unsynchronised", f"every timed range in {scope} records CUDA events or outlasts its GPU work"))
+    else:
+        by = (early.group_by("base")
+              .agg(n=pl.len(), late_ns=pl.col("late_ns").median(), wall_ns=pl.col("dur_ns").median(),
+                   gpu_ns=pl.col("proj_dur_ns").median())
+              .sort("n", descending=True).row(0, named=True))
+        total = rows.filter(pl.col("base") == by["base"]).height
+        msg = (f"{by['n']} of {total} '{by['base']}' ranges in {scope} end before the GPU work launched in them does "
+               f"(by {fmt_time(by['late_ns'])}, median), with no CUDA event recorded inside: a host timer around them "
+               f"reads {fmt_time(by['wall_ns'])} per run where the GPU work spans {fmt_time(by['gpu_ns'])}. Launches "
+               "return at once; the timer measured the launching.")
+        r.flags.append(_flag(
+            "unsynchronised", "warning", f"'{by['base']}' closes before its GPU work ends", msg, SYNC_FIX,
+            [Evidence("ranges_closing_early", by["n"], "ranges", "0", 0, tool),
+             Evidence("range_wall_ns", by["wall_ns"], "ns", f">= the GPU span {fmt_time(by['gpu_ns'])}", source=tool),
+             Evidence("gpu_after_range_ns", by["late_ns"], "ns", "0", 0, tool)], scope, range=by["base"]))
     if b is not None and b.get("timer") != "cuda-events":
         gpu_ms = float(rows["proj_dur_ns"].median()) * 1e-6
         host_ms = statistics.median(b.times_ms)
         if host_ms < HOST_UNDER_GPU * gpu_ms:
-            r.flags.append(_flag("unsynchronised", "warning", "The reported time is shorter than the GPU work it times",
-                                 f"{Path(b.path).name} reports a median of {host_ms:.4g} ms per run; the GPU work of one "
-                                 f"timed range in {scope} spans {gpu_ms:.4g} ms. The timer stopped before the GPU finished.",
-                                 "Synchronise before reading the timer, or time with CUDA events.",
-                                 [Evidence("reported_ms", host_ms, "ms", f">= {gpu_ms:.4g} ms (the GPU span)",
-                                           HOST_UNDER_GPU * gpu_ms, "benchmark"),
-                                  Evidence("gpu_span_ms", gpu_ms, "ms", source=tl.source.tool)], scope))
+            r.flags.append(_flag(
+                "unsynchronised", "warning", "The reported time is shorter than the GPU work it times",
+                f"{Path(b.path).name} reports a median of {host_ms:.4g} ms per run; the GPU work of one timed range "
+                f"in {scope} spans {gpu_ms:.4g} ms. The timer stopped before the GPU finished.", SYNC_FIX,
+                [Evidence("reported_ms", host_ms, "ms", f">= {gpu_ms:.4g} ms (the GPU span)", HOST_UNDER_GPU * gpu_ms,
+                          BENCHMARK),
+                 Evidence("gpu_span_ms", gpu_ms, "ms", source=tool)], scope))
     return r
 
 
 def _one_time_in_ranges(tl: Timeline, ranges: pl.DataFrame, scope: str) -> Report:
+    """Module loading or library set-up inside timed ranges, against the same ranges without it."""
     r = Report()
-    loads = _calls_inside(ranges, tl.api, ONE_TIME_CALLS)
-    hit = ranges.join(loads, on="_range", how="inner").sort("start_ns")
+    tool = tl.source.tool
+    hit = ranges.join(_calls_inside(ranges, tl.api, ONE_TIME_CALLS), on="_range", how="inner").sort("start_ns")
     if hit.is_empty():
-        r.passed.append(("compile-in-timing", f"no module loading or handle creation inside the timed ranges of {scope}"))
+        r.passed.append(("compile-in-timing", f"no module loading or handle creation in the timed ranges of {scope}"))
         return r
     first = hit.row(0, named=True)
     others = ranges.filter((pl.col("base") == first["base"]) & ~pl.col("_range").is_in(hit["_range"].implode()))
     typical = float(others["dur_ns"].median()) if others.height else None
-    msg = (f"'{first['text']}' in {scope} includes {first['calls']} one-time call{'s' if first['calls'] != 1 else ''} "
-           f"({', '.join(first['names'])}: {fmt_time(first['call_ns'])}) and takes {fmt_time(first['dur_ns'])}")
-    msg += (f", against {fmt_time(typical)} for the other '{first['base']}' ranges." if typical is not None else ".")
-    msg += " Module loading (lazy loading, JIT and Triton compilation) and library set-up are paid once; inside a timed run they are measured as if every run paid them."
-    ev = [Evidence("one_time_calls", float(hit["calls"].sum()), "calls", "0 inside timed ranges", 0, tl.source.tool),
-          Evidence("one_time_ns", float(hit["call_ns"].sum()), "ns", source=tl.source.tool)]
+    calls = f"{first['calls']} one-time call{'s' if first['calls'] != 1 else ''}"
+    msg = (f"'{first['text']}' in {scope} includes {calls} ({', '.join(first['names'])}: "
+           f"{fmt_time(first['call_ns'])}) and takes {fmt_time(first['dur_ns'])}")
+    msg += f", against {fmt_time(typical)} for the other '{first['base']}' ranges." if typical is not None else "."
+    msg += (" Module loading (lazy loading, JIT and Triton compilation) and library set-up are paid once; inside a "
+            "timed run they are measured as if every run paid them.")
+    evidence = [Evidence("one_time_calls", float(hit["calls"].sum()), "calls", "0 inside timed ranges", 0, tool),
+                Evidence("one_time_ns", float(hit["call_ns"].sum()), "ns", source=tool)]
     if typical is not None:
-        ev.append(Evidence("range_ns", float(first["dur_ns"]), "ns", f"about {fmt_time(typical)} (the other runs)",
-                           source=tl.source.tool))
-    r.flags.append(_flag("compile-in-timing", "warning", f"Module loading inside the timed range '{first['text']}'", msg,
-                         "Warm up outside the timed region: run the work once (or a few times) first, so every kernel's "
-                         "module is loaded, Triton has compiled and autotuned, and library handles exist.",
-                         ev, scope, ranges=hit["text"].to_list()))
+        evidence.append(Evidence("range_ns", float(first["dur_ns"]), "ns", f"about {fmt_time(typical)} (the other runs)",
+                                 source=tool))
+    r.flags.append(_flag(
+        "compile-in-timing", "warning", f"Module loading inside the timed range '{first['text']}'", msg,
+        "Warm up outside the timed region: run the work once (or a few times) first, so every kernel's module is "
+        "loaded, Triton has compiled and autotuned, and library handles exist.",
+        evidence, scope, ranges=hit["text"].to_list()))
     return r
 
 
@@ -515,83 +541,94 @@ def _one_time_in_ranges(tl: Timeline, ranges: pl.DataFrame, scope: str) -> Repor
 def _kernel_checks(kp: KernelProfile, roofs: Ceilings | None, expected_bytes: float | None) -> Report:
     r = Report()
     scope = Path(kp.source.path).name
-    launches = kp.launches
     r.not_checked.append(("warm-l2", "Nsight Compute clears the caches before each replay pass by default "
                                      "(--cache-control all); its report does not say whether that was changed"))
-    # clocks
+    r.merge(_clocks(kp, scope))
+    r.merge(_persisting_l2(kp, scope))
+    r.merge(_kernel_zero_inputs(kp, roofs, expected_bytes, scope))
+    return r
+
+
+def _clocks(kp: KernelProfile, scope: str) -> Report:
+    r = Report()
     max_hz = kp.devices["sm_clock_hz"].max() if kp.devices.height else None
-    sm_hz = launches["sm_frequency_hz"].mean()
-    if max_hz and sm_hz:
-        ratio = sm_hz / max_hz
-        low = ratio < BOOST_RATIO
-        r.flags.append(_flag(
-            "clocks", "info",
-            f"SM clock {sm_hz / 1e9:.2f} GHz, {ratio * 100:.0f}% of the {max_hz / 1e9:.2f} GHz maximum: "
-            + ("locked below boost" if low else "at boost (not locked)"),
-            (f"The launches in {scope} ran at {sm_hz / 1e9:.2f} GHz on average against a maximum of {max_hz / 1e9:.2f} GHz. "
-             + ("That is a locked clock (Nsight Compute's default --clock-control base locks the base clock) or a "
-                "throttled GPU: durations are longer than in an application run, and compare only with runs at the "
-                "same clock." if low else
-                "Clocks were not locked (--clock-control none): durations match an application run, but vary with "
-                "power and temperature, so compare before and after runs made back to back.")),
-            "Profile before and after with the same --clock-control setting; to compare with application timings, use "
-            "--clock-control none.",
-            [Evidence("sm_frequency_hz", float(sm_hz), "hz", f"the same in runs you compare", source="ncu"),
-             Evidence("sm_clock_max_hz", float(max_hz), "hz", source="ncu")], scope, locked=low))
-    else:
+    sm_hz = kp.launches["sm_frequency_hz"].mean()
+    if not max_hz or not sm_hz:
         r.not_checked.append(("clocks", "the report has no SM frequency or maximum clock"))
-    # persisting L2
+        return r
+    ratio = sm_hz / max_hz
+    locked = ratio < BOOST_RATIO
+    clocks = f"{sm_hz / 1e9:.2f} GHz, {ratio * 100:.0f}% of the {max_hz / 1e9:.2f} GHz maximum"
+    msg = f"The launches in {scope} ran at {sm_hz / 1e9:.2f} GHz on average against a maximum of {max_hz / 1e9:.2f} GHz. "
+    msg += ("That is a locked clock (Nsight Compute's default --clock-control base locks the base clock) or a "
+            "throttled GPU: durations are longer than in an application run, and compare only with runs at the same "
+            "clock." if locked else
+            "Clocks were not locked (--clock-control none): durations match an application run, but vary with power "
+            "and temperature, so compare before and after runs made back to back.")
+    r.flags.append(_flag(
+        "clocks", "info", f"SM clock {clocks}: " + ("locked below boost" if locked else "at boost (not locked)"), msg,
+        "Profile before and after with the same --clock-control setting; to compare with application timings, use "
+        "--clock-control none.",
+        [Evidence("sm_frequency_hz", float(sm_hz), "hz", "the same in runs you compare", source="ncu"),
+         Evidence("sm_clock_max_hz", float(max_hz), "hz", source="ncu")], scope, locked=locked))
+    return r
+
+
+def _persisting_l2(kp: KernelProfile, scope: str) -> Report:
+    r = Report()
     setaside = kp.metrics.filter(pl.col("metric") == "launch__persisting_l2_cache_size")["value"].max()
     most = kp.metrics.filter(pl.col("metric") == "device__attribute_max_persisting_l2_cache_size")["value"].max()
-    if setaside:
+    if setaside is None:
+        r.not_checked.append(("persisting-l2", "the report lacks launch__persisting_l2_cache_size"))
+    elif not setaside:
+        r.passed.append(("persisting-l2", "no persisting-L2 set-aside"))
+    else:
+        of = f" (of at most {fmt_bytes(most)})" if most else ""
         r.flags.append(_flag(
             "persisting-l2", "info", f"A persisting-L2 set-aside of {fmt_bytes(setaside)}",
-            (f"The launches in {scope} ran with {fmt_bytes(setaside)} of L2 set aside for persisting accesses"
-             + (f" (of at most {fmt_bytes(most)})" if most else "") + ". Lines that a stream's access-policy window "
-             "marks persisting stay there between launches, so repeated runs can read them from L2. The report does "
-             "not record whether a window was set; the set-aside alone is no proof (the recorded strided-copy report "
-             "shows 11.8 MB for a program that never set one)."),
+            f"The launches in {scope} ran with {fmt_bytes(setaside)} of L2 set aside for persisting accesses{of}. "
+            "Lines that a stream's access-policy window marks persisting stay there between launches, so repeated "
+            "runs can read them from L2. The report does not record whether a window was set; the set-aside alone is "
+            "no proof (the recorded strided-copy report shows 11.8 MB for a program that never set one).",
             "If the program sets an access-policy window (cudaStreamSetAttribute with accessPolicyWindow), say so "
             "with the numbers, or reset it before timing: cudaCtxResetPersistingL2Cache() and "
             "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0).",
             [Evidence("launch__persisting_l2_cache_size", float(setaside), "byte", "0 unless the program uses it",
                       source="ncu")], scope))
-    elif setaside is not None:
-        r.passed.append(("persisting-l2", "no persisting-L2 set-aside"))
-    else:
-        r.not_checked.append(("persisting-l2", "the report lacks launch__persisting_l2_cache_size"))
-    r.merge(_kernel_zero_inputs(kp, roofs, expected_bytes, scope))
     return r
 
 
 def _kernel_zero_inputs(kp: KernelProfile, roofs: Ceilings | None, expected_bytes: float | None, scope: str) -> Report:
+    """A tensor rate above the measured random-data ceiling; DRAM bytes far below the bytes model."""
     r = Report()
     launches = kp.launches.with_columns(tensor_rate=pl.col("tensor_flop") / (pl.col("duration_ns") * 1e-9))
     bf16 = roofs.compute["bf16"] if roofs is not None else None
     checked = False
     if bf16 is not None and bf16.measured and launches["tensor_rate"].drop_nulls().len():
         checked = True
-        fast = launches.filter(pl.col("tensor_rate") > bf16.measured * (1 + CEILING_MARGIN))
-        for row in fast.iter_rows(named=True):
-            r.flags.append(_flag("zero-inputs", "warning", f"{row['kernel_name']}: tensor rate above the random-data ceiling",
-                                 f"{row['kernel_name']} ran its tensor cores at {row['tensor_rate'] / 1e12:.0f} TFLOP/s, "
-                                 f"above the {bf16.measured / 1e12:.0f} TFLOP/s cuBLAS reaches on random BF16 data on this "
-                                 "GPU: zero or low-entropy inputs draw less power and hold higher clocks.",
-                                 "Profile with random inputs of the real distribution.",
-                                 [Evidence("tensor_flop_per_s", row["tensor_rate"], "flop/s", f"<= {bf16.measured:.3g}",
-                                           bf16.measured, "ncu")], row["kernel_name"] or scope))
+        for row in launches.filter(pl.col("tensor_rate") > bf16.measured * (1 + CEILING_MARGIN)).iter_rows(named=True):
+            name = row["kernel_name"] or scope
+            r.flags.append(_flag(
+                "zero-inputs", "warning", f"{name}: tensor rate above the random-data ceiling",
+                f"{name} ran its tensor cores at {row['tensor_rate'] / 1e12:.0f} TFLOP/s, above the "
+                f"{bf16.measured / 1e12:.0f} TFLOP/s cuBLAS reaches on random BF16 data on this GPU: zero or "
+                "low-entropy inputs draw less power and hold higher clocks.",
+                "Profile with random inputs of the real distribution.",
+                [Evidence("tensor_flop_per_s", row["tensor_rate"], "flop/s", f"<= {bf16.measured:.3g}", bf16.measured,
+                          "ncu")], name))
     if expected_bytes:
         checked = True
-        low = kp.launches.filter(pl.col("dram_bytes") < BYTES_MODEL_FRACTION * expected_bytes)
-        for row in low.iter_rows(named=True):
-            r.flags.append(_flag("zero-inputs", "warning", f"{row['kernel_name']}: DRAM moved far fewer bytes than the work needs",
-                                 f"{row['kernel_name']} moved {fmt_bytes(row['dram_bytes'])} through DRAM where the bytes "
-                                 f"model needs {fmt_bytes(expected_bytes)}: its data came from L2 (caches not cleared), "
-                                 "or from compressed or zero pages.",
-                                 "Profile with random inputs larger than the L2, and Nsight Compute's default "
-                                 "--cache-control all.",
-                                 [Evidence("dram_bytes", row["dram_bytes"], "byte", f">= {fmt_bytes(expected_bytes)}",
-                                           BYTES_MODEL_FRACTION * expected_bytes, "ncu")], row["kernel_name"] or scope))
+        floor = BYTES_MODEL_FRACTION * expected_bytes
+        for row in kp.launches.filter(pl.col("dram_bytes") < floor).iter_rows(named=True):
+            name = row["kernel_name"] or scope
+            r.flags.append(_flag(
+                "zero-inputs", "warning", f"{name}: DRAM moved far fewer bytes than the work needs",
+                f"{name} moved {fmt_bytes(row['dram_bytes'])} through DRAM where the bytes model needs "
+                f"{fmt_bytes(expected_bytes)}: its data came from L2 (caches not cleared), or from compressed or "
+                "zero pages.",
+                "Profile with random inputs larger than the L2, and Nsight Compute's default --cache-control all.",
+                [Evidence("dram_bytes", row["dram_bytes"], "byte", f">= {fmt_bytes(expected_bytes)}", floor, "ncu")],
+                name))
     if not checked:
         r.not_checked.append(("zero-inputs", "no tensor-core work to compare with the measured ceiling, and no bytes "
                                              "model (--bytes)"))

@@ -25,12 +25,12 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.diagnose import is_not_checked
+from coach.analyze.diff import CONFIG
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import diagnose_launch, speed_of_light
 from coach.errors import CoachError
 from coach.model import KernelProfile, Timeline
 
-CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 #: Nsight Compute columns carried into the joined table.
 NCU_COLUMNS = ("duration_ns", "dram_throughput_pct", "sm_throughput_pct", "memory_throughput_pct",
                "achieved_occupancy_pct", "dram_bandwidth_bytes_per_s", "arithmetic_intensity_flop_per_byte")
