@@ -16,6 +16,7 @@ a column?) happen where the profiles are read, in ``coach.recordings``.
 from __future__ import annotations
 
 import ast
+import json
 import math
 import operator
 import re
@@ -27,7 +28,7 @@ from typing import Any
 
 from coach.analyze.findings import Bottleneck
 from coach.errors import CoachError, InputError
-from coach.paths import scenarios_dir
+from coach.paths import hardware_dir, scenarios_dir
 
 SCENARIO_FILE = "scenario.toml"
 NARRATIVE_FILE = "narrative.md"
@@ -519,9 +520,11 @@ def _model(f: _Fields) -> Model:
 
     useful = expr(f, "useful_bytes")
     flops = expr(f, "flops")
-    bytes_per_s = f.number("bytes_per_s", minimum=1)
-    flop_per_s = f.number("flop_per_s", 0.0, minimum=0) or None
-    source = f.text("ceiling_source")
+    bytes_per_s, bytes_src = _ceiling(f, "bytes_per_s", required=True)
+    flop_per_s, flops_src = _ceiling(f, "flop_per_s", required=False)
+    measured_src = "; ".join(x for x in (bytes_src, flops_src) if x)
+    given = f.text("ceiling_source", required=not measured_src)
+    source = "; ".join(x for x in (given, measured_src) if x)
     moved_t = f.table("moved_bytes")
     moved = {}
     for variant in moved_t.data:
@@ -531,6 +534,41 @@ def _model(f: _Fields) -> Model:
     f.done()
     return Model(bound=bound, sizes=sizes, useful_bytes=useful, flops=flops, moved_bytes=moved,
                  bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source)
+
+
+MEASURED_PREFIX = "measured:"
+
+
+def _ceiling(f: _Fields, key: str, *, required: bool) -> tuple[float | None, str]:
+    """A ceiling given as a number (with ``ceiling_source`` saying where it comes from), or as
+    ``"measured:<measurement>"``: a value of the H200 calibration kept in hardware/measured/h200.json
+    (written by coach.capture.calibrate), so every scenario's floor uses the measured ceiling."""
+    raw = f.data.get(key)
+    if isinstance(raw, str) and raw.startswith(MEASURED_PREFIX):
+        name = raw[len(MEASURED_PREFIX):]
+        measured = measured_ceilings()
+        if name not in measured["measurements"]:
+            known = ", ".join(sorted(measured["measurements"]))
+            raise f.error(key, f"names no measurement in {measured['path']} (known: {known})")
+        m = measured["measurements"][name]
+        prov = measured["provenance"]
+        f.seen.add(key)
+        return float(m["value"]), (f"{m.get('detail', name)} measured on the {prov.get('gpu_name')} on "
+                                   f"{str(prov.get('date', ''))[:10]} ({measured['path']})")
+    value = f.number(key, minimum=1) if required else (f.number(key, 0.0, minimum=0) or None)
+    return value, ""
+
+
+def measured_ceilings(gpu: str = "h200") -> dict[str, Any]:
+    """The calibration recorded for ``gpu`` (hardware/measured/<gpu>.json), read with the standard
+    library so that scenarios load on a GPU machine without coach's analysis stack."""
+    path = hardware_dir() / "measured" / f"{gpu}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(path, f"cannot be read as a calibration ({err})") from None
+    return {"path": f"hardware/measured/{path.name}", "measurements": data.get("measurements", {}),
+            "provenance": data.get("provenance", {})}
 
 
 def _programs(f: _Fields, folder: Path) -> dict[str, Program]:

@@ -12,6 +12,12 @@ from coach import recordings, scenarios
 from coach.errors import InputError
 from coach.ingest import load
 
+# Ceilings recorded on the H200 by coach.capture.calibrate (hardware/measured/h200.json), which the
+# scenarios' models name with "measured:<measurement>".
+COPY_BPS = 4.191160650465186e12
+BF16_FLOPS = 683.0011648876456e12
+
+
 
 @pytest.fixture
 def imported(tmp_path):
@@ -64,10 +70,10 @@ def test_placeholder_values(imported):
     useful = 3 * 402653184 * 4
     assert v["gpu_short"] == "H200" and v["recorded_date"] == "2026-12-01"
     assert v["useful_gb"] == pytest.approx(useful / 1e9)
-    assert v["floor_ms"] == pytest.approx(useful / 4.25e12 * 1e3)
+    assert v["floor_ms"] == pytest.approx(useful / COPY_BPS * 1e3)
     assert v["slow_moved_gb"] == pytest.approx(402653184 * 36 / 1e9)
     assert v["slow_gb_per_s"] == pytest.approx(useful / 3.45e-3 / 1e9)
-    assert v["fixed_pct_of_floor"] == pytest.approx(useful / 4.25e12 * 1e3 / 1.16 * 100)
+    assert v["fixed_pct_of_floor"] == pytest.approx(useful / COPY_BPS * 1e3 / 1.16 * 100)
     assert v["slow_sectors_per_request"] == 32.0 and v["speedup"] == pytest.approx(3.45 / 1.16)
     scenario = scenarios.find("01")
     text = scenarios.render(scenario.symptom, v)

@@ -31,7 +31,7 @@ def test_run_from_recording(traces, capsys):
     assert text.count(where) == 2  # at the top and after the numbers
     # the symptom, with the recorded and modelled numbers filled in
     assert "takes 3.45 ms for 402,653,184 particles on the H200" in text
-    assert "4.83 GB in all, which at the H200's measured copy bandwidth would take 1.14 ms" in text
+    assert "4.83 GB in all, which at the H200's measured copy bandwidth would take 1.15 ms" in text
     assert "DRAM throughput is 91% of peak" in text and "runs at 1401 GB/s of useful bytes" in text
     assert "What would you check first in the Nsight Compute report" in text
     assert "Compare your answer" not in text  # --no-interactive
@@ -42,7 +42,7 @@ def test_run_from_recording(traces, capsys):
     assert "expected first finding: uncoalesced-global-access: matches" in text  # coach.analyze.diagnose
     assert "Store the particles as a structure of arrays" in text
     assert "speed-up 2.97x (meets the scenario's minimum of 2x)" in text
-    assert "slow 3.45 ms 1,401 32.95 %" in text and "fixed 1.16 ms 4,165 98.01 %" in text
+    assert "slow 3.45 ms 1,401 33.42 %" in text and "fixed 1.16 ms 4,165 99.38 %" in text
     assert "{" not in out.split("The fix")[0]  # every placeholder before the fix text was filled
 
 
