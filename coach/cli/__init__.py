@@ -16,6 +16,7 @@ from coach.errors import CoachError
 COMMAND_MODULES = [
     "coach.cli.load",
     "coach.cli.predict",
+    "coach.cli.dash",
 ]
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,59 @@
+"""What every page of one app instance shares: its settings, the open reports, the upload folder."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from coach import paths
+from coach.app.reports import Reports
+from coach.app.uploads import DEFAULT_LIMIT_BYTES
+from coach.app.walkthrough import Walkthrough
+
+
+def _no_walkthroughs() -> list[Walkthrough]:
+    return []
+
+
+@dataclass(frozen=True)
+class Settings:
+    traces_dir: Path = field(default_factory=paths.traces_dir)
+    kernels_dir: Path = field(default_factory=paths.kernels_dir)
+    upload_limit_bytes: int = DEFAULT_LIMIT_BYTES
+    #: Where the scenario walkthroughs come from (called once, on first use).
+    walkthroughs: Callable[[], Sequence[Walkthrough]] = _no_walkthroughs
+
+
+class Context:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.reports = Reports()
+        self.upload_dir = Path(tempfile.mkdtemp(prefix="coach-dash-uploads-"))
+        atexit.register(shutil.rmtree, self.upload_dir, True)
+        self._views: dict[tuple[str, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def view(self, key: tuple[str, ...], build: Callable[[], Any]) -> Any:
+        """Something built once per app from the shipped data (a walkthrough's roofline, say)."""
+        with self._lock:
+            if key in self._views:
+                return self._views[key]
+        value = build()
+        with self._lock:
+            return self._views.setdefault(key, value)
+
+    @functools.cached_property
+    def _walkthroughs(self) -> dict[str, Walkthrough]:
+        return {w.id: w for w in self.settings.walkthroughs()}
+
+    def walkthroughs(self) -> list[Walkthrough]:
+        return list(self._walkthroughs.values())
+
+    def walkthrough(self, wid: str) -> Walkthrough | None:
+        return self._walkthroughs.get(wid)
