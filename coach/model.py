@@ -127,6 +127,10 @@ LAUNCH_METRICS: dict[str, pl.DataType] = {
     "global_store_requests": Float,
     "global_store_sectors": Float,
     "global_load_bytes_per_sector_pct": Float,  # useful bytes per fetched sector, % (100 is ideal)
+    "global_load_bytes_per_sector": Float,  # useful bytes per fetched load sector (32 is ideal)
+    "global_store_bytes_per_sector": Float,  # useful bytes per written store sector (32 is ideal)
+    "l2_global_sectors": Float,  # L2 sectors the global accesses need, from the source-level counters
+    "l2_global_sectors_ideal": Float,  # the same if every warp access were fully coalesced
     # local memory (spills, dynamically indexed arrays)
     "local_load_sectors": Float,
     "local_store_sectors": Float,
@@ -139,6 +143,7 @@ LAUNCH_METRICS: dict[str, pl.DataType] = {
     # control flow
     "branch_divergent_targets": Float,
     "thread_inst_per_warp_inst": Float,  # average active threads per executed instruction (32 max)
+    "thread_inst_pred_on_per_warp_inst": Float,  # the same, counting only threads whose predicate is on
     "warp_inst_executed": Float,
     # atomics
     "global_atomic_requests": Float,

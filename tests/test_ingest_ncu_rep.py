@@ -72,3 +72,19 @@ def test_damaged_reports_give_one_line_errors(strided_ncu_rep, copy_to_tmp, dama
         load(p)
     msg = str(err.value)
     assert msg.startswith(str(p)) and "\n" not in msg
+
+
+@pytest.mark.parametrize("where", [0.5, 0.85, 0.007])
+def test_bytes_flipped_inside_the_report(strided_ncu_rep, copy_to_tmp, where):
+    """Damage inside a record keeps the record chain intact, so only ncu_report sees it: in a launch's
+    record (the middle of the file holds copy_strided's, the last fifth copy_coalesced's) it drops
+    that launch's metrics; earlier, in the range record, every launch. Neither may pass as a report."""
+    p = copy_to_tmp(strided_ncu_rep)
+    data = bytearray(p.read_bytes())
+    at = int(len(data) * where)
+    data[at:at + 256] = bytes(b ^ 0x5A for b in data[at:at + 256])
+    p.write_bytes(bytes(data))
+    with pytest.raises(InputError) as err:
+        load(p)
+    msg = str(err.value)
+    assert msg.startswith(str(p)) and "\n" not in msg and "damaged" in msg

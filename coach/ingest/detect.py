@@ -2,8 +2,9 @@
 
 Each profiler output has a signature in its first bytes: ``.ncu-rep`` files start with ``NVR\\0``;
 ``.nsys-rep`` (and the older ``.qdrep``) with ``NVIDIA Tegra Profiler Report``; SQLite databases
-with ``SQLite format 3\\0``; gzip with ``1f 8b``. JSON and CSV are told apart by their first
-non-blank character and header. A folder written by ``coach.model.save`` holds
+with ``SQLite format 3\\0``; gzip with ``1f 8b``. JSON is told apart by its first non-blank
+character; an ``ncu --csv`` export by its header line, found past any ``==PROF==`` lines and program
+output printed before it. A folder written by ``coach.model.save`` holds
 ``coach-profile.json``.
 """
 
@@ -15,6 +16,7 @@ import zlib
 from pathlib import Path
 
 from coach.errors import InputError
+from coach.ingest.ncu_csv import header_offset as ncu_header_offset
 from coach.model import SAVED_MARKER, Format
 
 NCU_MAGIC = b"NVR\x00"
@@ -60,7 +62,7 @@ def detect(path: str | Path) -> Format:
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     if _looks_like_json(text):
         return "kineto-json"
-    if _looks_like_ncu_csv(text):
+    if ncu_header_offset(p) is not None:
         return "ncu-csv"
     raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
                         "or PyTorch-profiler JSON)")
@@ -77,15 +79,6 @@ def _gunzip_head(p: Path) -> str:
 def _looks_like_json(text: str) -> bool:
     s = text.lstrip()
     return s.startswith("{") or s.startswith("[")
-
-
-def _looks_like_ncu_csv(text: str) -> bool:
-    # ncu prints "==PROF==" and "==WARNING==" lines before the CSV when run live.
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
-    if not lines:
-        return False
-    header = lines[0]
-    return header.startswith('"ID"') and ('"Kernel Name"' in header or '"Function Name"' in header)
 
 
 def _check_nsys_sqlite(p: Path) -> None:

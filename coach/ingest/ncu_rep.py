@@ -16,53 +16,13 @@ from typing import Any
 import polars as pl
 
 from coach.errors import InputError, ToolError
-from coach.ingest.ncu_common import canonical_metrics
-from coach.ingest.units import unit_table
+from coach.ingest.ncu_common import RULE_SEVERITY, SPEEDUP_TYPE, canonical_metrics, devices, launch_config, to_base_units
 from coach.model import KernelProfile, Source, make_kernel_profile
 
 _FIRST_RECORD = 10  # magic b"NVR\0" and a 6-byte header come first
 
 # ncu_report.IMetric.ValueKind_* values
 _STRING_KIND = 2
-
-_SEVERITY = {0: "ok", 1: "info", 2: "warning", 3: "error"}  # ncu rule message types
-_SPEEDUP_TYPE = {0: "local", 1: "global"}
-
-_LAUNCH_IDENTITY = {  # canonical column -> launch__ metric
-    "grid_x": "launch__grid_dim_x",
-    "grid_y": "launch__grid_dim_y",
-    "grid_z": "launch__grid_dim_z",
-    "block_x": "launch__block_dim_x",
-    "block_y": "launch__block_dim_y",
-    "block_z": "launch__block_dim_z",
-    "grid_size": "launch__grid_size",
-    "block_size": "launch__block_size",
-    "cluster_size": "launch__cluster_size",
-    "registers_per_thread": "launch__registers_per_thread",
-    "shared_mem_static_bytes": "launch__shared_mem_per_block_static",
-    "shared_mem_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
-    "shared_mem_config_bytes": "launch__shared_mem_config_size",
-    "device_id": "launch__device_id",
-    "context_id": "launch__context_id",
-    "stream_id": "launch__stream_id",
-}
-
-_DEVICE_ATTRS = {  # canonical column -> (device__attribute_ metric, factor)
-    "name": ("device__attribute_display_name", None),
-    "cc_major": ("device__attribute_compute_capability_major", 1),
-    "cc_minor": ("device__attribute_compute_capability_minor", 1),
-    "sm_count": ("device__attribute_multiprocessor_count", 1),
-    "sm_clock_hz": ("device__attribute_clock_rate", 1e3),  # reported in kHz
-    "memory_clock_hz": ("device__attribute_memory_clock_rate", 1e3),  # kHz
-    "memory_bus_width_bits": ("device__attribute_global_memory_bus_width", 1),
-    "memory_bytes": ("device__attribute_total_memory", 1),
-    "l2_bytes": ("device__attribute_l2_cache_size", 1),
-    "shared_mem_per_sm_bytes": ("device__attribute_max_shared_memory_per_multiprocessor", 1),
-    "registers_per_sm": ("device__attribute_max_registers_per_multiprocessor", 1),
-    "max_warps_per_sm": ("device__attribute_max_warps_per_multiprocessor", 1),
-    "max_blocks_per_sm": ("device__attribute_max_blocks_per_multiprocessor", 1),
-    "max_threads_per_block": ("device__attribute_max_threads_per_block", 1),
-}
 
 
 def _import_ncu_report(path: Path):
@@ -116,7 +76,13 @@ def read(path: Path) -> KernelProfile:
             rules.extend(_rules(action, launch_id))
             launch_id += 1
     if launch_id == 0:
-        raise InputError(path, "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel?)")
+        raise InputError(path, "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel? or is the report damaged?)")
+
+    # ncu_report skips a launch record it cannot decode and still lists the launch, empty: a
+    # damaged file would pass for a report with a launch that measured nothing.
+    empty = sorted(set(range(launch_id)) - set(metric_rows["launch_id"]))
+    if empty:
+        raise InputError(path, f"is damaged: launch {empty[0]} has no readable metrics")
 
     metrics = _metrics_frame(metric_rows)
     launches = _launches(pl.DataFrame(identity), metrics)
@@ -127,7 +93,7 @@ def read(path: Path) -> KernelProfile:
         launches=launches,
         metrics=metrics,
         rules=pl.DataFrame(rules) if rules else None,
-        devices=_devices(metrics),
+        devices=devices(metrics),
     )
 
 
@@ -160,22 +126,12 @@ def _collect_metrics(action, launch_id: int, rows: dict[str, list[Any]]) -> None
 
 
 def _metrics_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
-    raw = pl.DataFrame(rows, schema={"launch_id": pl.Int64, "metric": pl.Utf8, "raw_value": pl.Float64,
-                                     "raw_unit": pl.Utf8, "text": pl.Utf8})
-    units = unit_table(raw["raw_unit"])
-    return (
-        raw.join(units, on="raw_unit", how="left")
-        .select("launch_id", "metric", (pl.col("raw_value") * pl.col("factor")).alias("value"), "unit", "text")
-    )
+    return to_base_units(pl.DataFrame(rows, schema={"launch_id": pl.Int64, "metric": pl.Utf8, "raw_value": pl.Float64,
+                                                    "raw_unit": pl.Utf8, "text": pl.Utf8}))
 
 
 def _launches(identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
-    launch_cfg = (
-        metrics.filter(pl.col("metric").is_in(list(_LAUNCH_IDENTITY.values())))
-        .pivot(on="metric", index="launch_id", values="value")
-        .rename({v: k for k, v in _LAUNCH_IDENTITY.items()}, strict=False)
-    )
-    return identity.join(launch_cfg, on="launch_id", how="left").join(canonical_metrics(metrics), on="launch_id", how="left")
+    return identity.join(launch_config(metrics), on="launch_id", how="left").join(canonical_metrics(metrics), on="launch_id", how="left")
 
 
 def _rules(action, launch_id: int) -> list[dict[str, Any]]:
@@ -192,39 +148,13 @@ def _rules(action, launch_id: int) -> list[dict[str, Any]]:
             "rule_id": r.get("rule_identifier"),
             "rule_name": r.get("name"),
             "section_id": r.get("section_identifier"),
-            "severity": _SEVERITY.get(msg.get("type"), str(msg.get("type"))),
+            "severity": RULE_SEVERITY.get(msg.get("type"), str(msg.get("type"))),
             "title": msg.get("title"),
             "message": msg.get("message"),
-            "speedup_type": _SPEEDUP_TYPE.get(speed.get("type")) if speed else None,
+            "speedup_type": SPEEDUP_TYPE.get(speed.get("type")) if speed else None,
             "speedup_pct": speed.get("speedup") if speed else None,
             "focus_metrics": [
                 {"name": f.get("name"), "value": f.get("value"), "info": f.get("info")} for f in r.get("focus_metrics", [])
             ],
         })
     return out
-
-
-def _devices(metrics: pl.DataFrame) -> pl.DataFrame:
-    attrs = {metric: col for col, (metric, _) in _DEVICE_ATTRS.items()}
-    dev = metrics.filter(pl.col("metric").is_in(list(attrs)) | (pl.col("metric") == "launch__device_id"))
-    if dev.height == 0:
-        return None  # type: ignore[return-value]
-    per_launch = dev.with_columns(pl.coalesce(pl.col("text"), pl.col("value").cast(pl.Utf8)).alias("v")).pivot(
-        on="metric", index="launch_id", values="v"
-    )
-    exprs = [pl.col("launch__device_id").cast(pl.Float64).cast(pl.Int64).alias("device_id")] if "launch__device_id" in per_launch.columns else []
-    for col, (metric, factor) in _DEVICE_ATTRS.items():
-        if metric not in per_launch.columns:
-            continue
-        e = pl.col(metric)
-        exprs.append((e if factor is None else e.cast(pl.Float64) * factor).alias(col))
-    devices = per_launch.select(exprs)
-    # Peak DRAM bandwidth = bytes per DRAM cycle at peak x DRAM clock, both measured by the tool.
-    peak = metrics.filter(pl.col("metric").is_in(["dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"]))
-    if peak.select(pl.col("metric").n_unique()).item() == 2:
-        bw = peak.pivot(on="metric", index="launch_id", values="value").select(
-            "launch_id",
-            (pl.col("dram__bytes.sum.peak_sustained") * pl.col("dram__cycles_elapsed.avg.per_second")).alias("memory_bandwidth_bytes_per_s"),
-        )
-        devices = devices.with_columns(per_launch["launch_id"]).join(bw, on="launch_id", how="left").drop("launch_id")
-    return devices.unique(subset=["device_id"] if "device_id" in devices.columns else None, keep="first", maintain_order=True)

@@ -1,9 +1,11 @@
 """Normalise the units Nsight tools print to coach's base units.
 
 Nsight Compute reports values in base units through its Python module (``ns``, ``byte``, ``hz``),
-but its CSV pages print display units (``msecond``, ``Kbyte``, ``Gbyte/second``, ``Ghz``,
-``cycle/usecond``) unless run with ``--print-units base``. Prefixes are decimal (1 Kbyte = 1000
-bytes), as Nsight Compute documents for its auto-scaled units.
+but its CSV pages print display units unless run with ``--print-units base``: ``ms``, ``us``,
+``Kbyte``, ``Tbyte/s``, ``Ghz`` in 2023 and later versions; ``msecond``, ``usecond``,
+``Gbyte/second`` and clock rates as ``cycle/nsecond`` or ``cycle/usecond`` in earlier ones. A
+clock rate in cycles per unit of time is a frequency, so it normalises to ``hz``. Prefixes are
+decimal (1 Kbyte = 1000 bytes), as Nsight Compute documents for its auto-scaled units.
 
 ``normalise(unit)`` returns ``(canonical_unit, factor)``: multiply a value by ``factor`` to express
 it in ``canonical_unit``.
@@ -45,9 +47,13 @@ def normalise(unit: str | None) -> tuple[str, float]:
         n_unit, n_factor = normalise(num)
         if den in _TIME_NS:  # a rate: express per second
             per_s = 1e9 / _TIME_NS[den]
-            return f"{n_unit}/s", n_factor * per_s
+            return ("hz" if n_unit == "cycle" else f"{n_unit}/s"), n_factor * per_s
+        # Nsight Compute scales the printed value and writes the prefix on whichever part of the
+        # unit it scales, the denominator included: "2.614 %/Kbyte" is its display of 2,614 %/byte
+        # (derived__pct_occupancy_per_shared_mem_size on the H200 report, raw and base-unit pages).
+        # So a denominator's prefix multiplies, like a numerator's.
         d_unit, d_factor = normalise(den)
-        return f"{n_unit}/{d_unit}", n_factor / d_factor
+        return f"{n_unit}/{d_unit}", n_factor * d_factor
     for base in ("byte", "inst", "cycle", "sector", "request", "warp", "thread", "block", "register"):
         hit = _scale(base, u)
         if hit:

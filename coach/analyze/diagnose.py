@@ -1,0 +1,57 @@
+"""``diagnose(profile)``: the findings for any profile, whatever its kind.
+
+Kernel profiles (Nsight Compute) go to the kernel rules, timelines (Nsight Systems, PyTorch
+profiler) to the timeline rules. What could not be checked is part of the answer: a rule whose
+evidence is missing from the profile yields a note (``rule_id`` starting ``not-checked:``) naming
+what was missing, ranked after every finding.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Sequence
+
+from coach.analyze.findings import Bottleneck, Finding
+from coach.model import Profile
+
+NOT_CHECKED = "not-checked"
+TIMELINE_RULES = "coach.analyze.timeline_rules"
+
+
+def diagnose(profile: Profile, hardware: Any = None) -> list[Finding]:
+    """Ranked findings for ``profile``, then notes on what could not be checked."""
+    if profile.kind == "kernel-profile":
+        from coach.analyze.kernel_rules import run_all  # noqa: PLC0415 - kernel_rules imports this module
+
+        return run_all(profile, hardware)
+    if profile.kind == "timeline":
+        try:
+            timeline_rules = importlib.import_module(TIMELINE_RULES)
+        except ModuleNotFoundError as err:
+            if err.name != TIMELINE_RULES:
+                raise
+            return [not_checked("timeline-rules", "timeline diagnosis", [],
+                                reason="the timeline rules are not part of this version of coach", scope="timeline")]
+        return timeline_rules.run_all(profile)
+    raise ValueError(f"cannot diagnose a profile of kind {profile.kind!r}")
+
+
+def not_checked(rule_id: str, name: str, missing: Sequence[str], *, reason: str = "", scope: str = "",
+                launch_id: int | None = None) -> Finding:
+    """A note that rule ``rule_id`` could not run, naming the evidence that was missing."""
+    what = reason or (", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not in this report")
+    return Finding(
+        rule_id=f"{NOT_CHECKED}:{rule_id}",
+        category=Bottleneck.OTHER,
+        title=f"Could not check {name[0].lower()}{name[1:]}",
+        message=f"Could not check {name[0].lower()}{name[1:]}: {what}.",
+        next_step=("Profile again with `ncu --set full` on a recent Nsight Compute; older versions and GPUs do not "
+                   "collect every metric.") if missing else "",
+        scope=scope,
+        launch_id=launch_id,
+        details={"missing": list(missing)},
+    )
+
+
+def is_not_checked(finding: Finding) -> bool:
+    return finding.rule_id.startswith(f"{NOT_CHECKED}:")

@@ -1,0 +1,146 @@
+"""Kernel diagnosis from Nsight Compute data: small rules in a tree under a speed-of-light root.
+
+Each rule is a module with ``SPEC`` (a ``RuleSpec``) and ``apply(launch, ctx) -> list[Finding]``,
+where ``launch`` is one row of ``launches`` with the quantities of ``coach.analyze.kernel_metrics``
+added, and ``ctx`` a ``KernelContext`` (the root's verdict, Nsight Compute's own rule results for the
+launch, the hardware entry). As in Nsight Compute's rule set, the root runs first and decides which
+subtrees are looked into (``TREE``); a rule whose required columns are null for a launch does not
+run, and the diagnosis says which evidence was missing instead.
+
+    from coach.analyze.kernel_rules import run_all
+    findings = run_all(profile)            # ranked: largest estimated saving first
+
+Ranking: by estimated time saved. The root's saving is the gap to the roof: what the launch gains
+with its busiest unit at peak. Causes whose fix keeps the bytes and instructions (occupancy,
+latency hiding) are capped at that gap and listed after the root on a tie: they explain the gap.
+Causes whose fix removes work (excess sectors, spills, FP64) can exceed it and rank above the root.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import replace
+from types import ModuleType
+from typing import Any, Iterable
+
+import polars as pl
+
+from coach.analyze.findings import Finding, RuleSpec, rank
+from coach.analyze.kernel_metrics import with_derived
+from coach.analyze.kernel_rules import speed_of_light
+from coach.analyze.kernel_rules._common import KernelContext, fmt_time, missing
+from coach.model import KernelProfile
+
+ROOT = "speed_of_light"
+
+#: subtree -> rule modules, in the order they run (and break ties in the ranking).
+TREE: dict[str, tuple[str, ...]] = {
+    "memory": ("uncoalesced", "bank_conflicts", "local_memory", "atomics"),
+    "compute": ("fp64", "tensor_cores", "divergence"),
+    "latency": ("bytes_in_flight", "occupancy", "warp_stalls"),
+    speed_of_light.SUBTREES_ALWAYS: ("tail_effect", "launch_bound"),
+}
+
+RULES: dict[str, ModuleType] = {
+    name: importlib.import_module(f"{__name__}.{name}") for name in (ROOT, *(n for sub in TREE.values() for n in sub))
+}
+
+
+def specs() -> list[RuleSpec]:
+    """Every kernel rule's declaration, root first."""
+    return [m.SPEC for m in RULES.values()]
+
+
+def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
+    """Every applicable rule over every launch, ranked; then one note per rule that could not run."""
+    wide = with_derived(profile.launches, profile.devices, hardware)
+    ncu_rules = _ncu_rules_by_launch(profile.rules)
+    findings: list[Finding] = []
+    notes: list[Finding] = []
+    for launch in wide.iter_rows(named=True):
+        found, skipped = diagnose_launch(launch, ncu_rules.get(launch["launch_id"], ()), hardware)
+        findings += found
+        notes += skipped
+    return rank(findings) + notes
+
+
+def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] = (),
+                    hardware: Any = None) -> tuple[list[Finding], list[Finding]]:
+    """Ranked findings for one launch (with derived columns), and notes on the rules that could not run."""
+    ctx = KernelContext(verdict=speed_of_light.verdict(launch), ncu_rules=tuple(ncu_rules), hardware=hardware)
+    subtrees = ctx.verdict.subtrees if ctx.verdict else TREE.keys()
+    modules = [RULES[ROOT], *(RULES[name] for sub in TREE if sub in subtrees for name in TREE[sub])]
+    found: list[Finding] = []
+    skipped: list[Finding] = []
+    for module in modules:
+        gone = missing(launch, module.SPEC.requires)
+        if gone:
+            skipped.append(_not_checked(module.SPEC, launch, gone))
+            continue
+        found += module.apply(launch, ctx)
+    found = rank(found)
+    if found:
+        found[0] = _compare_with_ncu(found[0], ctx.ncu_rules)
+    return found, skipped
+
+
+def _ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
+    for r in rules.select("launch_id", "rule_id", "severity", "title", "speedup_pct").to_dicts():
+        out.setdefault(r["launch_id"], []).append(r)
+    return out
+
+
+def _not_checked(spec: RuleSpec, launch: dict[str, Any], gone: list[str]) -> Finding:
+    from coach.analyze.diagnose import not_checked  # noqa: PLC0415 - diagnose imports this package
+
+    named = [f"{n} ({c})" if (n := ncu_metric_names(c)) != c else c for c in gone]
+    return not_checked(spec.id, spec.name, named,
+                       scope=launch.get("kernel_name") or "", launch_id=launch.get("launch_id"))
+
+
+def ncu_metric_names(column: str) -> str:
+    """The Nsight Compute metric(s) a canonical column is read from (newest version's names), or the column."""
+    from coach.ingest.ncu_common import mappings  # noqa: PLC0415 - only needed when something is missing
+
+    for m in mappings():
+        if m.column == column:
+            first = m.alternatives[0]
+            return " + ".join(" * ".join(t.metrics) for t in first)
+    return column
+
+
+#: Nsight Compute rules that describe how busy the SM is rather than why: idle issue slots, idle
+#: pipes, stalled warps, occupancy short of its limit.
+SYMPTOM_RULES = {"IssueSlotUtilization", "HighPipeUtilization", "CPIStall", "AchievedOccupancy", "SOLBottleneck"}
+
+
+def _compare_with_ncu(top: Finding, ncu_rules: tuple[dict[str, Any], ...]) -> Finding:
+    """Say where Nsight Compute's own guidance leads elsewhere than our top finding."""
+    warnings = [r for r in ncu_rules if r.get("severity") in ("warning", "error")]
+    if not warnings:
+        return top
+    first = warnings[0]
+    rated = [r for r in warnings if r.get("speedup_pct") is not None]
+    biggest = max(rated, key=lambda r: r["speedup_pct"]) if rated else first
+    if top.ncu_rule in (first["rule_id"], biggest["rule_id"]):
+        return top
+    text = f"Nsight Compute leads with {_ncu_label(first)}"
+    if biggest is not first:
+        text += f" and estimates its largest speed-up for {_ncu_label(biggest)}"
+    if {first["rule_id"], biggest["rule_id"]} <= SYMPTOM_RULES:
+        text += "; those describe idle issue slots, pipes or warps, which are symptoms here"
+    text += ". "
+    if top.ncu_rule:
+        own = _ncu_label({"rule_id": top.ncu_rule, "speedup_pct": top.ncu_speedup_pct})
+        text += (f"Its {own} matches this finding, which we put first because its fix saves the most time "
+                 f"({fmt_time(top.estimated_saving_ns)}).")
+    else:
+        text += f"We put this finding first because its fix saves the most time ({fmt_time(top.estimated_saving_ns)})."
+    merged = f"{top.differs_from_ncu} {text}" if top.differs_from_ncu else text
+    return replace(top, differs_from_ncu=merged)
+
+
+def _ncu_label(rule: dict[str, Any]) -> str:
+    pct = rule.get("speedup_pct")
+    return f"{rule['rule_id']} ({pct:.0f}%)" if pct is not None else rule["rule_id"]

@@ -1,0 +1,58 @@
+"""Shared-memory bank conflicts: one warp's shared access split into several wavefronts.
+
+Shared memory has 32 banks, 4 bytes wide; a warp's request is served in one pass (wavefront) unless
+several threads address different words in the same bank, which serialises them (CUDA C++
+Programming Guide, "Shared Memory"). The report counts the extra wavefronts as bank conflicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_count, fmt_time
+
+SPEC = RuleSpec(
+    id="shared-bank-conflicts",
+    name="Shared-memory bank conflicts",
+    category=Bottleneck.SHARED_MEMORY,
+    table="launches",
+    requires=("duration_ns", "shared_bank_conflicts", "shared_load_wavefronts", "shared_store_wavefronts"),
+    optional=("shared_load_requests", "shared_store_requests", "l1_throughput_pct", "stall_mio_throttle",
+              "stall_short_scoreboard"),
+    doc="Bank conflicts as a share of shared-memory wavefronts; n-way conflict from wavefronts per request.",
+)
+
+# Nsight Compute's SharedMemoryConflicts rule reports conflicts from 10% of the shared wavefronts on.
+CONFLICT_FRACTION = 0.10
+
+
+def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
+    frac = launch.get("bank_conflict_fraction")
+    if frac is None or frac < CONFLICT_FRACTION:
+        return []
+    conflicts, wavefronts = launch["shared_bank_conflicts"], launch["shared_wavefronts"]
+    per_request = launch.get("wavefronts_per_shared_request")
+    l1 = launch.get("l1_throughput_pct")
+    weight = 1.0 if l1 is None else min(1.0, l1 / 100)
+    saving = launch["duration_ns"] * weight * frac
+    message = (f"{fmt_count(conflicts)} of {fmt_count(wavefronts)} shared-memory wavefronts ({100 * frac:.0f}%) are "
+               "bank-conflict replays")
+    message += f": on average a {per_request:.1f}-way access per request." if per_request else "."
+    evidence = [ev("bank_conflict_fraction", frac, "", "0 (one wavefront per request for 4-byte accesses)", CONFLICT_FRACTION)]
+    if per_request is not None:
+        evidence.append(ev("wavefronts_per_shared_request", per_request, "wavefront/request", "1 for 4-byte accesses"))
+    for stall in ("stall_mio_throttle", "stall_short_scoreboard"):
+        if launch.get(stall) is not None:
+            evidence.append(ev(stall, launch[stall], "cycle/inst", "small against warp_cycles_per_issued_inst"))
+    return [finding(
+        SPEC, launch, title=f"Shared-memory bank conflicts: {100 * frac:.0f}% of wavefronts replayed",
+        message=message,
+        next_step=("Pad the shared array (e.g. tile[32][33] for a 32x32 float tile) or swizzle the index (XOR "
+                   "the column with the row) so a warp's 32 words fall in 32 different banks."),
+        evidence=evidence, saving_ns=saving,
+        gain_model=(f"time x {weight:.2f} (L1/shared throughput share) x conflicts/wavefronts ({100 * frac:.0f}%), "
+                    f"Nsight Compute's model; saves {fmt_time(saving)}"),
+        ncu=ctx.ncu("SharedMemoryConflicts"),
+        details={"conflict_fraction": frac, "wavefronts_per_request": per_request},
+    )]

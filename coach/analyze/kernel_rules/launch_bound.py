@@ -1,0 +1,62 @@
+"""Launch-bound: a grid too small to fill the GPU, or a kernel shorter than its own launch cost.
+
+A grid with fewer blocks than SMs leaves SMs idle for the whole kernel (Nsight Compute's
+LaunchConfiguration "Small Grid" rule). A kernel of a few microseconds is comparable to the cost of
+launching it, so a stream of such kernels is bound by launches, not by the GPU; that cost lies
+outside the kernel and shows on a timeline (Nsight Systems), not in this profile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_time
+
+SPEC = RuleSpec(
+    id="launch-bound",
+    name="Launch-bound: tiny grid or very short kernel",
+    category=Bottleneck.LAUNCH,
+    table="launches",
+    requires=("duration_ns", "grid_size"),
+    optional=("sm_count", "block_size"),
+    doc="Fewer blocks than SMs; a kernel shorter than 10 us.",
+)
+
+# A kernel launch costs a few microseconds of CPU and driver time (NVIDIA's CUDA Graphs blog post
+# measures about 2-4 us per launch of a short kernel); a kernel under 10 us is within a small factor
+# of that, so back-to-back launches of it keep the GPU partly idle.
+SHORT_KERNEL_NS = 10_000.0
+
+
+def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
+    duration, grid, sms = launch["duration_ns"], launch["grid_size"], launch.get("sm_count")
+    small_grid = sms is not None and grid < sms
+    short = duration < SHORT_KERNEL_NS
+    if not (small_grid or short):
+        return []
+    parts, evidence = [], []
+    saving = None
+    if small_grid:
+        saving = duration * (1 - grid / sms)
+        parts.append(f"The grid has {grid:.0f} blocks for {sms:.0f} SMs: {sms - grid:.0f} SMs sit idle for the whole kernel.")
+        evidence.append(ev("grid_size", grid, "block", f">= {sms:.0f} (one block per SM at least)", sms))
+    if short:
+        parts.append(f"The kernel takes {fmt_time(duration)}, comparable to the few microseconds a launch costs.")
+        evidence.append(ev("duration_ns", duration, "ns", f">= {SHORT_KERNEL_NS / 1e3:.0f} us per launch", SHORT_KERNEL_NS))
+    steps = []
+    if small_grid:
+        steps.append("Split the work into at least as many blocks as SMs (smaller blocks, or split-K style partitioning).")
+    if short:
+        steps.append("Fuse it with its neighbours or capture the sequence in a CUDA graph (torch.compile "
+                     "mode='reduce-overhead'); check the timeline for the gaps between launches.")
+    return [finding(
+        SPEC, launch, title="Launch-bound: " + " and ".join(
+            t for t, on in (("tiny grid", small_grid), (f"{fmt_time(duration)} kernel", short)) if on),
+        message=" ".join(parts), next_step=" ".join(steps), evidence=evidence, saving_ns=saving,
+        gain_model=(f"time x (1 - blocks/SMs): the work spread over every SM (Nsight Compute's model); saves "
+                    f"{fmt_time(saving)}" if saving is not None else
+                    "not estimated here: the launch cost lies outside the kernel; measure it on a timeline"),
+        ncu=ctx.ncu("LaunchConfiguration", "SOLBottleneck"),
+        details={"small_grid": small_grid, "short_kernel": short},
+    )]

@@ -1,0 +1,174 @@
+"""The root of the rule tree: which half of the GPU bounds the launch, and how close it runs to its roof.
+
+Like Nsight Compute's SOLBottleneck rule it reads the compute (SM) and memory throughputs as % of
+peak, and its verdict decides which subtrees of causes are looked into: memory causes for a
+memory-side launch, compute causes for a compute-side one, and latency causes (occupancy, stalls,
+bytes in flight) whenever the busiest unit is below its roof. Unlike SOLBottleneck it names the
+bound even when throughput is low: a copy at 54% of DRAM peak is still a DRAM-bound kernel, one that
+is latency-limited, and its floor is the DRAM time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from coach.analyze.kernel_rules._common import KernelContext, Verdict, ev, finding, fmt_rate, fmt_time
+
+SPEC = RuleSpec(
+    id="speed-of-light",
+    name="Speed of light (bound and distance to the roof)",
+    category=Bottleneck.LATENCY,  # replaced by the verdict's class
+    table="launches",
+    requires=("duration_ns", "sm_throughput_pct", "memory_throughput_pct"),
+    optional=("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct", "fma_pipe_active_pct",
+              "tensor_pipe_active_pct", "fp64_pipe_active_pct", "xu_pipe_active_pct", "lsu_pipe_active_pct",
+              "dram_bytes", "flop"),
+    doc="Compute vs memory throughput against peak; names the limiting unit and the gap to its roof.",
+)
+
+# Nsight Compute's SOLBottleneck thresholds (sections/SpeedOfLight rule): above 80% of peak a unit is
+# "high throughput" (at its roof); below 60% on both halves the launch "typically indicates latency
+# issues"; a 10-point lead makes one half the heavier one.
+AT_ROOF_PCT = 80.0
+LATENCY_PCT = 60.0
+BALANCE_PCT = 10.0
+# gpu__compute_memory_throughput is the maximum of its breakdown, gpu__dram_throughput among them: the
+# memory throughput equals the DRAM throughput when DRAM is the busiest memory unit. One point
+# allows for the rounding of the two values in older reports.
+UNIT_TOLERANCE_PCT = 1.0
+
+_PIPES: dict[str, tuple[str, Bottleneck]] = {
+    "fma_pipe_active_pct": ("FMA pipe", Bottleneck.FMA),
+    "tensor_pipe_active_pct": ("tensor pipe", Bottleneck.TENSOR),
+    "fp64_pipe_active_pct": ("FP64 pipe", Bottleneck.FP64),
+    "xu_pipe_active_pct": ("special-function (XU) pipe", Bottleneck.SFU),
+    "lsu_pipe_active_pct": ("load/store (LSU) pipe", Bottleneck.MEMORY_ACCESS),
+}
+
+SUBTREES_ALWAYS = "launch"
+
+
+def verdict(launch: dict[str, Any]) -> Verdict | None:
+    """The root's reading of one launch, or None when the speed-of-light metrics are missing."""
+    sm, mem = launch.get("sm_throughput_pct"), launch.get("memory_throughput_pct")
+    if sm is None or mem is None:
+        return None
+    busiest = max(sm, mem)
+    regime = "at-roof" if busiest >= AT_ROOF_PCT else "latency" if busiest < LATENCY_PCT else "below-roof"
+    side = "balanced" if abs(sm - mem) < BALANCE_PCT else "memory" if mem > sm else "compute"
+    lean = "memory" if mem >= sm else "compute"
+    unit, category = _memory_unit(launch) if lean == "memory" else _compute_pipe(launch)
+    if side == "balanced" and regime == "latency":
+        category, unit = Bottleneck.LATENCY, "latency"
+    subtrees = {SUBTREES_ALWAYS}
+    subtrees |= {"memory", "compute"} if side == "balanced" else {side}
+    if regime != "at-roof":
+        subtrees.add("latency")
+    return Verdict(side=side, regime=regime, category=category, unit=unit, busiest_pct=busiest,
+                   gap_ns=launch.get("sol_gap_ns"), subtrees=frozenset(subtrees))
+
+
+def _memory_unit(launch: dict[str, Any]) -> tuple[str, Bottleneck]:
+    mem, dram = launch.get("memory_throughput_pct"), launch.get("dram_throughput_pct")
+    if dram is not None and dram >= mem - UNIT_TOLERANCE_PCT:
+        return "DRAM", Bottleneck.DRAM
+    caches = {"L1": launch.get("l1_throughput_pct"), "L2": launch.get("l2_throughput_pct")}
+    caches = {k: v for k, v in caches.items() if v is not None}
+    if caches:
+        return max(caches, key=caches.__getitem__), Bottleneck.CACHE
+    return "memory system", Bottleneck.CACHE if dram is not None else Bottleneck.DRAM
+
+
+def _compute_pipe(launch: dict[str, Any]) -> tuple[str, Bottleneck]:
+    pipes = {col: launch.get(col) for col in _PIPES if launch.get(col) is not None}
+    if not pipes:
+        return "SM", Bottleneck.FMA
+    best = max(pipes, key=pipes.__getitem__)
+    return _PIPES[best]
+
+
+def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
+    v = ctx.verdict or verdict(launch)
+    if v is None:
+        return []
+    sm, mem, dram = launch["sm_throughput_pct"], launch["memory_throughput_pct"], launch.get("dram_throughput_pct")
+    bw, peak = launch.get("dram_bandwidth_bytes_per_s"), launch.get("dram_peak_bytes_per_s")
+    ai = launch.get("arithmetic_intensity_flop_per_byte")
+    lean = "memory" if mem >= sm else "compute"
+    title, next_step = _wording(v, lean, launch)
+    numbers = f"Compute (SM) throughput is {sm:.1f}% of peak and memory throughput {mem:.1f}%"
+    if dram is not None:
+        numbers += f" (DRAM {dram:.1f}%"
+        numbers += f": {fmt_rate(bw)} of {fmt_rate(peak)})" if bw and peak else ")"
+    numbers += "."
+    if ai is not None:
+        numbers += f" Arithmetic intensity is {ai:.2f} FLOP per DRAM byte."
+    floor = launch.get("dram_floor_ns")
+    if lean == "memory" and floor is not None:
+        numbers += f" Moving its {launch['dram_bytes'] / 1e6:.0f} MB at peak DRAM bandwidth takes {fmt_time(floor)}; it took {fmt_time(launch['duration_ns'])}."
+    sol = next((r for r in ctx.ncu_rules if r.get("rule_id") == "SOLBottleneck"), None)
+    evidence = [
+        ev("sm_throughput_pct", sm, "%", f">= {AT_ROOF_PCT:.0f}% on the limiting half", AT_ROOF_PCT),
+        ev("memory_throughput_pct", mem, "%", f">= {AT_ROOF_PCT:.0f}% on the limiting half", AT_ROOF_PCT),
+    ]
+    if dram is not None:
+        evidence.append(ev("dram_throughput_pct", dram, "%", "near peak for a DRAM-bound kernel", AT_ROOF_PCT))
+    if bw is not None:
+        evidence.append(ev("dram_bandwidth_bytes_per_s", bw, "byte/s", f"peak {fmt_rate(peak)}" if peak else "", peak))
+    if ai is not None:
+        evidence.append(ev("arithmetic_intensity_flop_per_byte", ai, "FLOP/byte", "compare with the GPU's ridge point"))
+    return [finding(
+        SPEC, launch, category=v.category, title=title,
+        message=f"{numbers} {_regime_sentence(v)}",
+        next_step=next_step, evidence=evidence, saving_ns=v.gap_ns,
+        gain_model=(f"time x (1 - {v.busiest_pct:.1f}%): the same bytes and instructions with the busiest unit at "
+                    "its peak; the most any fix can save that does not remove work"),
+        ncu=sol, differs_from_ncu=_differs(v, sol),
+        details={"side": v.side, "regime": v.regime, "unit": v.unit, "subtrees": sorted(v.subtrees)},
+    )]
+
+
+def _wording(v: Verdict, lean: str, launch: dict[str, Any]) -> tuple[str, str]:
+    pct = f"{v.busiest_pct:.0f}%"
+    if v.category == Bottleneck.LATENCY:
+        return (f"Latency-bound: neither compute nor memory above {LATENCY_PCT:.0f}% of peak",
+                "Find what the warps wait on: the stall reasons, occupancy and its limiter, and the bytes each "
+                "thread keeps in flight (findings below); give the SM more independent work per warp.")
+    if lean == "memory":
+        what = f"{v.unit}-bandwidth-bound" if v.unit == "DRAM" else f"{v.unit}-bound (memory side)"
+        if v.regime == "at-roof":
+            return (f"{what} at {pct} of peak",
+                    "The unit is saturated: speed comes only from moving fewer bytes: check access efficiency "
+                    "(sectors per request), reuse through shared memory or L2, fusion with neighbouring kernels, "
+                    "and narrower data types.")
+        return (f"{what} kernel at {pct} of peak: not saturated ({v.regime.replace('-', ' ')})",
+                "The memory system has headroom the kernel does not use: raise the bytes in flight (wide "
+                "vector loads, several independent loads per thread, more resident warps) before changing "
+                "the algorithm; then move fewer bytes.")
+    pipe = v.unit
+    if v.regime == "at-roof":
+        return (f"Compute-bound on the {pipe} at {pct} of peak",
+                f"Issue fewer instructions on the {pipe}: a faster pipe (tensor cores for matrix work), "
+                "cheaper math (fast intrinsics, no FP64), or less redundant work.")
+    return (f"Compute-leaning kernel at {pct} of peak on the {pipe}: not saturated",
+            "The pipes have headroom: look at the stalls and occupancy below to keep them fed.")
+
+
+def _regime_sentence(v: Verdict) -> str:
+    if v.regime == "at-roof":
+        return f"The {v.unit} runs at its roof (>= {AT_ROOF_PCT:.0f}% of peak)."
+    if v.regime == "below-roof":
+        return f"The busiest unit ({v.unit}) is between {LATENCY_PCT:.0f}% and {AT_ROOF_PCT:.0f}% of its peak: room is left."
+    return f"Below {LATENCY_PCT:.0f}% of peak on both halves the limit is latency: too little work in flight to fill the units."
+
+
+def _differs(v: Verdict, sol: dict[str, Any] | None) -> str | None:
+    if sol is None:
+        return None
+    title = (sol.get("title") or "").strip()
+    if title == "Latency Issue" and v.category != Bottleneck.LATENCY:
+        return (f"Nsight Compute calls this a latency issue (both halves below {LATENCY_PCT:.0f}%). We name the "
+                f"bound by the busier half: the {v.unit} sets this kernel's floor, and latency is why it runs "
+                "below it (see the causes ranked below).")
+    return None

@@ -1,0 +1,106 @@
+"""Uncoalesced global access: warps touching more 32-byte sectors than their threads' bytes need.
+
+A warp's global load or store is one request; the L1 splits it into the 32-byte sectors its threads'
+addresses fall in. Contiguous 4-byte accesses by 32 threads need 4 sectors (128 bytes); 8-byte ones
+8; 16-byte ones 16 (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"). The report's
+useful bytes per sector give the ideal for whatever width the kernel uses: ideal sectors = sectors x
+useful bytes per sector / 32. Every excess sector is bandwidth spent on bytes no thread asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from coach.analyze.kernel_metrics import SECTOR_BYTES
+from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_bytes, fmt_count, fmt_time
+
+SPEC = RuleSpec(
+    id="uncoalesced-global-access",
+    name="Uncoalesced global access",
+    category=Bottleneck.MEMORY_ACCESS,
+    table="launches",
+    requires=("duration_ns", "global_load_requests", "global_load_sectors"),
+    optional=("global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
+              "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct", "l2_global_sectors",
+              "l2_global_sectors_ideal"),
+    doc="Sectors per request against the ideal for the access width; DRAM bytes against useful bytes.",
+)
+
+# Contiguous 4-byte accesses that start off a 32-byte boundary touch 5 sectors instead of 4: a
+# ratio of 1.25 is misalignment, a modest cost. Beyond it the threads of a warp skip bytes (a
+# stride or a scatter), which is what this rule is about.
+EXCESS_RATIO = 1.25
+# Without the useful-bytes-per-sector metric the access width is unknown; the widest per-thread
+# access (16 bytes) needs 16 sectors per request when coalesced, so more than that is uncoalesced
+# whatever the width.
+WIDEST_IDEAL_SECTORS_PER_REQUEST = 16.0
+
+
+def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
+    out = []
+    for op in ("load", "store"):
+        f = _one(op, launch, ctx)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
+    requests, sectors = launch.get(f"global_{op}_requests"), launch.get(f"global_{op}_sectors")
+    if not requests or sectors is None:
+        return None
+    per_request = sectors / requests
+    ideal_per_request = launch.get(f"ideal_{op}_sectors_per_request")
+    width_known = ideal_per_request is not None and ideal_per_request > 0
+    if width_known:
+        if per_request <= EXCESS_RATIO * ideal_per_request:
+            return None
+        excess = launch[f"excess_{op}_sectors"]
+    else:
+        if per_request <= WIDEST_IDEAL_SECTORS_PER_REQUEST:
+            return None
+        ideal_per_request = WIDEST_IDEAL_SECTORS_PER_REQUEST  # a lower bound on the excess
+        excess = sectors - requests * ideal_per_request
+    total = launch.get("global_sectors") or sectors
+    weight = ctx.memory_weight(launch)
+    saving = launch["duration_ns"] * weight * excess / total
+    verb = "loads" if op == "load" else "stores"
+    useful = launch.get(f"useful_{op}_bytes")
+    message = (f"Global {verb} touch {per_request:.1f} sectors per request where {ideal_per_request:.0f} would do "
+               f"({fmt_count(excess)} of {fmt_count(sectors)} sectors are excess)")
+    message += "." if width_known else " (access width unknown: 16 sectors is the ideal for the widest, 16-byte access)."
+    evidence = [ev(f"{op}_sectors_per_request", per_request, "sector/request",
+                   f"{ideal_per_request:.0f} (all the bytes of a warp's access in contiguous sectors)",
+                   EXCESS_RATIO * ideal_per_request)]
+    bps = launch.get(f"global_{op}_bytes_per_sector")
+    if bps is not None:
+        evidence.append(ev(f"global_{op}_bytes_per_sector", bps, "byte/sector", f"{SECTOR_BYTES}", None))
+    details: dict[str, Any] = {"op": op, "sectors_per_request": per_request, "ideal_sectors_per_request": ideal_per_request,
+                               "excess_sectors": excess}
+    if op == "load" and useful:
+        dram_read = launch.get("dram_read_bytes")
+        over = launch.get("dram_read_over_useful")
+        if dram_read is not None and over is not None:
+            message += (f" The kernel read {fmt_bytes(dram_read)} from DRAM for {fmt_bytes(useful)} of data its "
+                        f"threads use: {over:.1f}x the useful bytes.")
+            evidence.append(ev("dram_read_bytes", dram_read, "byte", f"about {fmt_bytes(useful)} (the useful bytes)", useful))
+            details.update(useful_bytes=useful, dram_read_over_useful=over)
+    l2, l2_ideal = launch.get("l2_global_sectors"), launch.get("l2_global_sectors_ideal")
+    if l2 is not None and l2_ideal is not None:  # the tool's own count from its source-level counters
+        evidence.append(ev("l2_global_sectors", l2, "sector", f"{fmt_count(l2_ideal)} (fully coalesced)", l2_ideal))
+    ncu = ctx.ncu("UncoalescedGlobalAccess", "MemoryCacheAccessPattern")
+    return finding(
+        SPEC, launch, title=f"Uncoalesced global {verb}: {per_request:.0f} sectors per request, ideal {ideal_per_request:.0f}",
+        message=message,
+        next_step=(f"Make consecutive threads touch consecutive addresses in the {op}: index with threadIdx.x in "
+                   "the fastest-moving dimension, turn arrays of structs into structs of arrays, or stage the "
+                   "access through shared memory (load coalesced, then read with the stride from shared memory)."),
+        evidence=evidence,
+        saving_ns=saving,
+        gain_model=(f"time x {weight:.2f} (memory share) x excess/total global sectors "
+                    f"({fmt_count(excess)}/{fmt_count(total)}): the same work with every access coalesced; "
+                    f"saves {fmt_time(saving)}"),
+        ncu=ncu,
+        details=details,
+    )

@@ -1,0 +1,148 @@
+"""``coach diagnose FILE...``: per kernel, the ranked findings with their evidence and the next step."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from coach.cli.main import app
+from coach.cli.output import console, print_json, progress
+from coach.errors import CoachError
+
+
+@app.command("diagnose")
+def diagnose_cmd(
+    files: list[Path] = typer.Argument(..., help="Profiles: .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, PyTorch JSON, or folders of them."),
+    as_json: bool = typer.Option(False, "--json", help="Write the findings as JSON on stdout."),
+    top: int = typer.Option(0, "--top", min=0, help="Show at most N findings per kernel (0: all)."),
+    kernel: str = typer.Option("", "--kernel", help="Only kernels whose name matches this regular expression."),
+) -> None:
+    """Find each kernel's bottleneck: ranked findings with evidence, estimated gain and the next step.
+
+    Findings are ranked by the time their fix would save. Each names the bottleneck class, the
+    evidence (metric, value, healthy value, threshold), the gain model, what to do next, and where
+    Nsight Compute's own rules agree or differ. Checks that a profile lacks the metrics for are
+    listed as not checked.
+
+    Examples:
+
+        coach diagnose report.ncu-rep
+
+        coach diagnose report.ncu-rep --kernel 'copy_.*' --top 3
+
+        coach diagnose run.sqlite --json
+    """
+    from coach.analyze.diagnose import diagnose  # noqa: PLC0415 - polars-heavy, imported on use
+    from coach.ingest import expand, load  # noqa: PLC0415
+
+    try:
+        pattern = re.compile(kernel) if kernel else None
+    except re.error as err:
+        raise CoachError(f"--kernel: not a regular expression ({err})") from None
+    reports = []
+    paths = expand(list(files))
+    with progress("diagnosing", total=len(paths)) as advance:
+        for path in paths:
+            profile = load(path)
+            if pattern is not None and profile.kind == "kernel-profile":
+                profile = _only_kernels(profile, pattern)
+            reports.append(_report(profile, diagnose(profile), pattern, top))
+            advance()
+    if pattern is not None and not any(r["kernels"] for r in reports):
+        raise CoachError(f"no kernel matches --kernel {kernel!r} in {', '.join(str(p) for p in paths)}")
+    if as_json:
+        print_json(reports if len(reports) > 1 else reports[0])
+        return
+    for report in reports:
+        _print_report(report)
+
+
+def _only_kernels(profile, pattern: re.Pattern[str]):
+    import polars as pl  # noqa: PLC0415
+
+    try:
+        launches = profile.launches.filter(pl.col("kernel_name").fill_null("").str.contains(pattern.pattern)
+                                           | pl.col("demangled_name").fill_null("").str.contains(pattern.pattern))
+    except pl.exceptions.ComputeError as err:
+        raise CoachError(f"--kernel: not a regular expression Polars accepts ({err})") from None
+    ids = launches["launch_id"].implode()
+    return replace(profile, launches=launches, rules=profile.rules.filter(pl.col("launch_id").is_in(ids)),
+                   metrics=profile.metrics.filter(pl.col("launch_id").is_in(ids)))
+
+
+def _report(profile, findings: list, pattern: re.Pattern[str] | None, top: int) -> dict[str, Any]:
+    """Findings grouped per kernel launch (timelines: per scope), notes apart, in ranked order."""
+    from coach.analyze.diagnose import is_not_checked  # noqa: PLC0415
+
+    groups: dict[Any, dict[str, Any]] = {}
+    if profile.kind == "kernel-profile":
+        for row in profile.launches.sort("launch_id").iter_rows(named=True):
+            groups[row["launch_id"]] = {
+                "launch_id": row["launch_id"], "kernel": row["kernel_name"], "demangled_name": row["demangled_name"],
+                "duration_ns": row["duration_ns"], "grid_size": row["grid_size"], "block_size": row["block_size"],
+                "findings": [], "not_checked": []}
+    for f in findings:
+        if profile.kind != "kernel-profile" and pattern is not None and not pattern.search(f.scope):
+            continue
+        key = f.launch_id if profile.kind == "kernel-profile" else f.scope
+        group = groups.setdefault(key, {"scope": f.scope, "findings": [], "not_checked": []})
+        group["not_checked" if is_not_checked(f) else "findings"].append(f.to_dict())
+    if top:
+        for g in groups.values():
+            g["findings"] = g["findings"][:top]
+    return {"path": str(profile.source.path), "kind": profile.kind, "kernels": list(groups.values())}
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.panel import Panel  # noqa: PLC0415
+
+    console.print(f"[bold]{report['path']}[/]  ({report['kind']})")
+    for k in report["kernels"]:
+        head = k.get("kernel") or k.get("scope") or ""
+        if k.get("duration_ns") is not None:
+            head += f"  {_time(k['duration_ns'])}  grid {k['grid_size']} x block {k['block_size']}"
+        console.print(Panel(f"[bold]{head}[/]", expand=False))
+        if not k["findings"]:
+            console.print("  nothing found")
+        for i, f in enumerate(k["findings"], 1):
+            gain = ""
+            if f["estimated_saving_ns"] is not None:
+                gain = f"  [green]saves ~{_time(f['estimated_saving_ns'])} ({f['estimated_gain_pct']:.0f}%)[/]"
+            console.print(f"[bold]{i}. \\[{f['category']}] {escape(f['title'])}[/]{gain}")
+            console.print(f"   {f['message']}", highlight=False)
+            for e in f["evidence"]:  # one line each: readable at any terminal width
+                threshold = f"; fires at {_num(e['threshold'], e['unit'])}" if e["threshold"] is not None else ""
+                healthy = f"  [dim](healthy: {escape(e['healthy'])}{threshold})[/]" if e["healthy"] or threshold else ""
+                console.print(f"   - {e['metric']} = [bold]{_num(e['value'], e['unit'])}[/]{healthy}", highlight=False)
+            if f["gain_model"]:
+                console.print(f"   [dim]gain model:[/] {f['gain_model']}", highlight=False)
+            console.print(f"   [bold]next:[/] {f['next_step']}", highlight=False)
+            if f["ncu_rule"]:
+                pct = f" ({f['ncu_speedup_pct']:.0f}% estimated)" if f["ncu_speedup_pct"] is not None else ""
+                console.print(f"   [dim]matching Nsight Compute rule:[/] {f['ncu_rule']}{pct}", highlight=False)
+            if f["differs_from_ncu"]:
+                console.print(f"   [yellow]where Nsight Compute differs:[/] {f['differs_from_ncu']}", highlight=False)
+        for n in k["not_checked"]:
+            console.print(f"  [dim]not checked: {n['message']}[/]", highlight=False)
+        console.print()
+
+
+def _time(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} us" if ns >= 1e3 else f"{ns:.0f} ns"
+
+
+def _num(x: float | None, unit: str) -> str:
+    """A value with its unit, bytes and rates scaled to a readable prefix."""
+    if x is None:
+        return ""
+    if unit in ("byte", "byte/s") and abs(x) >= 1e3:
+        for prefix, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(x) >= size:
+                return f"{x / size:.3g} {prefix}{'B' if unit == 'byte' else 'B/s'}"
+    text = f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
+    return f"{text} {unit}".strip()

@@ -1,0 +1,353 @@
+"""Each kernel rule on synthetic launches: one where it must fire, one where it must stay quiet, one
+with its optional metrics missing.
+
+Synthetic data: the launches below are built by hand (``launch(**columns)`` names only the columns a
+case is about; every other canonical column is null), on a synthetic device row whose attributes
+are those the recorded H200 report gives. No number here is a measurement.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from coach.analyze.findings import Bottleneck
+from coach.analyze.kernel_metrics import DERIVED, with_derived
+from coach.analyze.kernel_rules import RULES, TREE, diagnose_launch, ncu_metric_names, specs
+from coach.analyze.kernel_rules._common import KernelContext
+from coach.analyze.kernel_rules.speed_of_light import verdict
+from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, conform
+
+SYNTHETIC_DEVICE = {"device_id": 0, "name": "synthetic (H200 attributes)", "cc_major": 9, "cc_minor": 0,
+                    "sm_count": 132, "memory_bandwidth_bytes_per_s": 4.8e12, "max_warps_per_sm": 64,
+                    "registers_per_sm": 65536, "shared_mem_per_sm_bytes": 233472}
+
+
+def launch(**columns) -> dict:
+    """One synthetic launch: the named canonical columns, everything else null, derived columns added."""
+    row = conform(pl.DataFrame([{"launch_id": 0, "kernel_name": "synthetic", "device_id": 0, **columns}]), LAUNCHES)
+    return with_derived(row, conform(pl.DataFrame([SYNTHETIC_DEVICE]), DEVICES)).row(0, named=True)
+
+
+def run(rule: str, **columns) -> list:
+    row = launch(**columns)
+    return RULES[rule].apply(row, KernelContext(verdict=verdict(row)))
+
+
+MEMORY_BOUND = dict(duration_ns=1e6, sm_throughput_pct=10.0, memory_throughput_pct=85.0, dram_throughput_pct=85.0)
+
+# rule -> (fires, stays quiet, optional metrics missing: (columns, fires?))
+CASES: dict[str, tuple[dict, dict, tuple[dict, bool]]] = {
+    "uncoalesced": (
+        dict(MEMORY_BOUND, global_load_requests=1e3, global_load_sectors=32e3, global_load_bytes_per_sector=4.0,
+             global_store_requests=1e3, global_store_sectors=4e3, global_store_bytes_per_sector=32.0),
+        dict(MEMORY_BOUND, global_load_requests=1e3, global_load_sectors=4e3, global_load_bytes_per_sector=32.0),
+        (dict(duration_ns=1e6, global_load_requests=1e3, global_load_sectors=32e3), True),
+    ),
+    "bank_conflicts": (
+        dict(duration_ns=1e6, shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0,
+             shared_load_requests=1e6, shared_store_requests=0.0, l1_throughput_pct=90.0),
+        dict(duration_ns=1e6, shared_bank_conflicts=1e4, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0),
+        (dict(duration_ns=1e6, shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0), True),
+    ),
+    "local_memory": (
+        dict(duration_ns=1e6, local_load_sectors=1e6, local_store_sectors=1e6, global_load_sectors=4e6,
+             global_store_sectors=4e6, registers_per_thread=255),
+        dict(duration_ns=1e6, local_load_sectors=0.0, local_store_sectors=0.0, global_load_sectors=4e6,
+             global_store_sectors=4e6),
+        (dict(duration_ns=1e6, local_load_sectors=1e6, local_store_sectors=1e6), True),
+    ),
+    "divergence": (
+        dict(duration_ns=1e6, thread_inst_per_warp_inst=12.0, thread_inst_pred_on_per_warp_inst=10.0,
+             branch_divergent_targets=5e5, sm_throughput_pct=50.0),
+        dict(duration_ns=1e6, thread_inst_per_warp_inst=31.5, thread_inst_pred_on_per_warp_inst=30.0),
+        (dict(duration_ns=1e6, thread_inst_per_warp_inst=12.0), True),
+    ),
+    "occupancy": (
+        dict(duration_ns=1e6, theoretical_occupancy_pct=37.5, achieved_occupancy_pct=35.0, blocks_limit_registers=3.0,
+             blocks_limit_shared_mem=32.0, blocks_limit_warps=8.0, blocks_limit_sm=32.0, block_size=256,
+             registers_per_thread=80),
+        dict(duration_ns=1e6, theoretical_occupancy_pct=100.0, achieved_occupancy_pct=95.0, blocks_limit_registers=8.0,
+             blocks_limit_shared_mem=32.0, blocks_limit_warps=8.0, blocks_limit_sm=32.0),
+        (dict(duration_ns=1e6, theoretical_occupancy_pct=37.5, blocks_limit_registers=3.0, blocks_limit_shared_mem=32.0,
+              blocks_limit_warps=8.0, blocks_limit_sm=32.0), True),
+    ),
+    "warp_stalls": (
+        dict(duration_ns=1e6, warp_cycles_per_issued_inst=40.0, stall_long_scoreboard=30.0, stall_barrier=2.0,
+             issue_active_pct=20.0),
+        dict(duration_ns=1e6, warp_cycles_per_issued_inst=40.0, stall_long_scoreboard=5.0, stall_barrier=2.0,
+             issue_active_pct=20.0),
+        (dict(duration_ns=1e6, warp_cycles_per_issued_inst=40.0, stall_long_scoreboard=30.0), True),
+    ),
+    "bytes_in_flight": (
+        dict(duration_ns=2e5, sm_throughput_pct=20.0, memory_throughput_pct=50.0, dram_throughput_pct=50.0,
+             dram_read_bytes=2.4e8, dram_bytes=4.8e8, stall_long_scoreboard=40.0, warp_cycles_per_issued_inst=50.0,
+             warp_inst_executed=1.6e7, global_load_requests=1e6, sm_frequency_hz=2e9, achieved_occupancy_pct=70.0,
+             sm_count=132),
+        dict(duration_ns=2e5, sm_throughput_pct=20.0, memory_throughput_pct=90.0, dram_throughput_pct=90.0,
+             dram_read_bytes=2.4e8),
+        (dict(duration_ns=2e5, sm_throughput_pct=20.0, memory_throughput_pct=50.0, dram_throughput_pct=50.0,
+              dram_read_bytes=2.4e8), True),
+    ),
+    "tensor_cores": (
+        dict(duration_ns=1e6, tensor_pipe_active_pct=0.0, fma_pipe_active_pct=80.0, fp32_add_inst=1e8,
+             fp32_mul_inst=0.0, fp32_fma_inst=9e8, fp16_add_inst=0.0, fp16_mul_inst=0.0, fp16_fma_inst=0.0),
+        dict(duration_ns=1e6, tensor_pipe_active_pct=0.0, fma_pipe_active_pct=20.0),
+        (dict(duration_ns=1e6, tensor_pipe_active_pct=0.0, fma_pipe_active_pct=80.0), True),
+    ),
+    "fp64": (
+        dict(duration_ns=1e6, fp64_add_inst=1e6, fp64_mul_inst=0.0, fp64_fma_inst=1e6, fp32_add_inst=1e7,
+             fp32_mul_inst=1e7, fp32_fma_inst=1e7, fp16_add_inst=0.0, fp16_mul_inst=0.0, fp16_fma_inst=0.0,
+             fp64_pipe_active_pct=40.0),
+        dict(duration_ns=1e6, fp64_add_inst=0.0, fp64_mul_inst=0.0, fp64_fma_inst=0.0, fp32_add_inst=1e7,
+             fp32_mul_inst=1e7, fp32_fma_inst=1e7, fp16_add_inst=0.0, fp16_mul_inst=0.0, fp16_fma_inst=0.0),
+        (dict(duration_ns=1e6, fp64_add_inst=1e6, fp64_mul_inst=0.0, fp64_fma_inst=1e6, fp32_add_inst=1e7,
+              fp32_mul_inst=1e7, fp32_fma_inst=1e7, fp16_add_inst=0.0, fp16_mul_inst=0.0, fp16_fma_inst=0.0), True),
+    ),
+    "atomics": (
+        dict(duration_ns=1e6, global_atomic_requests=5e5, global_load_requests=1e6, global_store_requests=0.0,
+             l2_throughput_pct=75.0, dram_throughput_pct=10.0),
+        dict(duration_ns=1e6, global_atomic_requests=0.0, global_load_requests=1e6, global_store_requests=1e6),
+        (dict(duration_ns=1e6, global_atomic_requests=5e5, global_load_requests=1e6, global_store_requests=0.0), True),
+    ),
+    "tail_effect": (
+        dict(duration_ns=1e6, waves_per_sm=1.05, grid_size=277),
+        dict(duration_ns=1e6, waves_per_sm=248.24, grid_size=262144),
+        (dict(duration_ns=1e6, waves_per_sm=2.1), True),
+    ),
+    "launch_bound": (
+        dict(duration_ns=5e3, grid_size=66, sm_count=132),
+        dict(duration_ns=2e5, grid_size=262144, sm_count=132),
+        (dict(duration_ns=5e3, grid_size=1000), True),
+    ),
+}
+
+
+def test_every_rule_has_cases():
+    assert set(CASES) | {"speed_of_light"} == set(RULES)
+    assert {n for sub in TREE.values() for n in sub} == set(CASES)
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_fires(rule):
+    found = run(rule, **CASES[rule][0])
+    assert found, rule
+    for f in found:
+        assert f.rule_id == RULES[rule].SPEC.id
+        assert f.evidence and f.next_step and f.gain_model and f.title
+        assert f.estimated_gain_pct is None or 0 <= f.estimated_gain_pct <= 100
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_stays_quiet(rule):
+    assert run(rule, **CASES[rule][1]) == []
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_optional_metrics_missing(rule):
+    columns, fires = CASES[rule][2]
+    assert not set(columns) & set(RULES[rule].SPEC.optional)
+    found = run(rule, **columns)
+    assert bool(found) == fires
+    for f in found:
+        assert all(e.value is not None for e in f.evidence)
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_missing_required_metric_is_named(rule):
+    spec = RULES[rule].SPEC
+    gone = next(c for c in spec.requires if c != "duration_ns")
+    columns = {k: v for k, v in CASES[rule][0].items() if k != gone}
+    found, notes = diagnose_launch(launch(**columns))
+    assert spec.id not in {f.rule_id for f in found}
+    note = next(n for n in notes if n.rule_id == f"not-checked:{spec.id}")
+    assert ncu_metric_names(gone) in note.message and gone in note.details["missing"][0]
+
+
+def test_bank_conflict_note_names_the_ncu_metric():
+    _, notes = diagnose_launch(launch(duration_ns=1e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0))
+    note = next(n for n in notes if n.rule_id == "not-checked:shared-bank-conflicts")
+    assert note.message.startswith("Could not check shared-memory bank conflicts: "
+                                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
+
+
+def test_degenerate_values_do_not_crash():
+    # synthetic: every metric 0, then every metric huge; the rules must decide, not divide by zero
+    for value in (0.0, 1e30):
+        row = launch(**{c: value for c in LAUNCH_METRICS}, grid_size=1, block_size=1)
+        found, notes = diagnose_launch(row)
+        assert not notes and all(f.estimated_saving_ns is None or f.estimated_saving_ns >= 0 for f in found)
+
+
+def test_specs_are_unique_and_documented():
+    ids = [s.id for s in specs()]
+    assert len(ids) == len(set(ids))
+    assert all(s.requires and s.doc and s.table == "launches" for s in specs())
+    known = {*LAUNCHES, *DERIVED}
+    assert all(c in known or c.startswith("device_") for s in specs() for c in (*s.requires, *s.optional))
+    assert all(c in LAUNCHES for s in specs() for c in s.requires)  # what can be missing is what a report holds
+
+
+# ---- numbers from the gain models ----------------------------------------------------------
+
+def test_uncoalesced_numbers():
+    (f,) = run("uncoalesced", **CASES["uncoalesced"][0])
+    assert f.details["sectors_per_request"] == 32 and f.details["ideal_sectors_per_request"] == 4
+    # memory-bound: all the time x 28k excess of 36k global sectors
+    assert f.estimated_saving_ns == pytest.approx(1e6 * 28e3 / 36e3)
+
+
+def test_uncoalesced_without_access_width_uses_the_widest_ideal():
+    (f,) = run("uncoalesced", **CASES["uncoalesced"][2][0])
+    assert f.details["ideal_sectors_per_request"] == 16 and "width unknown" in f.message
+    # not memory-bound by the root's verdict (no speed-of-light numbers): weight 1 (no share known)
+    assert f.estimated_saving_ns == pytest.approx(1e6 * (32e3 - 16e3) / 32e3)
+    # 17 sectors per request with an unknown width is not flagged: 16-byte loads could be coalesced at 16
+    assert run("uncoalesced", duration_ns=1e6, global_load_requests=1e3, global_load_sectors=16e3) == []
+
+
+def test_misaligned_but_contiguous_is_not_uncoalesced():
+    # 5 sectors for 4 ideal: a 32-bit warp access straddling one more sector
+    assert run("uncoalesced", duration_ns=1e6, global_load_requests=1e3, global_load_sectors=5e3,
+               global_load_bytes_per_sector=25.6) == []
+
+
+def test_bank_conflict_numbers():
+    (f,) = run("bank_conflicts", **CASES["bank_conflicts"][0])
+    assert f.details["wavefronts_per_request"] == 4.0 and f.details["conflict_fraction"] == 0.75
+    assert f.estimated_saving_ns == pytest.approx(1e6 * 0.9 * 0.75)
+
+
+def test_occupancy_names_the_limiter_and_the_register_budget():
+    (f,) = run("occupancy", **CASES["occupancy"][0])
+    assert f.details["limiters"] == ["registers"] and f.details["blocks_per_sm"] == 3
+    # a 4th block of 256 threads fits in 65536 registers at 64 per thread
+    assert "at 64 registers per thread or fewer (now 80)" in f.message
+
+
+def test_occupancy_tiny_blocks():
+    # 32-thread blocks: the SM's 32 block slots hold 32 warps of its 64
+    (f,) = run("occupancy", duration_ns=1e6, theoretical_occupancy_pct=50.0, blocks_limit_registers=64.0,
+               blocks_limit_shared_mem=64.0, blocks_limit_warps=64.0, blocks_limit_sm=32.0, block_size=32)
+    assert f.details["limiters"] == ["blocks per SM"]
+    assert "fill 32 of the SM's 64 warp slots" in f.message and f.next_step.startswith("Use bigger blocks")
+
+
+def test_warp_stall_names_the_dominant_reason():
+    (f,) = run("warp_stalls", **CASES["warp_stalls"][0])
+    assert f.details["stall"] == "long scoreboard" and f.details["share"] == 0.75
+    assert f.category == Bottleneck.LATENCY
+    (g,) = run("warp_stalls", duration_ns=1e6, warp_cycles_per_issued_inst=40.0, stall_long_scoreboard=1.0,
+               stall_mio_throttle=25.0)
+    assert g.details["stall"] == "mio throttle" and g.category == Bottleneck.SHARED_MEMORY
+
+
+def test_bytes_in_flight_littles_law():
+    (f,) = run("bytes_in_flight", **CASES["bytes_in_flight"][0])
+    # 40 cycles x 16 instructions per load at 2 GHz = 320 ns; 1.2 TB/s read x 320 ns / 132 SMs
+    assert f.details["factor_needed"] == 2.0
+    wait_ns = 40.0 * 16 / 2e9 * 1e9
+    per_sm = 2.4e8 / 2e5 * 1e9 * wait_ns * 1e-9 / 132
+    assert f.details["bytes_in_flight_per_thread"] == pytest.approx(per_sm / (0.7 * 64 * 32))
+    assert f.details["needed_bytes_in_flight_per_sm"] == pytest.approx(4.8e12 * 0.5 * wait_ns * 1e-9 / 132)
+    # capped at the root's gap: DRAM at peak saves half the time
+    assert f.estimated_saving_ns == pytest.approx(1e5)
+
+
+def test_bytes_in_flight_quiet_when_warps_are_not_waiting_on_memory():
+    cols = dict(CASES["bytes_in_flight"][0], stall_long_scoreboard=5.0)
+    assert run("bytes_in_flight", **cols) == []
+
+
+def test_tensor_cores_underfed():
+    (f,) = run("tensor_cores", duration_ns=1e6, tensor_pipe_active_pct=30.0, fma_pipe_active_pct=5.0)
+    assert "underfed" in f.title and f.estimated_saving_ns == pytest.approx(7e5)
+
+
+def test_fp64_cost_from_the_rate_table():
+    (f,) = run("fp64", **CASES["fp64"][0])
+    assert f.details["fp64_over_fp32"] == 0.5 and f.details["fp64_share"] == pytest.approx(2e6 / 3.2e7)
+    assert f.estimated_saving_ns == pytest.approx(1e6 * 0.4 * 0.5)
+    (g,) = run("fp64", **CASES["fp64"][2][0])
+    assert g.estimated_saving_ns is None and "not estimated" in g.gain_model
+
+
+def test_all_fp64_kernel_is_taken_as_intended():
+    assert run("fp64", duration_ns=1e6, fp64_add_inst=1e7, fp64_mul_inst=0.0, fp64_fma_inst=1e7, fp32_add_inst=0.0,
+               fp32_mul_inst=0.0, fp32_fma_inst=0.0, fp16_add_inst=0.0, fp16_mul_inst=0.0, fp16_fma_inst=0.0) == []
+
+
+def test_atomics_contention_signature():
+    (f,) = run("atomics", **CASES["atomics"][0])
+    assert f.details["hot_lines"] is True and f.details["atomic_share"] == pytest.approx(1 / 3)
+    (g,) = run("atomics", **CASES["atomics"][2][0])
+    assert g.details["hot_lines"] is False
+
+
+def test_tail_effect_numbers():
+    (f,) = run("tail_effect", **CASES["tail_effect"][0])
+    # 1.05 waves take 2 wave-times: 0.95 of the second wave is idle
+    assert f.estimated_saving_ns == pytest.approx(1e6 * 0.95 / 2)
+    assert run("tail_effect", duration_ns=1e6, waves_per_sm=0.5) == []  # one partial wave: the small-grid rule's case
+
+
+def test_launch_bound_cases():
+    (f,) = run("launch_bound", **CASES["launch_bound"][0])
+    assert f.details == {"small_grid": True, "short_kernel": True}
+    assert f.estimated_saving_ns == pytest.approx(5e3 * 0.5)
+    (g,) = run("launch_bound", **CASES["launch_bound"][2][0])
+    assert g.details["small_grid"] is False and g.estimated_saving_ns is None
+
+
+# ---- the root and the tree --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("columns", "category", "regime", "subtrees"), [
+    (dict(sm_throughput_pct=10.0, memory_throughput_pct=85.0, dram_throughput_pct=85.0),
+     Bottleneck.DRAM, "at-roof", {"memory", "launch"}),
+    (dict(sm_throughput_pct=10.0, memory_throughput_pct=85.0, dram_throughput_pct=40.0, l1_throughput_pct=85.0,
+          l2_throughput_pct=50.0), Bottleneck.CACHE, "at-roof", {"memory", "launch"}),
+    (dict(sm_throughput_pct=90.0, memory_throughput_pct=20.0, fma_pipe_active_pct=88.0, tensor_pipe_active_pct=0.0),
+     Bottleneck.FMA, "at-roof", {"compute", "launch"}),
+    (dict(sm_throughput_pct=70.0, memory_throughput_pct=20.0, tensor_pipe_active_pct=65.0, fma_pipe_active_pct=5.0),
+     Bottleneck.TENSOR, "below-roof", {"compute", "latency", "launch"}),
+    (dict(sm_throughput_pct=30.0, memory_throughput_pct=25.0, dram_throughput_pct=25.0),
+     Bottleneck.LATENCY, "latency", {"memory", "compute", "latency", "launch"}),
+    (dict(sm_throughput_pct=40.0, memory_throughput_pct=54.0, dram_throughput_pct=54.0),
+     Bottleneck.DRAM, "latency", {"memory", "latency", "launch"}),
+])
+def test_root_verdict(columns, category, regime, subtrees):
+    (root,) = run("speed_of_light", duration_ns=1e6, **columns)
+    assert (root.category, root.details["regime"], set(root.details["subtrees"])) == (category, regime, subtrees)
+
+
+def test_root_gates_the_subtrees():
+    # a compute-bound kernel at its roof: no memory causes are looked into, however bad the access
+    cols = dict(CASES["uncoalesced"][0], sm_throughput_pct=90.0, memory_throughput_pct=20.0, dram_throughput_pct=20.0)
+    found, _ = diagnose_launch(launch(**cols))
+    assert "uncoalesced-global-access" not in {f.rule_id for f in found}
+    found, _ = diagnose_launch(launch(**CASES["uncoalesced"][0]))
+    assert [f.rule_id for f in found] == ["uncoalesced-global-access", "speed-of-light"]
+
+
+def test_causes_that_keep_the_work_rank_after_the_root_on_a_tie():
+    found, _ = diagnose_launch(launch(**CASES["bytes_in_flight"][0]))
+    ids = [f.rule_id for f in found]
+    assert ids[:3] == ["speed-of-light", "too-few-bytes-in-flight", "warp-stalls"]
+    assert found[0].estimated_saving_ns == found[1].estimated_saving_ns == found[2].estimated_saving_ns
+
+
+def test_without_the_root_every_subtree_runs():
+    found, notes = diagnose_launch(launch(**{**CASES["tail_effect"][0], **CASES["divergence"][0]}))
+    assert {"tail-effect", "warp-divergence"} <= {f.rule_id for f in found}
+    assert "not-checked:speed-of-light" in {n.rule_id for n in notes}
+
+
+def test_compare_with_ncu_names_its_lead():
+    rules = [dict(rule_id="IssueSlotUtilization", severity="warning", title="", speedup_pct=20.0),
+             dict(rule_id="HighPipeUtilization", severity="warning", title="", speedup_pct=95.0),
+             dict(rule_id="UncoalescedGlobalAccess", severity="warning", title="", speedup_pct=77.0)]
+    found, _ = diagnose_launch(launch(**CASES["uncoalesced"][0]), rules)
+    assert found[0].ncu_rule == "UncoalescedGlobalAccess" and found[0].ncu_speedup_pct == 77.0
+    assert found[0].differs_from_ncu.startswith("Nsight Compute leads with IssueSlotUtilization (20%)")
+    found, _ = diagnose_launch(launch(**CASES["uncoalesced"][0]), rules[2:])
+    assert found[0].differs_from_ncu is None  # its first warning is ours
