@@ -64,8 +64,11 @@ def data_table(id: str, frame: pl.DataFrame, labels: dict[str, str], page_size: 
     columns = []
     for col, label in labels.items():
         spec: dict[str, Any] = {"name": label, "id": col}
-        if frame.schema[col].is_numeric():
-            spec.update(type="numeric", format={"specifier": ",.4r"})
+        dtype = frame.schema[col]
+        if dtype.is_integer():
+            spec.update(type="numeric", format={"specifier": ",d"})
+        elif dtype.is_numeric():
+            spec.update(type="numeric", format={"specifier": ",.2f"})
         columns.append(spec)
     return dash_table.DataTable(
         id=id,
@@ -80,16 +83,32 @@ def data_table(id: str, frame: pl.DataFrame, labels: dict[str, str], page_size: 
         style_cell={"fontFamily": "inherit", "fontSize": "14px", "padding": "6px 10px", "textAlign": "left",
                     "maxWidth": "360px", "overflow": "hidden", "textOverflow": "ellipsis"},
         style_cell_conditional=[{"if": {"column_type": "numeric"}, "textAlign": "right"}],
-        style_header={"fontWeight": "600", "backgroundColor": "#f9fafb", "borderBottom": "1px solid #e5e7eb"},
+        style_header={"fontWeight": "600", "backgroundColor": "#f9fafb", "borderBottom": "1px solid #e5e7eb",
+                      "whiteSpace": "normal", "height": "auto"},
         style_filter={"backgroundColor": "#ffffff"},
         tooltip_duration=None,
     )
 
 
-def evidence_value(e: Evidence) -> str:
-    if fmt.missing(e.value):
+def quantity(value: float | None, unit: str) -> str:
+    """A value in one of the units the analysis speaks (byte, byte/s, ns, %, ...), readably."""
+    if fmt.missing(value):
         return fmt.MISSING
-    return fmt.pct(e.value) if e.unit in ("%", "pct") else f"{fmt.number(e.value)} {e.unit}".strip()
+    if unit in ("%", "pct"):
+        return fmt.pct(value)
+    if unit in ("byte", "bytes", "B"):
+        return fmt.si(value, "B")
+    if unit in ("byte/s", "bytes/s", "B/s"):
+        return fmt.si(value, "B/s")
+    if unit == "ns":
+        return fmt.duration_ns(value)
+    if unit == "s":
+        return fmt.si(value, "s")
+    return f"{fmt.number(value)} {unit}".strip()
+
+
+def evidence_value(e: Evidence) -> str:
+    return quantity(e.value, e.unit)
 
 
 def evidence_table(evidence: Sequence[Evidence]) -> html.Table:

@@ -13,7 +13,7 @@ from dash import Dash, Input, Output, State, ctx as callback_ctx, dcc, html, no_
 
 from coach.app import analysis, ids, timeline_view
 from coach.app import format as fmt
-from coach.app.components import badge, card, empty, finding_card, guarded, header, plain_table, stat
+from coach.app.components import badge, card, empty, finding_card, guarded, header, plain_table, quantity, stat
 from coach.app.context import Context
 from coach.app.theme import fit
 from coach.app.walkthrough import ANSWER_STEP, STEPS, Walkthrough, side_by_side
@@ -123,16 +123,10 @@ def first_check(w: Walkthrough, answer: str) -> list[Any]:
     return [card(*parts)]
 
 
-def _shown(value: float | None, unit: str) -> str:
-    if unit == "%":
-        return fmt.pct(value)
-    return f"{fmt.number(value)} {unit}".strip() if not fmt.missing(value) else fmt.MISSING
-
-
 def evidence(w: Walkthrough) -> list[Any]:
     if not w.evidence:
         return [empty("No evidence recorded", "This scenario's traces are not recorded yet.")]
-    rows = [[e.label, html.Code(e.metric), _shown(e.slow, e.unit), _shown(e.fixed, e.unit), e.healthy or fmt.MISSING]
+    rows = [[e.label, html.Code(e.metric), quantity(e.slow, e.unit), quantity(e.fixed, e.unit), e.healthy or fmt.MISSING]
             for e in w.evidence]
     return [card(
         html.P("The numbers that decide it, highlighted; the fixed version shows what healthy looks like.",
@@ -161,7 +155,8 @@ def fix(w: Walkthrough) -> list[Any]:
     left, right = side_by_side(w.slow_source, w.fixed_source)
 
     def code(lines):
-        return html.Pre([html.Span(line.text or " ", className=f"ln {line.change}".strip()) for line in lines])
+        return html.Pre(html.Div([html.Span(line.text or " ", className=f"ln {line.change}".strip()) for line in lines],
+                                 className="lines"))
 
     parts: list[Any] = [card(html.H3(w.fix_summary), dcc.Markdown(w.fix_details) if w.fix_details else None)]
     if w.slow_source or w.fixed_source:
