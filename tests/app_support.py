@@ -59,3 +59,37 @@ def strided_walkthrough() -> Walkthrough:
         fixed_source=kernel_source("copy_coalesced"),
         source_label="copy kernel (CUDA C++)",
     )
+
+
+def data_url(payload: bytes) -> str:
+    """A file as dcc.Upload hands it to a callback."""
+    import base64
+
+    return "data:application/octet-stream;base64," + base64.b64encode(payload).decode()
+
+
+def dispatch(app, output: str, values: dict[str, object], triggered: str | None = None) -> dict:
+    """Run the callback whose output key starts with ``output`` through Dash's own HTTP endpoint,
+    as the browser would; ``values`` maps "id.property" to the value of each input and state."""
+    key = next(k for k in app.callback_map if k.lstrip(".").startswith(output.lstrip(".")))
+    spec = app.callback_map[key]
+
+    def items(deps):
+        return [{"id": d["id"], "property": d["property"], "value": values.get(f"{d['id']}.{d['property']}")}
+                for d in deps]
+
+    multi = key.startswith("..")
+    parts = [p.split(".", 1) for p in (key[2:-2].split("...") if multi else [key])]
+    outputs = [{"id": i, "property": prop} for i, prop in parts]
+    body = {
+        "output": key,
+        "outputs": outputs if multi else outputs[0],
+        "inputs": items(spec["inputs"]),
+        "state": items(spec["state"]),
+        "changedPropIds": [triggered or next(iter(values))],
+    }
+    resp = app.server.test_client().post("/_dash-update-component", json=body)
+    if resp.status_code == 204:
+        return {}
+    assert resp.status_code == 200, resp.data[:500]
+    return resp.get_json()["response"]

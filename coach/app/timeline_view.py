@@ -102,7 +102,7 @@ def window(ev: Events, t0: int, t1: int, width_px: int = WIDTH_PX) -> pl.DataFra
     key = ["lane", "category"]
     return (
         visible.with_columns(prev_end=pl.col("end_ns").cum_max().shift(1).over(key))
-        .with_columns(group=(pl.col("prev_end").is_null() | (pl.col("start_ns") - pl.col("prev_end") > px_ns)).cum_sum())
+        .with_columns(group=(pl.col("prev_end").is_null() | (pl.col("start_ns") - pl.col("prev_end") >= px_ns)).cum_sum())
         .group_by("group", maintain_order=True)
         .agg(
             pl.col("lane").first(),
