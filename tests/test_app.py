@@ -100,9 +100,11 @@ def test_uploading_the_ncu_report_opens_it_and_shows_its_findings(app):
     data = out["report-store"]["data"]
     assert data["name"] == REPORT.name and out["exp-message"]["children"] is None
     body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data})["exp-body"]["children"])
-    for text in ("copy_strided", "copy_coalesced", "Uncoalesced global loads: 32 sectors per request, ideal 4",
-                 "Nsight Compute's own rules"):
-        assert text in body
+    assert "copy_strided" in body and "copy_coalesced" in body
+    found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
+                                                               "report-store.data": data}))
+    assert "Uncoalesced global loads: 32 sectors per request, ideal 4" in found
+    assert "Nsight Compute's own rules" in found
     # the upload is deleted once read; only empty room is left in the private folder
     assert not [p for p in app.ctx.upload_dir.rglob("*") if p.is_file()]
 
@@ -112,6 +114,18 @@ def test_findings_can_be_narrowed_to_one_kernel(app):
     only = json.dumps(explore.findings_view(report, "0").to_plotly_json(), default=str)
     assert "Uncoalesced global loads" in only
     assert "Uncoalesced" not in json.dumps(explore.findings_view(report, "1").to_plotly_json(), default=str)
+
+
+def test_a_trace_named_in_the_url_opens_on_load(tmp_path, walkthrough):
+    traces = tmp_path / "traces" / "h200"
+    traces.mkdir(parents=True)
+    shutil.copyfile(REPORT, traces / REPORT.name)
+    app = create_app(Settings(traces_dir=tmp_path / "traces", kernels_dir=tmp_path))
+    page = json.dumps(dispatch(app, "..page.children", {"url.pathname": "/explore", "url.search": f"?trace=h200/{REPORT.name}"}))
+    assert f'"value": "h200/{REPORT.name}"' in page
+    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": None, "exp-pick.value": f"h200/{REPORT.name}"},
+                   triggered="exp-pick.value")
+    assert out["report-store"]["data"] == {"token": f"trace:h200/{REPORT.name}", "name": f"h200/{REPORT.name}"}
 
 
 def test_a_corrupt_upload_is_one_line_naming_the_file(app):

@@ -216,7 +216,7 @@ def report_body(report: OpenReport) -> html.Div:
         html.Div([html.Label("kernel", htmlFor=ids.EXP_KERNEL),
                   dcc.Dropdown(id=ids.EXP_KERNEL, options=kernel_options(report), value=ALL_KERNELS, clearable=False)],
                  className="field", style={"maxWidth": "420px", "marginBottom": "12px"}),
-        html.Div(guarded(lambda: findings_view(report, ALL_KERNELS), "findings"), id=ids.EXP_FINDINGS),
+        dcc.Loading(html.Div(id=ids.EXP_FINDINGS), type="dot", color="#4f46e5"),
     ]
     return html.Div(parts)
 
@@ -232,7 +232,7 @@ def register(app: Dash, ctx: Context) -> None:
                             State(ids.EXP_LIMIT, "data"), prevent_initial_call=True)
 
     @app.callback(Output(ids.REPORT, "data"), Output(ids.EXP_MESSAGE, "children", allow_duplicate=True),
-                  Input(ids.EXP_PENDING, "data"), Input(ids.EXP_PICK, "value"), prevent_initial_call=True)
+                  Input(ids.EXP_PENDING, "data"), Input(ids.EXP_PICK, "value"), prevent_initial_call="initial_duplicate")
     def open_report(pending: dict[str, str] | None, trace_id: str | None):
         return open_report_from(ctx, callback_ctx.triggered_id, pending, trace_id)
 
@@ -240,8 +240,8 @@ def register(app: Dash, ctx: Context) -> None:
     def render_report(data: dict[str, str] | None):
         return render(ctx, data)
 
-    @app.callback(Output(ids.EXP_FINDINGS, "children"), Input(ids.EXP_KERNEL, "value"), State(ids.REPORT, "data"),
-                  prevent_initial_call=True)
+    # Also runs when a report is drawn, so the timeline and tables show before the diagnosis is done.
+    @app.callback(Output(ids.EXP_FINDINGS, "children"), Input(ids.EXP_KERNEL, "value"), State(ids.REPORT, "data"))
     def filter_findings(kernel: str | None, data: dict[str, str] | None):
         report = ctx.reports.get((data or {}).get("token"))
         if report is None:
