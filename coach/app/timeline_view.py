@@ -30,65 +30,93 @@ LANE_HEIGHT_PX = 26
 CATEGORY_LABELS = {"nvtx": "NVTX range", "api": "CUDA API call", "kernel": "kernel", "memset": "memset",
                    "memcpy": "memcpy"}
 
-EVENT_SCHEMA = {"order": pl.Int64, "lane": pl.Utf8, "category": pl.Utf8, "start_ns": pl.Int64, "end_ns": pl.Int64,
-                "name": pl.Utf8}
+EVENT_SCHEMA = {"order": pl.Int64, "kind": pl.UInt8, "start_ns": pl.Int64, "end_ns": pl.Int64, "row": pl.UInt32}
+
+#: ``order`` = lane position x SLOTS + the category's slot: one number per lane and category, so
+#: that sorting and grouping work on integers (a million rows), and kernels and memsets can share
+#: their stream's lane without their bars being merged with each other.
+SLOTS = 4
+_GPU_BASE = 2 << 40
 
 
 @dataclass(frozen=True)
 class Events:
-    """Every drawable event of a timeline, sorted by lane then start; ``lanes`` in display order."""
+    """Every drawable event of a timeline, sorted by ``order`` then start; ``lanes`` in display order.
+
+    ``frame`` holds only numbers (a million rows sort fast); an event's name is ``names[kind][row]``,
+    looked up only for the bars drawn.
+    """
 
     frame: pl.DataFrame
+    lane_of: pl.DataFrame  # order -> lane label
     lanes: list[str]
     span_ns: tuple[int, int] | None
+    names: dict[int, pl.Series]
 
     @property
     def count(self) -> int:
         return self.frame.height
 
 
+def _stream_order() -> pl.Expr:
+    return _GPU_BASE + pl.col("device_id").fill_null(0) * (1 << 24) + pl.col("stream_id").fill_null(0) * 2
+
+
 def _stream_lane() -> pl.Expr:
     return pl.format("GPU {} · stream {}", pl.col("device_id").fill_null(0), pl.col("stream_id").fill_null(-1))
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """How one table becomes events: which columns place it in a lane, and what to call each event."""
+
+    table: str
+    category: str
+    slot: int
+    keys: tuple[str, ...]
+    position: pl.Expr  # over ``keys``: the lane's place, top to bottom
+    label: pl.Expr  # over ``keys``: the lane's label
+    name: pl.Expr
+
+
+def _kinds() -> tuple[_Kind, ...]:
+    tid, depth = pl.col("tid").fill_null(0), pl.col("depth").fill_null(0)
+    return (
+        _Kind("nvtx", "nvtx", 0, ("tid", "depth"), tid * 64 + depth,
+              pl.format("NVTX · thread {}", tid) + pl.when(depth > 0).then(pl.format(" · level {}", depth)).otherwise(pl.lit("")),
+              pl.coalesce("text", pl.lit("(unnamed range)"))),
+        _Kind("api", "api", 0, ("tid",), (1 << 40) + tid, pl.format("CUDA API · thread {}", tid), pl.col("name")),
+        _Kind("kernels", "kernel", 0, ("device_id", "stream_id"), _stream_order(), _stream_lane(), pl.col("name")),
+        _Kind("memset", "memset", 1, ("device_id", "stream_id"), _stream_order(), _stream_lane(),
+              pl.format("memset {} B", pl.col("bytes"))),
+        _Kind("memcpy", "memcpy", 0, ("device_id", "stream_id"), _stream_order() + 1,
+              _stream_lane() + pl.lit(" · memcpy"), pl.format("{} {} B", pl.col("kind"), pl.col("bytes"))),
+    )
+
+
 def events(tl: Timeline) -> Events:
-    """Flatten ``tl`` into drawable events. ``order`` sorts lanes: NVTX, API, then GPU streams."""
-    parts = [
-        tl.nvtx.select(
-            order=pl.col("tid").fill_null(0) * 64 + pl.col("depth").fill_null(0),
-            lane=pl.format("NVTX · thread {}", pl.col("tid").fill_null(0))
-            + pl.when(pl.col("depth").fill_null(0) > 0).then(pl.format(" · level {}", pl.col("depth"))).otherwise(pl.lit("")),
-            category=pl.lit("nvtx"),
-            start_ns="start_ns",
-            end_ns=pl.coalesce("end_ns", "start_ns"),
-            name=pl.coalesce("text", pl.lit("(unnamed range)")),
-        ),
-        tl.api.select(
-            order=pl.lit(1 << 40) + pl.col("tid").fill_null(0),
-            lane=pl.format("CUDA API · thread {}", pl.col("tid").fill_null(0)),
-            category=pl.lit("api"), start_ns="start_ns", end_ns="end_ns", name="name",
-        ),
-        tl.kernels.select(
-            order=pl.lit(2 << 40) + pl.col("device_id").fill_null(0) * (1 << 24) + pl.col("stream_id").fill_null(0) * 4,
-            lane=_stream_lane(), category=pl.lit("kernel"), start_ns="start_ns", end_ns="end_ns", name="name",
-        ),
-        tl.memset.select(
-            order=pl.lit(2 << 40) + pl.col("device_id").fill_null(0) * (1 << 24) + pl.col("stream_id").fill_null(0) * 4,
-            lane=_stream_lane(), category=pl.lit("memset"), start_ns="start_ns", end_ns="end_ns",
-            name=pl.format("memset {} B", pl.col("bytes")),
-        ),
-        tl.memcpy.select(
-            order=pl.lit(2 << 40) + pl.col("device_id").fill_null(0) * (1 << 24) + pl.col("stream_id").fill_null(0) * 4 + 1,
-            lane=_stream_lane() + pl.lit(" · memcpy"), category=pl.lit("memcpy"), start_ns="start_ns",
-            end_ns="end_ns", name=pl.format("{} {} B", pl.col("kind"), pl.col("bytes")),
-        ),
-    ]
-    frame = (pl.concat([p.cast(EVENT_SCHEMA) for p in parts if p.height])
-             if any(p.height for p in parts) else pl.DataFrame(schema=EVENT_SCHEMA))
-    frame = frame.filter(pl.col("start_ns").is_not_null()).sort(["order", "lane", "category", "start_ns"])
-    lanes = frame.group_by("lane").agg(pl.col("order").min()).sort(["order", "lane"])["lane"].to_list()
+    """Flatten ``tl`` into drawable events: NVTX lanes first, then API, then GPU streams."""
+    rows, labels, names = [], [], {}
+    for k, kind in enumerate(_kinds()):
+        df = getattr(tl, kind.table)
+        if df.is_empty():
+            continue
+        order = kind.position * SLOTS + kind.slot
+        end = pl.coalesce("end_ns", "start_ns") if kind.table == "nvtx" else pl.col("end_ns")
+        rows.append(df.select(order=order, kind=pl.lit(k), start_ns="start_ns", end_ns=end,
+                              row=pl.int_range(pl.len())).cast(EVENT_SCHEMA))
+        names[k] = df.select(kind.name.cast(pl.Utf8)).to_series()
+        # labels are formatted once per lane, not once per event
+        labels.append(df.select(kind.keys).unique().select(order=order.cast(pl.Int64), lane=kind.label,
+                                                          position=kind.position.cast(pl.Int64)))
+    if not rows:
+        empty = pl.DataFrame(schema=EVENT_SCHEMA)
+        return Events(empty, pl.DataFrame(schema={"order": pl.Int64, "lane": pl.Utf8}), [], None, {})
+    frame = pl.concat(rows).filter(pl.col("start_ns").is_not_null()).sort(["order", "start_ns"])
+    lane_of = pl.concat(labels).unique("order")
+    lanes = lane_of.group_by("lane").agg(pl.col("position").min()).sort(["position", "lane"])["lane"].to_list()
     span = None if frame.is_empty() else (int(frame["start_ns"].min()), int(frame["end_ns"].max()))
-    return Events(frame=frame, lanes=lanes, span_ns=span)
+    return Events(frame=frame, lane_of=lane_of.select("order", "lane"), lanes=lanes, span_ns=span, names=names)
 
 
 def window(ev: Events, t0: int, t1: int, width_px: int = WIDTH_PX) -> pl.DataFrame:
@@ -99,25 +127,31 @@ def window(ev: Events, t0: int, t1: int, width_px: int = WIDTH_PX) -> pl.DataFra
     """
     px_ns = max((t1 - t0) / width_px, 1.0)
     visible = ev.frame.lazy().filter((pl.col("end_ns") >= t0) & (pl.col("start_ns") <= t1))
-    key = ["lane", "category"]
-    return (
-        visible.with_columns(prev_end=pl.col("end_ns").cum_max().shift(1).over(key))
+    bars = (
+        visible.with_columns(prev_end=pl.col("end_ns").cum_max().shift(1).over("order"))
         .with_columns(group=(pl.col("prev_end").is_null() | (pl.col("start_ns") - pl.col("prev_end") >= px_ns)).cum_sum())
         .group_by("group", maintain_order=True)
         .agg(
-            pl.col("lane").first(),
-            pl.col("category").first(),
+            pl.col("order").first(),
+            pl.col("kind").first(),
             pl.col("start_ns").min(),
             pl.col("end_ns").max(),
             pl.len().alias("events"),
             (pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"),
-            pl.col("name").first(),
+            pl.col("row").first(),
         )
+        .join(ev.lane_of.lazy(), on="order", how="left", maintain_order="left")
         .with_columns(busy_pct=(100.0 * pl.col("busy_ns") / (pl.col("end_ns") - pl.col("start_ns")))
                       .fill_nan(100.0).clip(0.0, 100.0))
-        .drop("group", "busy_ns")
         .collect()
     )
+    kinds = _kinds()
+    named = [part.with_columns(category=pl.lit(kinds[k].category), name=ev.names[k].gather(part["row"]))
+             for (k,), part in bars.group_by("kind", maintain_order=True)]
+    columns = ["lane", "category", "start_ns", "end_ns", "events", "busy_pct", "name"]
+    if not named:
+        return bars.with_columns(category=pl.lit(None, pl.Utf8), name=pl.lit(None, pl.Utf8)).select(columns)
+    return pl.concat([n.select(columns) for n in named]).sort("start_ns", maintain_order=True)
 
 
 def _hover(bars: pl.DataFrame) -> pl.Series:
