@@ -22,6 +22,10 @@ COMMAND_MODULES = [
     "coach.cli.diagnose",
     "coach.cli.predict",
     "coach.cli.roofline",
+    "coach.cli.doctor",
+    "coach.cli.profile",
+    "coach.cli.record",
+    "coach.cli.run",
     "coach.cli.dash",
 ]
 

@@ -8,7 +8,6 @@ import typer
 
 from coach.cli.main import app
 from coach.cli.output import console, print_json, progress
-from coach.ingest import expand, load
 
 
 @app.command("load")
@@ -24,6 +23,8 @@ def load_cmd(
 
         coach load run.sqlite --json
     """
+    from coach.ingest import expand, load  # polars: imported only when the command runs
+
     paths = expand(list(files))
     profiles = []
     with progress("reading profiles", total=len(paths)) as advance:

@@ -1,0 +1,200 @@
+"""``coach run scenario-NN``: work through a debugging scenario: the symptom, your first move, the
+evidence and the diagnosis, the fix, and the numbers before and after.
+
+Without a GPU (or without --live) every number comes from the recording in traces/, and the
+output says where and when it was recorded. With --live on a GPU machine the scenario is recorded
+afresh first (both variants, plain and profiled) and the same walk-through uses those numbers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from coach.cli.main import app
+from coach.cli.output import console, err_console
+from coach.errors import CoachError
+
+_ARROW = {"down": "down", "up": "up", "same": "about the same"}
+
+
+@app.command("run")
+def run_cmd(
+    scenario_id: str = typer.Argument(..., metavar="SCENARIO", help="scenario-07, 07 or 7."),
+    no_interactive: bool = typer.Option(False, "--no-interactive", help="Do not stop for your answer (for scripts and CI)."),
+    live: bool = typer.Option(False, "--live", help="Record the scenario on this machine's GPU now, instead of reading traces/."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Which recorded GPU to show (a folder of traces/, e.g. h200)."),
+    traces: Path | None = typer.Option(None, "--traces", help="A traces folder other than the project's."),
+) -> None:
+    """Work through a debugging scenario from its recorded traces (or live, with --live).
+
+    Examples:
+
+        coach run scenario-01
+
+        coach run 15 --no-interactive
+    """
+    from coach import scenarios
+
+    scenario = scenarios.find(scenario_id)
+    if importlib.util.find_spec("polars") is None:
+        raise CoachError("coach run reads the recorded profiles with polars, which is not installed here "
+                         "(pip install coach)")
+    with ExitStack() as stack:
+        recording = _record_live(scenario, stack) if live else _recorded(scenario, traces, gpu)
+        _walk_through(scenario, recording, live=live, interactive=not no_interactive)
+
+
+def _recorded(scenario: Any, traces: Path | None, gpu: str | None) -> Any:
+    from coach import recordings
+
+    return recordings.open_recording(scenario, traces, gpu)
+
+
+def _record_live(scenario: Any, stack: ExitStack) -> Any:
+    from coach import recordings
+    from coach.capture import probe
+    from coach.capture.record import record
+
+    found, why = probe.gpus()
+    if not found:
+        raise CoachError(f"--live needs an NVIDIA GPU ({why}); without --live, coach run shows the recording "
+                         "in traces/")
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="coach-live-")))
+    err_console.print(f"recording {scenario.id} on {found[0].name}: slow and fixed, plain and profiled")
+    outcome = record([scenario], tmp / "raw")[0]
+    if outcome.status != "recorded":
+        raise CoachError(f"{scenario.id} could not be recorded: {outcome.message}")
+    recordings.import_raw(tmp / "raw", tmp / "traces")
+    return recordings.open_recording(scenario, tmp / "traces")
+
+
+def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool) -> None:
+    from coach.scenarios import render
+
+    values = recording.values()
+    results = recording.results
+    where = _provenance_line(results, live=live)
+    console.print(f"[bold]{scenario.id}: {escape(scenario.title)}[/]  [dim]({scenario.level}; {_TOOL_NAMES[scenario.tool]})[/]")
+    console.print(f"[yellow]{escape(where)}[/]")
+
+    _section("Symptom")
+    console.print(escape(_reflow(render(scenario.symptom, values))))
+
+    _section("Your move")
+    console.print(escape(scenario.question))
+    if interactive:
+        answer = typer.prompt("your answer", default="", show_default=False)
+        if answer.strip():
+            console.print("[dim]Compare your answer with what a strong one covers:[/]")
+            for line in scenario.rubric.strong:
+                console.print(f"  + {escape(line)}")
+            console.print("[dim]and what would worry an interviewer:[/]")
+            for line in scenario.rubric.red_flags:
+                console.print(f"  - {escape(line)}")
+
+    _section("Evidence (slow -> fixed, from the profiles)")
+    _evidence_table(results.get("evidence") or [])
+
+    _section("Diagnosis of the slow version")
+    _diagnosis(scenario, recording)
+
+    _section("The fix")
+    console.print(f"[bold]{escape(_reflow(render(scenario.fix.summary, values)))}[/]")
+    console.print(escape(_reflow(render(scenario.fix.details, values))))
+    if scenario.fix.wrong_fix:
+        console.print(f"[dim]What does not help:[/] {escape(_reflow(render(scenario.fix.wrong_fix, values)))}")
+
+    _section("Before and after")
+    _before_after(scenario, results, values)
+    console.print(f"[yellow]{escape(where)}[/]")
+    console.print(f"[dim]The whole story: {scenario.narrative_path}[/]")
+
+
+_TOOL_NAMES = {"ncu": "Nsight Compute", "nsys": "Nsight Systems", "kineto": "PyTorch profiler"}
+
+
+def _reflow(text: str) -> str:
+    """Join the lines of each paragraph (the TOML text is wrapped by hand); the terminal wraps."""
+    return "\n\n".join(" ".join(p.split()) for p in text.strip().split("\n\n"))
+
+
+def _section(title: str) -> None:
+    console.print()
+    console.rule(f"[bold]{title}[/]", align="left")
+
+
+def _provenance_line(results: dict[str, Any], *, live: bool) -> str:
+    prov = results.get("provenance") or {}
+    gpu = results.get("gpu") or "an unknown GPU"
+    driver = (prov.get("gpu") or {}).get("driver")
+    cuda = prov.get("cuda_driver_version")
+    tools = ", ".join(x for x in (driver and f"driver {driver}", cuda and f"CUDA {cuda}") if x)
+    stamp = str(results.get("recorded_at") or "")
+    when = f"{stamp[:10]} {stamp[11:16]} UTC" if len(stamp) >= 16 else (stamp or "an unrecorded date")
+    if live:
+        return f"Measured just now on this machine's {gpu} ({tools})."
+    return f"Recorded on an {gpu} ({tools}) on {when}: these numbers come from that recording, not from this machine."
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if not isinstance(value, (int, float)):
+        return "n/a"
+    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{text} {unit}".strip()
+
+
+def _evidence_table(items: list[dict[str, Any]]) -> None:
+    if not items:
+        console.print("no evidence recorded")
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("metric", "slow", "fixed", "expected", ""):
+        table.add_column(col, overflow="fold")
+    for item in items:
+        moved = item.get("moved_as_expected")
+        mark = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]n/a[/]"}[moved]
+        table.add_row(escape(item["label"]), _fmt(item.get("slow"), item.get("unit", "")),
+                      _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark)
+    console.print(table)
+
+
+def _diagnosis(scenario: Any, recording: Any) -> None:
+    from coach.cli.profile import analyse, show_analysis
+
+    tool = {"ncu": "ncu", "nsys": "nsys", "kineto": "kineto"}[scenario.tool]
+    profile = recording.profile("slow", tool)
+    if profile is None:
+        console.print(f"the recording holds no {_TOOL_NAMES[tool]} profile of the slow version")
+        return
+    show_analysis(analyse(profile), expected_rule=scenario.first_rule)
+    console.print(f"[dim]The scenario's bottleneck class: {scenario.bottleneck.value}[/]")
+
+
+def _before_after(scenario: Any, results: dict[str, Any], values: dict[str, Any]) -> None:
+    variants = results.get("variants") or {}
+    unit = (variants.get("slow") or {}).get("unit") or "run"
+    bound = {"dram": "useful GB/s", "pcie": "host-to-device GB/s", "compute": "useful GB/s"}[scenario.model.bound]
+    flops = scenario.model.flop_per_s is not None  # arithmetic is part of the model
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("", f"time per {unit} (median)", bound, *(("TFLOP/s",) if flops else ()), "% of floor"):
+        table.add_column(col, justify="right")
+    for variant in ("slow", "fixed"):
+        rate = (_fmt(values.get(f"{variant}_tflop_per_s")),) if flops else ()
+        table.add_row(variant, _fmt(values.get(f"{variant}_ms"), "ms"), _fmt(values.get(f"{variant}_gb_per_s")),
+                      *rate, _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
+    console.print(table)
+    speedup = values.get("speedup")
+    if isinstance(speedup, (int, float)):
+        ok = speedup >= scenario.min_speedup
+        verdict = "[green]meets[/]" if ok else "[red]falls short of[/]"
+        console.print(f"speed-up [bold]{speedup:.2f}x[/] ({verdict} the scenario's minimum of {scenario.min_speedup:g}x)")
+    console.print(f"[dim]floor: {_fmt(values.get('floor_ms'), 'ms')} per {unit} from the bytes/FLOPs model at "
+                  f"{escape(scenario.model.ceiling_source)}[/]")

@@ -1,0 +1,104 @@
+"""How Nsight Systems SQLite exports name things, from nsys 2021 to 2026, kept as data.
+
+Two tables beside this module hold everything that differs between nsys versions, so that a new
+layout is a new row, not new code:
+
+``nsys_columns.csv``
+    One row per (canonical table, column, raw table, raw column). Rows sharing a canonical table
+    list its raw tables in priority order: the first one the export holds is read (``TARGET_INFO_GPU``
+    before the 2021 ``TARGET_INFO_CUDA_GPU``). Rows sharing a canonical column list alternatives:
+    the column takes the first non-null of those the export has (``syncType``, then
+    ``deprecatedSyncType``). ``scale`` converts units (kHz to Hz); ``seen_in`` records the nsys
+    versions checked to have the column (real exports of 2022.4 and 2025.3, NVIDIA's schema
+    reference for 2026.4, public readers of 2021.x exports).
+
+``nsys_enums.csv``
+    Enumerations. When the export carries its own ``ENUM_*`` table, its ids are matched to ours by
+    symbol name, so a renumbering cannot mislead; older exports without the table get the built-in
+    ids, taken from CUPTI's headers and NVIDIA's own report scripts (each row names its source).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Mapping
+
+import polars as pl
+
+_HERE = Path(__file__).resolve().parent
+COLUMNS_CSV = _HERE / "nsys_columns.csv"
+ENUMS_CSV = _HERE / "nsys_enums.csv"
+
+
+@cache
+def columns() -> pl.DataFrame:
+    """The raw -> canonical column table, in file order (which is priority order)."""
+    return pl.read_csv(COLUMNS_CSV, schema_overrides={"scale": pl.Int64}).with_row_index("priority")
+
+
+@cache
+def enums() -> pl.DataFrame:
+    """The enumeration table: enum, raw_table, id, raw_name, value, source."""
+    return pl.read_csv(ENUMS_CSV, schema_overrides={"id": pl.Int64})
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """What to select from one export for one canonical table."""
+
+    raw_table: str
+    select: dict[str, str]  # staging column -> SQL expression over the raw table
+    text_columns: frozenset[str]  # staging columns selected as BLOB, to be decoded leniently
+
+    def sql(self) -> str:
+        cols = ", ".join(f"{expr} AS {_quote(name)}" for name, expr in self.select.items())
+        return f"SELECT {cols} FROM {_quote(self.raw_table)}"
+
+
+def plan(table: str, present: Mapping[str, frozenset[str]]) -> TablePlan | None:
+    """The raw table and column expressions for canonical ``table``, given the export's tables and
+    their columns; None when the export holds none of the raw tables (an empty canonical table)."""
+    rows = columns().filter(pl.col("table") == table)
+    raw_tables = [t for t in rows["raw_table"].unique(maintain_order=True) if t in present]
+    if not raw_tables:
+        return None
+    raw_table = raw_tables[0]
+    have = present[raw_table]
+    select: dict[str, list[str]] = {}
+    text: set[str] = set()
+    for row in rows.filter(pl.col("raw_table") == raw_table).iter_rows(named=True):
+        if row["raw_column"] not in have:
+            continue
+        expr = _quote(row["raw_column"])
+        if row["type"] == "text":
+            expr = f"CAST({expr} AS BLOB)"
+            text.add(row["column"])
+        elif row["scale"] is not None:
+            expr = f"({expr} * {int(row['scale'])})"
+        select.setdefault(row["column"], []).append(expr)
+    exprs = {name: (alts[0] if len(alts) == 1 else f"coalesce({', '.join(alts)})") for name, alts in select.items()}
+    return TablePlan(raw_table=raw_table, select=exprs, text_columns=frozenset(text))
+
+
+def enum_values(enum: str, export_rows: pl.DataFrame | None) -> pl.DataFrame:
+    """``(id, value)`` for ``enum``. ``export_rows`` is the export's own ``(id, name)`` enum table,
+    or None where the export lacks it; its names are matched to ours, unknown names map to
+    ``"unknown"``."""
+    ours = enums().filter(pl.col("enum") == enum)
+    if export_rows is None:
+        return ours.select("id", "value")
+    by_name = ours.select(pl.col("raw_name").alias("name"), "value").unique("name", keep="first")
+    return (export_rows.select(pl.col("id").cast(pl.Int64), pl.col("name").cast(pl.String))
+            .join(by_name, on="name", how="left")
+            .select("id", pl.col("value").fill_null("unknown")))
+
+
+def enum_table(enum: str) -> str:
+    """The export's ``ENUM_*`` table that describes ``enum``."""
+    return enums().filter(pl.col("enum") == enum)["raw_table"][0]
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

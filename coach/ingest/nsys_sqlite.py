@@ -1,0 +1,423 @@
+"""Read an Nsight Systems SQLite export (``nsys export --type sqlite``) into a ``Timeline``.
+
+Reading is columnar end to end, because real exports hold millions of kernel and API rows: each
+raw table is one SELECT of only the columns coach uses (``nsys_schema`` says which, for each nsys
+version), fetched through ADBC straight into Arrow, large tables in parallel; string ids are looked
+up in only the ``StringIds`` rows referenced; enumerations, process ids and NVTX nesting are Polars
+expressions. No Python code runs per row.
+
+Timestamps stay as nsys records them: integer nanoseconds of session time, counted from the start
+of the capture session (whose wall-clock time is ``Source.meta["session_start_utc"]``).
+
+Strings are whatever bytes the profiled program passed (an NVTX message can be any ``char*``), so
+text is fetched as bytes and decoded as UTF-8, with U+FFFD for bytes that are not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import adbc_driver_manager
+import adbc_driver_sqlite.dbapi as adbc
+import polars as pl
+import pyarrow as pa
+
+from coach.errors import InputError
+from coach.ingest import nsys_schema as schema
+from coach.ingest.detect import NSYS_MARKER_TABLES
+from coach.model import Source, Timeline, make_timeline
+
+#: Staging columns a raw table must have to be read at all. A table without them is a layout coach
+#: does not know, and guessing would give wrong numbers.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "kernels": ("start_ns", "end_ns"),
+    "memcpy": ("start_ns", "end_ns"),
+    "memset": ("start_ns", "end_ns"),
+    "api": ("start_ns", "end_ns", "name_id"),
+    "sync": ("start_ns", "end_ns"),
+    "nvtx": ("start_ns", "event_type"),
+    "devices": ("device_id",),
+}
+
+#: Rows per parallel read of a large table: big enough that a read's fixed cost (a connection, a
+#: statement) is negligible, small enough to spread a million-row table over a laptop's cores.
+PARALLEL_READ_ROWS = 250_000
+
+#: Rows per Arrow batch the driver returns: one batch per parallel read (the driver's default, 1024,
+#: leaves a million-row table in a thousand chunks that every later step would walk).
+_BATCH_ROWS_OPTION = "adbc.sqlite.query.batch_rows"
+_BATCH_ROWS = PARALLEL_READ_ROWS
+
+#: globalPid / globalTid pack the process id in bits 24-47 and the thread id in bits 0-23
+#: (NVIDIA, Nsight Systems "SQLite examples: serialized process and thread identifiers").
+_ID_BITS = 24
+_ID_MASK = (1 << _ID_BITS) - 1
+
+#: CUPTI's "no id" value, CUPTI_SYNCHRONIZATION_INVALID_VALUE, stored as an unsigned 32-bit -1: the
+#: event id of a synchronisation record that did not wait on an event.
+_CUPTI_INVALID_ID = 0xFFFFFFFF
+
+#: CUDA function names carry the version they appeared in (``cudaLaunchKernel_v7000``); the suffix is
+#: dropped so that names read as in CUDA's documentation, as ``nsys stats`` does.
+_API_VERSION_SUFFIX = r"_v\d+$"
+
+#: ``TARGET_INFO_SYSTEM_ENV`` entries worth keeping as provenance.
+_SYSTEM_KEYS = ("NvDriverVersion", "CudaDriverVersion", "OsDescription", "CpuDescription", "CpuCores")
+
+_ENUMS = ("memcpy_kind", "memory_kind", "sync_kind", "nvtx_kind", "api_kind")
+
+_NVTX_KINDS = ("push_pop", "start_end", "mark")
+
+#: Sort key for a range still open when the capture ended: it encloses everything after it.
+_OPEN_END = (1 << 63) - 1
+
+
+def read(path: str | Path) -> Timeline:
+    """Read the export at ``path``; raise ``InputError`` for a file that is not a readable one."""
+    path = Path(path)
+    with _Export.open(path) as export:
+        meta = export.meta()
+        version = meta.get("export", {}).get("EXPORT_PRODUCT_VERSION")
+        raw = export.read(REQUIRED, version)
+        strings = export.strings(raw)
+        enums = {name: export.enum(name) for name in _ENUMS}
+    api = _api(raw["api"], strings, enums["api_kind"])
+    source = Source(path=str(path), format="nsys-sqlite", tool="Nsight Systems", tool_version=version, meta=meta)
+    return make_timeline(
+        source,
+        kernels=_kernels(raw["kernels"], strings),
+        memcpy=_memcpy(raw["memcpy"], enums["memcpy_kind"], enums["memory_kind"]),
+        memset=_memset(raw["memset"], enums["memory_kind"]),
+        api=api,
+        sync=_sync(raw["sync"], api, enums["sync_kind"]),
+        nvtx=_nvtx(raw["nvtx"], strings, enums["nvtx_kind"]),
+        devices=None if raw["devices"] is None else raw["devices"].unique("device_id", keep="first").sort("device_id"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The export: what it holds, and reading it
+# --------------------------------------------------------------------------------------------
+
+
+class _Export:
+    """An open export: its tables and columns, and columnar reads that fail as ``InputError``."""
+
+    def __init__(self, path: Path, connection: adbc.Connection):
+        self.path = path
+        self._con = connection
+        listing = self._arrow("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+                              "WHERE m.type IN ('table', 'view')")
+        grouped = pl.from_arrow(listing).group_by("t").agg("c")
+        self.tables: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in grouped.iter_rows()}
+        if not self.tables:
+            raise InputError(path, "is an SQLite database with no tables (an empty or failed nsys export?)")
+        if not self.tables.keys() & NSYS_MARKER_TABLES:
+            raise InputError(path, "is an SQLite database but not an Nsight Systems export (no StringIds, "
+                                   "TARGET_INFO_* or CUPTI_* tables)")
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path) -> Iterator[_Export]:
+        if not path.is_file():
+            raise InputError(path, "no such file")
+        if path.stat().st_size == 0:
+            raise InputError(path, "is empty")
+        connection = cls._connect(path)
+        try:
+            yield cls(path, connection)
+        finally:
+            connection.close()
+
+    def read(self, tables: Iterable[str], version: str | None) -> dict[str, pl.DataFrame | None]:
+        """Each canonical table's staging frame (every column ``nsys_columns.csv`` names for it, null
+        where the export lacks it), or None where the export holds none of its raw tables.
+
+        Large tables are read in rowid ranges on parallel connections (SQLite decodes rows on one
+        core per statement; the driver releases the GIL while it does), in rowid order."""
+        plans: dict[str, schema.TablePlan] = {}
+        for table in tables:
+            plan = schema.plan(table, self.tables)
+            if plan is None:
+                continue
+            missing = [c for c in REQUIRED[table] if c not in plan.select]
+            if missing:
+                raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(missing)}: an "
+                                            f"export layout coach does not know (written by nsys "
+                                            f"{version or 'of unknown version'})")
+            plans[table] = plan
+        jobs = {table: self._ranges(plan) for table, plan in plans.items()}
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params,
+                                         text=plans[table].text_columns, own_connection=True)
+                             for where, params in ranges]
+                     for table, ranges in jobs.items()}
+            frames = {table: pl.concat([f.result() for f in futures], rechunk=False)
+                      for table, futures in parts.items()}
+        return {table: (self._with_all_columns(table, frames[table]) if table in frames else None) for table in tables}
+
+    def _ranges(self, plan: schema.TablePlan) -> list[tuple[str, tuple]]:
+        """WHERE clauses (with parameters) that split ``plan``'s table into rowid ranges."""
+        # Two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends,
+        # but scans the whole table for both in one SELECT.
+        bounds = self._arrow(f'SELECT (SELECT min(rowid) FROM "{plan.raw_table}") AS first, '
+                             f'(SELECT max(rowid) FROM "{plan.raw_table}") AS last').to_pylist()[0]
+        first, last = bounds["first"], bounds["last"]
+        if first is None or last - first < PARALLEL_READ_ROWS:
+            return [("", ())]
+        bounds = list(range(first - 1, last, PARALLEL_READ_ROWS)) + [last]
+        return [(" WHERE rowid > ? AND rowid <= ?", (lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+
+    @staticmethod
+    def _with_all_columns(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+        wanted = schema.columns().filter(pl.col("table") == table).unique("column", maintain_order=True)
+        absent = [pl.lit(None, pl.String if kind == "text" else pl.Int64).alias(name)
+                  for name, kind in wanted.select("column", "type").iter_rows() if name not in frame.columns]
+        return frame.with_columns(absent) if absent else frame
+
+    def strings(self, raw: dict[str, pl.DataFrame | None]) -> pl.DataFrame:
+        """``(id, value)`` for every string id the staging frames refer to."""
+        ids = pl.concat([frame.get_column(col) for frame, col in ((raw["kernels"], "name_id"),
+                                                                  (raw["kernels"], "demangled_name_id"),
+                                                                  (raw["api"], "name_id"),
+                                                                  (raw["nvtx"], "text_id")) if frame is not None])
+        ids = ids.drop_nulls().unique() if len(ids) else ids
+        if not len(ids):
+            return pl.DataFrame(schema={"id": pl.Int64, "value": pl.String})
+        plan = schema.plan("strings", self.tables)
+        if plan is None:
+            raise InputError(self.path, "refers to names by string id but has no StringIds table (a damaged export, "
+                                        "or a layout coach does not know)")
+        sql = f"{plan.sql()} WHERE {plan.select['id']} IN (SELECT value FROM json_each(?))"
+        return self._frame(sql, (json.dumps(ids.to_list()),), text=plan.text_columns)
+
+    def enum(self, name: str) -> pl.DataFrame:
+        """``(id, value)`` of enumeration ``name``, from the export's own table where it has one."""
+        table = schema.enum_table(name)
+        own = None
+        if table in self.tables and {"id", "name"} <= self.tables[table]:
+            own = self._frame(f'SELECT "id", CAST("name" AS BLOB) AS "name" FROM "{table}"', text=frozenset({"name"}))
+        return schema.enum_values(name, own)
+
+    def meta(self) -> dict:
+        """Provenance: export and capture settings, the session's start, the machine's drivers."""
+        meta: dict = {}
+        for key, table in (("export", "export_meta"), ("capture", "capture_meta")):
+            pairs = self._pairs(table)
+            if pairs:
+                meta[key] = pairs
+        system = self._pairs("system_env")
+        meta.update({f"system_{k}": system[k] for k in _SYSTEM_KEYS if k in system})
+        plan = schema.plan("session", self.tables)
+        if plan is not None:
+            session = self._frame(plan.sql(), text=plan.text_columns)
+            if session.height:
+                first = session.row(0, named=True)
+                meta["session_start_epoch_ns"] = first.get("utc_epoch_ns")
+                meta["session_start_utc"] = first.get("utc_time")
+        return meta
+
+    def _pairs(self, table: str) -> dict:
+        """A name/value table as a dict; a name that repeats (CAPTURE_EVENT_TYPE) keeps all its values."""
+        plan = schema.plan(table, self.tables)
+        if plan is None or not {"name", "value"} <= plan.select.keys():
+            return {}
+        rows = self._frame(plan.sql(), text=plan.text_columns)
+        grouped = rows.group_by("name", maintain_order=True).agg("value")
+        return {name: values[0] if len(values) == 1 else values for name, values in grouped.iter_rows()}
+
+    def _frame(self, sql: str, params: tuple = (), *, text: frozenset[str] = frozenset(),
+               own_connection: bool = False) -> pl.DataFrame:
+        table = self._arrow(sql, params, own_connection=own_connection)
+        columns = [_utf8(table.column(i)) if name in text else table.column(i)
+                   for i, name in enumerate(table.column_names)]
+        return pl.from_arrow(pa.table(columns, names=table.column_names), rechunk=False)
+
+    def _arrow(self, sql: str, params: tuple = (), *, own_connection: bool = False) -> pa.Table:
+        """Run ``sql``; ``own_connection`` for a call from a worker thread (a connection serves one thread)."""
+        connection = self._connect(self.path) if own_connection else self._con
+        try:
+            cursor = connection.cursor()
+            try:
+                cursor.adbc_statement.set_options(**{_BATCH_ROWS_OPTION: str(_BATCH_ROWS)})
+                cursor.execute(sql, params or None)
+                return cursor.fetch_arrow_table()
+            finally:
+                cursor.close()
+        except (adbc_driver_manager.Error, pa.ArrowException) as err:
+            raise InputError(self.path, f"is a damaged SQLite database ({_first_line(err)})") from None
+        finally:
+            if own_connection:
+                connection.close()
+
+    @staticmethod
+    def _connect(path: Path) -> adbc.Connection:
+        try:
+            return adbc.connect(path.resolve().as_uri() + "?mode=ro")
+        except adbc_driver_manager.Error as err:
+            raise InputError(path, f"cannot be opened as SQLite ({_first_line(err)})") from None
+
+
+def _utf8(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Text fetched as bytes, as UTF-8; invalid bytes become U+FFFD instead of failing the read."""
+    if not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        return column.cast(pa.string())  # all null (typed int64 by the driver) or a number stored as text
+    try:
+        return column.cast(pa.string())
+    except pa.ArrowInvalid:
+        # Rare (a program passed non-UTF-8 bytes), so this slower path runs only for such a column.
+        decoded = [None if b is None else b.decode("utf-8", errors="replace") for b in column.to_pylist()]
+        return pa.chunked_array([pa.array(decoded, pa.string())])
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Staging frames -> canonical tables
+# --------------------------------------------------------------------------------------------
+
+
+def _pid(column: str) -> pl.Expr:
+    return (pl.col(column) // (1 << _ID_BITS)) & _ID_MASK
+
+
+def _tid(column: str) -> pl.Expr:
+    return pl.col(column) & _ID_MASK
+
+
+_DUR = (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
+
+
+def _by_start(frame: pl.LazyFrame) -> pl.DataFrame:
+    """``frame`` collected, in start order. nsys writes its tables in start order already, and
+    checking that is cheaper than sorting a million rows again."""
+    collected = frame.collect()
+    return collected if collected["start_ns"].is_sorted() else collected.sort("start_ns", maintain_order=True)
+
+
+def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
+    """Column ``key`` mapped through ``table``'s ``(id, value)`` pairs; null where an id is not there."""
+    return pl.col(key).replace_strict(table["id"], table["value"], default=None, return_dtype=pl.String)
+
+
+def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:
+    if raw is None:
+        return None
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("name_id", strings).alias("name"),
+                      _mapped("demangled_name_id", strings).alias("demangled_name"),
+                      _DUR, _pid("global_pid").alias("pid"))
+        .drop("name_id", "demangled_name_id", "global_pid"))
+
+
+def _memcpy(raw: pl.DataFrame | None, copy_kinds: pl.DataFrame, memory_kinds: pl.DataFrame) -> pl.DataFrame | None:
+    if raw is None:
+        return None
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("copy_kind", copy_kinds).fill_null("unknown").alias("kind"),
+                      _mapped("src_kind", memory_kinds).fill_null("unknown").alias("src_memory"),
+                      _mapped("dst_kind", memory_kinds).fill_null("unknown").alias("dst_memory"))
+        .with_columns(_DUR, _pid("global_pid").alias("pid"),
+                      pageable=(pl.col("src_memory") == "pageable") | (pl.col("dst_memory") == "pageable"))
+        .drop("copy_kind", "src_kind", "dst_kind", "global_pid"))
+
+
+def _memset(raw: pl.DataFrame | None, memory_kinds: pl.DataFrame) -> pl.DataFrame | None:
+    if raw is None:
+        return None
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("memory_kind", memory_kinds).fill_null("unknown").alias("memory"), _DUR,
+                      _pid("global_pid").alias("pid"))
+        .drop("memory_kind", "global_pid"))
+
+
+def _api(raw: pl.DataFrame | None, strings: pl.DataFrame, api_kinds: pl.DataFrame) -> pl.DataFrame | None:
+    if raw is None:
+        return None
+    names = strings.with_columns(pl.col("value").str.replace(_API_VERSION_SUFFIX, ""))
+    by_prefix = (pl.when(pl.col("name").str.starts_with("cuda")).then(pl.lit("runtime"))
+                 .when(pl.col("name").str.starts_with("cu")).then(pl.lit("driver")))
+    return _by_start(
+        raw.lazy()
+        .with_columns(_mapped("name_id", names).alias("name"), _mapped("event_class", api_kinds).alias("api"))
+        .with_columns(pl.when(pl.col("api") != "unknown").then("api").otherwise(by_prefix).alias("api"))
+        .with_columns(_DUR, _pid("global_tid").alias("pid"), _tid("global_tid").alias("tid"))
+        .drop("name_id", "event_class", "global_tid"))
+
+
+def _sync(raw: pl.DataFrame | None, api: pl.DataFrame | None, sync_kinds: pl.DataFrame) -> pl.DataFrame | None:
+    """Synchronisation records. The API call that made a record (same process and correlation id)
+    names its kind and thread; the record's own sync type is the fallback."""
+    if raw is None:
+        return None
+    by_call = schema.enums().filter(pl.col("enum") == "sync_api").select(pl.col("raw_name").alias("call"),
+                                                                         pl.col("value").alias("kind_by_call"))
+    frame = raw.lazy().with_columns(_pid("global_pid").alias("pid"))
+    if api is not None:
+        calls = (api.lazy().filter(pl.col("correlation_id").is_in(raw["correlation_id"].implode()))
+                 .select("pid", "correlation_id", "tid", pl.col("name").alias("call"))
+                 .unique(["pid", "correlation_id"], keep="first"))
+        frame = frame.join(calls, on=["pid", "correlation_id"], how="left")
+    else:
+        frame = frame.with_columns(tid=pl.lit(None, pl.Int64), call=pl.lit(None, pl.String))
+    return _by_start(
+        frame
+        .join(by_call.lazy(), on="call", how="left")
+        .with_columns(pl.coalesce("kind_by_call", _mapped("sync_type", sync_kinds), pl.lit("unknown")).alias("kind"),
+                      pl.when(pl.col("event_id") != _CUPTI_INVALID_ID).then("event_id").alias("event_id"),
+                      _DUR)
+        .drop("call", "kind_by_call", "sync_type", "global_pid"))
+
+
+def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFrame) -> pl.DataFrame | None:
+    if raw is None:
+        return None
+    events = (raw.lazy()
+              .with_columns(_mapped("event_type", nvtx_kinds).alias("kind"),
+                            pl.coalesce("text", _mapped("text_id", strings)).alias("text"),
+                            _pid("global_tid").alias("pid"), _tid("global_tid").alias("tid")))
+    # A domain is named by its create event, in the process that created it (as nvtxpptrace.py does).
+    domains = (events.filter(pl.col("kind") == "domain")
+               .group_by("pid", "domain_id").agg(pl.col("text").sort_by("start_ns").first().alias("domain")))
+    # Materialised once: the row index below must mean the same row in both uses of ``rows``.
+    rows = (events.filter(pl.col("kind").is_in(_NVTX_KINDS))
+            .join(domains, on=["pid", "domain_id"], how="left")
+            .with_columns(_DUR)
+            .collect()
+            .with_row_index("_row")
+            .lazy())
+    return (rows.join(_nesting(rows), on="_row", how="left")
+            .drop("_row", "event_type", "text_id", "domain_id", "global_tid")
+            .sort("start_ns", "depth", nulls_last=True)
+            .collect())
+
+
+def _nesting(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """``(_row, depth)``: how many push/pop ranges of the same thread enclose each push/pop range
+    and mark. Walks each thread's opens and closes in time order and keeps a running count, as the
+    NVTX stack would: at equal times a close comes before an open (back-to-back ranges do not nest),
+    an outer range opens before an inner one that starts with it, and a mark comes last. Start/end
+    ranges are not on the thread's stack: their depth is null."""
+    stack = rows.filter(pl.col("kind") == "push_pop")
+    opens = stack.select("_row", "global_tid", t=pl.col("start_ns"), order=pl.lit(1), delta=pl.lit(1),
+                         tie=-pl.col("end_ns").fill_null(_OPEN_END))
+    closes = stack.filter(pl.col("end_ns").is_not_null()).select(
+        pl.lit(None).cast(pl.get_index_type()).alias("_row"), "global_tid", t=pl.col("end_ns"), order=pl.lit(0),
+        delta=pl.lit(-1), tie=pl.lit(0, pl.Int64))
+    marks = rows.filter(pl.col("kind") == "mark").select("_row", "global_tid", t=pl.col("start_ns"), order=pl.lit(2),
+                                                          delta=pl.lit(0), tie=pl.lit(0, pl.Int64))
+    return (pl.concat([opens, closes, marks], how="vertical_relaxed")
+            .sort("global_tid", "t", "order", "tie")
+            .with_columns(level=pl.col("delta").cum_sum().over("global_tid"))
+            .filter(pl.col("_row").is_not_null())
+            .select("_row", depth=pl.col("level") - pl.col("delta")))

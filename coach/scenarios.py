@@ -1,0 +1,617 @@
+"""Debugging scenarios: ``scenarios/scenario-NN-<slug>/scenario.toml`` loaded into typed dataclasses.
+
+A scenario is a planted performance problem with its slow and fixed programs, the diagnosis the
+coach must reach, the evidence that proves it, and how to profile it. ``scenarios/README.md``
+documents the format field by field; this module is its single reader. Everything is validated once,
+here, so that a bad file fails with one line naming the file and the field::
+
+    scenarios/scenario-01-aos/scenario.toml: field 'expected.bottleneck': 'dram' is not a bottleneck
+    class (one of dram-bandwidth, memory-access-pattern, ...)
+
+Only the standard library is used: ``coach.capture`` reads scenarios on a GPU machine where nothing
+but the GPU stack is installed. Checks that need the canonical schemas (does an evidence metric name
+a column?) happen where the profiles are read, in ``coach.recordings``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coach.analyze.findings import Bottleneck
+from coach.errors import CoachError, InputError
+from coach.paths import scenarios_dir
+
+SCENARIO_FILE = "scenario.toml"
+NARRATIVE_FILE = "narrative.md"
+NOTES_FILE = "notes.md"
+
+FOLDER_RE = re.compile(r"^(scenario-(\d{2}))-([a-z0-9]+(?:-[a-z0-9]+)*)$")
+RULE_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+LEVELS = ("beginner", "intermediate", "advanced")
+TOOLS = ("ncu", "nsys", "kineto")
+VARIANTS = ("slow", "fixed")
+DIRECTIONS = ("down", "up", "same")
+AGGREGATIONS = ("sum", "mean", "min", "max", "count")
+#: Which profile each canonical table comes from: Nsight Compute's kernel profile, or a timeline.
+KERNEL_TABLES = ("launches",)
+TIMELINE_TABLES = ("kernels", "memcpy", "memset", "api", "sync", "nvtx")
+#: The column an evidence entry's ``kernel`` expression is matched against, per table.
+NAME_COLUMNS = {"launches": "kernel_name", "kernels": "name", "api": "name", "nvtx": "text"}
+#: Which ceiling the bytes of the model count against.
+BOUNDS = ("dram", "pcie", "compute")
+
+#: Nsight Compute replays each profiled kernel once per pass (~38 passes for ``--set full`` on
+#: Hopper), so a scenario profiles few launches by default.
+DEFAULT_NCU_LAUNCH_COUNT = 1
+#: Wall-clock limit per program run, profiled or not; a scenario sized to fill the H200 runs in
+#: seconds, and a full Nsight Compute replay of one launch in well under a minute.
+DEFAULT_TIMEOUT_S = 300.0
+
+
+# --------------------------------------------------------------------------------------------
+# The typed form
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program to run: ``python SCRIPT ARGS...`` from the scenario's folder."""
+
+    variant: str
+    script: Path  # absolute
+    args: tuple[str, ...] = ()
+
+    def argv(self, python: str) -> list[str]:
+        return [python, str(self.script), *self.args]
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    """How ``coach record`` profiles the programs."""
+
+    nsys: bool
+    ncu: bool
+    kineto: bool
+    ncu_set: str
+    ncu_kernel: str | None  # a regular expression on kernel names, given to ncu as -k regex:...
+    ncu_launch_count: int
+    keep_ncu_rep: tuple[str, ...]  # variants whose full .ncu-rep is kept (for the source view)
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A number measured on the recorded profiles, and how it must move from slow to fixed.
+
+    The value is ``agg(metric)`` over the rows of ``table`` that pass the filters, or
+    ``sum(metric) / sum(per)`` when ``per`` is given (a ratio of totals: sectors per request,
+    bytes per nanosecond = GB/s), times ``scale``.
+    """
+
+    name: str
+    label: str
+    table: str
+    metric: str
+    per: str | None
+    agg: str
+    where: tuple[tuple[str, Any], ...]
+    kernel: str | None  # regular expression on the name column of the table (NAME_COLUMNS)
+    direction: str
+    slow_range: tuple[float, float] | None
+    scale: float
+    unit: str
+
+    @property
+    def profile_kind(self) -> str:
+        return "kernel-profile" if self.table in KERNEL_TABLES else "timeline"
+
+
+@dataclass(frozen=True)
+class Model:
+    """The first-principles model: named sizes and expressions over them."""
+
+    bound: str
+    sizes: Mapping[str, float]
+    useful_bytes: str  # the fewest bytes the work must move
+    flops: str
+    moved_bytes: Mapping[str, str]  # variant -> bytes that variant is predicted to move
+    bytes_per_s: float  # the ceiling the bytes count against (``bound``)
+    flop_per_s: float | None  # the arithmetic ceiling, where arithmetic matters
+    ceiling_source: str  # where those ceilings come from (a measurement or a datasheet)
+
+    def value(self, expr: str) -> float:
+        return evaluate(expr, self.sizes)
+
+    def floor_s(self, bytes_expr: str | None = None) -> float:
+        """The least time the work can take: bytes over the bandwidth ceiling, or FLOPs over the
+        arithmetic ceiling, whichever is larger."""
+        t_bytes = self.value(bytes_expr or self.useful_bytes) / self.bytes_per_s
+        t_flops = self.value(self.flops) / self.flop_per_s if self.flop_per_s else 0.0
+        return max(t_bytes, t_flops)
+
+
+@dataclass(frozen=True)
+class Fix:
+    summary: str
+    details: str
+    wrong_fix: str  # a plausible fix that does not help, and why; may be empty
+
+
+@dataclass(frozen=True)
+class Rubric:
+    strong: tuple[str, ...]
+    red_flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str  # "scenario-01"
+    number: int
+    slug: str
+    folder: Path
+    title: str
+    level: str
+    tool: str
+    symptom: str
+    question: str
+    bottleneck: Bottleneck
+    first_rule: str
+    min_speedup: float
+    evidence: tuple[Evidence, ...]
+    fix: Fix
+    rubric: Rubric
+    hints: tuple[str, ...]
+    model: Model
+    programs: Mapping[str, Program]
+    profile: ProfileSpec
+
+    @property
+    def path(self) -> Path:
+        return self.folder / SCENARIO_FILE
+
+    @property
+    def narrative_path(self) -> Path:
+        return self.folder / NARRATIVE_FILE
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def load(path: str | Path) -> Scenario:
+    """Read and validate one scenario (its folder or its scenario.toml)."""
+    p = Path(path)
+    folder = p if p.is_dir() else p.parent
+    file = folder / SCENARIO_FILE
+    if not file.is_file():
+        raise InputError(file, "is missing (every scenario folder holds a scenario.toml)")
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(file, f"is not valid TOML ({err})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(file, f"cannot be read ({err})") from None
+    return _scenario(_Fields(file, data), folder.resolve())
+
+
+def discover(root: str | Path | None = None) -> list[Path]:
+    """The scenario folders under ``root`` (default: the project's scenarios/), in id order."""
+    base = Path(root) if root is not None else scenarios_dir()
+    if not base.is_dir():
+        return []
+    return sorted(d for d in base.iterdir() if d.is_dir() and FOLDER_RE.match(d.name))
+
+
+def all_scenarios(root: str | Path | None = None) -> list[Scenario]:
+    return [load(d) for d in discover(root)]
+
+
+def normalise_id(ident: str) -> str:
+    """'7', '07', 'scenario-07' and 'scenario-07-tail-effect' all name scenario-07."""
+    m = re.fullmatch(r"(?:scenario-)?(\d{1,2})(?:-[a-z0-9-]+)?", ident.strip())
+    if not m:
+        raise CoachError(f"'{ident}' is not a scenario id (scenario-NN, or just NN)")
+    return f"scenario-{int(m.group(1)):02d}"
+
+
+def find(ident: str, root: str | Path | None = None) -> Scenario:
+    """The scenario with this id, or an error that lists the known ones."""
+    sid = normalise_id(ident)
+    folders = discover(root)
+    for d in folders:
+        if FOLDER_RE.match(d.name).group(1) == sid:  # type: ignore[union-attr]
+            return load(d)
+    known = ", ".join(FOLDER_RE.match(d.name).group(1) for d in folders) or "none"  # type: ignore[union-attr]
+    raise CoachError(f"unknown scenario '{sid}'; known scenarios: {known}")
+
+
+def parse_only(text: str) -> list[str]:
+    """``--only 01,2,scenario-15`` -> ['scenario-01', 'scenario-02', 'scenario-15']."""
+    return [normalise_id(part) for part in text.split(",") if part.strip()]
+
+
+# --------------------------------------------------------------------------------------------
+# Text with {placeholders}
+# --------------------------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)(?::([^{}]*))?\}")
+
+
+def placeholders(text: str) -> set[str]:
+    return {m.group(1) for m in _PLACEHOLDER.finditer(text)}
+
+
+def render(text: str, values: Mapping[str, Any]) -> str:
+    """Fill ``{name}`` and ``{name:.2f}`` from ``values``; unknown names are left as written."""
+
+    def fill(m: re.Match[str]) -> str:
+        name, spec = m.group(1), m.group(2) or ""
+        if name not in values or values[name] is None:
+            return m.group(0)
+        try:
+            return format(values[name], spec)
+        except (ValueError, TypeError):
+            return str(values[name])
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Arithmetic over named sizes
+# --------------------------------------------------------------------------------------------
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCTIONS = {"min": min, "max": max}
+
+
+def evaluate(expr: str, names: Mapping[str, float]) -> float:
+    """Evaluate arithmetic (+ - * / // % **, min, max, parentheses) over ``names``.
+
+    Raises ``ValueError`` naming what is wrong; no Python beyond that arithmetic is run.
+    """
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"'{expr}' is not an arithmetic expression ({err.msg})") from None
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise ValueError(f"'{expr}' uses '{node.id}', which is not a named size")
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](ev(node.operand))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
+                and node.args and not node.keywords):
+            return _FUNCTIONS[node.func.id](ev(a) for a in node.args)
+        raise ValueError(f"'{expr}' may use only numbers, named sizes, + - * / // % **, min and max")
+
+    try:
+        value = float(ev(tree))
+    except ZeroDivisionError:
+        raise ValueError(f"'{expr}' divides by zero") from None
+    except OverflowError:
+        raise ValueError(f"'{expr}' overflows") from None
+    if not math.isfinite(value):
+        raise ValueError(f"'{expr}' is not finite")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+_REQUIRED = object()
+
+
+class _Fields:
+    """A TOML table being read: typed getters whose errors name the file and the dotted field."""
+
+    def __init__(self, path: Path, data: Mapping[str, Any], prefix: str = ""):
+        self.path, self.data, self.prefix = path, data, prefix
+        self.seen: set[str] = set()
+
+    def error(self, key: str, problem: str) -> InputError:
+        return InputError(self.path, f"field '{self.prefix}{key}': {problem}")
+
+    def _get(self, key: str, kind: type | tuple[type, ...], what: str, default: Any) -> Any:
+        self.seen.add(key)
+        if key not in self.data:
+            if default is _REQUIRED:
+                raise self.error(key, "is missing")
+            return default
+        value = self.data[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+            raise self.error(key, f"must be {what}, not {_describe(value)}")
+        return value
+
+    def text(self, key: str, default: str | None = None, *, required: bool = True) -> Any:
+        value = self._get(key, str, "text", _REQUIRED if required else default)
+        if isinstance(value, str):
+            value = value.strip()
+            if required and not value:
+                raise self.error(key, "is empty")
+        return value
+
+    def choice(self, key: str, options: tuple[str, ...], default: Any = None) -> str:
+        value = self._get(key, str, "text", _REQUIRED if default is None else default)
+        if value not in options:
+            raise self.error(key, f"'{value}' is not one of {', '.join(options)}")
+        return value
+
+    def number(self, key: str, default: Any = None, *, minimum: float | None = None) -> float:
+        value = self._get(key, (int, float), "a number", _REQUIRED if default is None else default)
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be at least {minimum:g}, not {value:g}")
+        return float(value)
+
+    def integer(self, key: str, default: Any = None, *, minimum: int | None = None) -> int:
+        value = self._get(key, int, "an integer", _REQUIRED if default is None else default)
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be at least {minimum}, not {value}")
+        return int(value)
+
+    def flag(self, key: str, default: bool) -> bool:
+        return bool(self._get(key, bool, "true or false", default))
+
+    def texts(self, key: str, *, required: bool = True, nonempty: bool = True) -> tuple[str, ...]:
+        value = self._get(key, list, "a list of text", _REQUIRED if required else [])
+        if nonempty and required and not value:
+            raise self.error(key, "is an empty list")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise self.error(f"{key}[{i}]", "must be non-empty text")
+        return tuple(item.strip() for item in value)
+
+    def table(self, key: str, *, required: bool = True) -> _Fields:
+        value = self._get(key, dict, "a table", _REQUIRED if required else {})
+        return _Fields(self.path, value, f"{self.prefix}{key}.")
+
+    def tables(self, key: str) -> list[_Fields]:
+        value = self._get(key, list, "an array of tables ([[...]])", _REQUIRED)
+        if not value:
+            raise self.error(key, "is an empty list")
+        out = []
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self.error(f"{key}[{i}]", f"must be a table, not {_describe(item)}")
+            out.append(_Fields(self.path, item, f"{self.prefix}{key}[{i}]."))
+        return out
+
+    def done(self) -> None:
+        """Refuse keys nobody read: a typo in a field name must not pass silently."""
+        unknown = sorted(set(self.data) - self.seen)
+        if unknown:
+            raise self.error(unknown[0], f"is not a known field (known here: {', '.join(sorted(self.seen))})")
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a table"
+    names = {str: "text", bool: "a boolean", int: "an integer", float: "a number"}
+    return f"{names.get(type(value), type(value).__name__)} ({value!r})"
+
+
+def _scenario(f: _Fields, folder: Path) -> Scenario:
+    m = FOLDER_RE.match(folder.name)
+    if not m:
+        raise InputError(folder, "is not named scenario-NN-<slug> (lower-case words joined by '-')")
+    sid = f.text("id")
+    if sid != m.group(1):
+        raise f.error("id", f"'{sid}' does not match the folder name {folder.name}")
+
+    expected = f.table("expected")
+    bottleneck_text = expected.text("bottleneck")
+    try:
+        bottleneck = Bottleneck(bottleneck_text)
+    except ValueError:
+        raise expected.error("bottleneck", f"'{bottleneck_text}' is not a bottleneck class (one of "
+                                           f"{', '.join(b.value for b in Bottleneck)})") from None
+    first_rule = expected.text("first_rule")
+    if not RULE_ID_RE.match(first_rule):
+        raise expected.error("first_rule", f"'{first_rule}' is not a rule id (lower-case words joined by '-')")
+    min_speedup = expected.number("min_speedup", minimum=1.0)
+    expected.done()
+
+    fix_t = f.table("fix")
+    fix = Fix(summary=fix_t.text("summary"), details=fix_t.text("details"),
+              wrong_fix=fix_t.text("wrong_fix", "", required=False) or "")
+    fix_t.done()
+
+    rub = f.table("rubric")
+    rubric = Rubric(strong=rub.texts("strong"), red_flags=rub.texts("red_flags"))
+    rub.done()
+
+    tool = f.choice("tool", TOOLS)
+    model = _model(f.table("model"))
+    programs = _programs(f.table("programs"), folder)
+    profile = _profile(f.table("profile"), tool)
+    evidence = tuple(_evidence(e) for e in f.tables("evidence"))
+    names = [e.name for e in evidence]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise f.error("evidence", f"two entries are named '{dupes[0]}'")
+    kinds = {e.profile_kind for e in evidence}
+    if "kernel-profile" in kinds and not profile.ncu:
+        raise f.error("profile.ncu", "is false, but the evidence reads Nsight Compute's launches table")
+    if "timeline" in kinds and not (profile.nsys or profile.kineto):
+        raise f.error("profile.nsys", "is false (and so is profile.kineto), but the evidence reads timeline tables")
+
+    scenario = Scenario(
+        id=sid,
+        number=int(m.group(2)),
+        slug=m.group(3),
+        folder=folder,
+        title=f.text("title"),
+        level=f.choice("level", LEVELS),
+        tool=tool,
+        symptom=f.text("symptom"),
+        question=f.text("question"),
+        bottleneck=bottleneck,
+        first_rule=first_rule,
+        min_speedup=min_speedup,
+        evidence=evidence,
+        fix=fix,
+        rubric=rubric,
+        hints=f.texts("hints"),
+        model=model,
+        programs=programs,
+        profile=profile,
+    )
+    f.done()
+    return scenario
+
+
+def _model(f: _Fields) -> Model:
+    bound = f.choice("bound", BOUNDS)
+    sizes_t = f.table("sizes")
+    sizes: dict[str, float] = {}
+    for key in sizes_t.data:
+        if not NAME_RE.match(key):
+            raise sizes_t.error(key, "is not a valid size name (lower-case letters, digits, '_')")
+        value = sizes_t.number(key, minimum=0)
+        sizes[key] = int(value) if isinstance(sizes_t.data[key], int) else value
+    if not sizes:
+        raise f.error("sizes", "is empty (name the sizes the programs and the model use)")
+
+    def expr(fields: _Fields, key: str) -> str:
+        text = fields.text(key)
+        try:
+            evaluate(text, sizes)
+        except ValueError as err:
+            raise fields.error(key, str(err)) from None
+        return text
+
+    useful = expr(f, "useful_bytes")
+    flops = expr(f, "flops")
+    bytes_per_s = f.number("bytes_per_s", minimum=1)
+    flop_per_s = f.number("flop_per_s", 0.0, minimum=0) or None
+    source = f.text("ceiling_source")
+    moved_t = f.table("moved_bytes")
+    moved = {}
+    for variant in moved_t.data:
+        if variant not in VARIANTS:
+            raise moved_t.error(variant, f"is not a variant (one of {', '.join(VARIANTS)})")
+        moved[variant] = expr(moved_t, variant)
+    f.done()
+    return Model(bound=bound, sizes=sizes, useful_bytes=useful, flops=flops, moved_bytes=moved,
+                 bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source)
+
+
+def _programs(f: _Fields, folder: Path) -> dict[str, Program]:
+    out = {}
+    for variant in VARIANTS:
+        p = f.table(variant)
+        script = p.text("script")
+        path = (folder / script).resolve()
+        if folder.resolve() not in path.parents or path.suffix != ".py":
+            raise p.error("script", f"'{script}' must be a .py file inside the scenario folder")
+        if not path.is_file():
+            raise p.error("script", f"'{script}' does not exist in {folder.name}")
+        args = p.texts("args", required=False, nonempty=False)
+        p.done()
+        out[variant] = Program(variant=variant, script=path, args=args)
+    f.done()
+    return out
+
+
+def _profile(f: _Fields, tool: str) -> ProfileSpec:
+    spec = ProfileSpec(
+        nsys=f.flag("nsys", False),
+        ncu=f.flag("ncu", False),
+        kineto=f.flag("kineto", False),
+        ncu_set=f.text("ncu_set", "full", required=False),
+        ncu_kernel=f.text("ncu_kernel", None, required=False),
+        ncu_launch_count=f.integer("ncu_launch_count", DEFAULT_NCU_LAUNCH_COUNT, minimum=1),
+        keep_ncu_rep=f.texts("keep_ncu_rep", required=False, nonempty=False),
+        timeout_s=f.number("timeout_s", DEFAULT_TIMEOUT_S, minimum=1),
+    )
+    for v in spec.keep_ncu_rep:
+        if v not in VARIANTS:
+            raise f.error("keep_ncu_rep", f"'{v}' is not a variant (one of {', '.join(VARIANTS)})")
+    if spec.ncu_kernel is not None:
+        try:
+            re.compile(spec.ncu_kernel)
+        except re.error as err:
+            raise f.error("ncu_kernel", f"is not a regular expression ({err})") from None
+    if spec.ncu and not spec.ncu_kernel:
+        raise f.error("ncu_kernel", "is missing (profile only the scenario's kernels: Nsight Compute replays each one)")
+    primary = {"ncu": spec.ncu, "nsys": spec.nsys, "kineto": spec.kineto}[tool]
+    if not primary:
+        raise f.error(tool, f"must be true: the scenario's tool is {tool}")
+    f.done()
+    return spec
+
+
+def _evidence(f: _Fields) -> Evidence:
+    name = f.text("name")
+    if not NAME_RE.match(name):
+        raise f.error("name", f"'{name}' is not a valid name (lower-case letters, digits, '_')")
+    table = f.choice("table", KERNEL_TABLES + TIMELINE_TABLES)
+    metric = f.text("metric")
+    per = f.text("per", None, required=False)
+    agg = f.choice("agg", AGGREGATIONS, "sum")
+    where_t = f.table("where", required=False)
+    where = []
+    for key, value in where_t.data.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise where_t.error(key, f"must be text, a number or a boolean, not {_describe(value)}")
+        where.append((key, value))
+        where_t.seen.add(key)
+    kernel = f.text("kernel", None, required=False)
+    if kernel is not None and table not in NAME_COLUMNS:
+        raise f.error("kernel", f"cannot filter the {table} table by name (only {', '.join(NAME_COLUMNS)})")
+    if kernel is not None:
+        try:
+            re.compile(kernel)
+        except re.error as err:
+            raise f.error("kernel", f"is not a regular expression ({err})") from None
+    slow_range = None
+    if "slow_range" in f.data:
+        raw = f._get("slow_range", list, "a list [low, high]", None)
+        if (len(raw) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in raw)
+                or raw[0] > raw[1]):
+            raise f.error("slow_range", f"must be [low, high] with low <= high, not {raw!r}")
+        slow_range = (float(raw[0]), float(raw[1]))
+    ev = Evidence(
+        name=name,
+        label=f.text("label"),
+        table=table,
+        metric=metric,
+        per=per,
+        agg=agg,
+        where=tuple(where),
+        kernel=kernel,
+        direction=f.choice("direction", DIRECTIONS),
+        slow_range=slow_range,
+        scale=f.number("scale", 1.0),
+        unit=f.text("unit", "", required=False) or "",
+    )
+    f.done()
+    return ev

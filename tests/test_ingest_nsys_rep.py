@@ -1,0 +1,149 @@
+"""Reading ``.nsys-rep`` through ``nsys export``: with stand-in ``nsys`` scripts for each way it can
+go wrong (missing, failing, hanging, too old), and with the real nsys 2022.4 where it is installed.
+No case may leave its temporary export behind."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from coach.errors import InputError, ToolError
+from coach.ingest import load, nsys_rep
+
+OLD_NSYS_VERSION = "NVIDIA Nsight Systems version 2022.4.2.1-df9881f"
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path, monkeypatch):
+    """Temporary files go to a folder of this test's own, checked empty afterwards."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.delenv("COACH_NSYS", raising=False)
+    yield folder
+    assert list(folder.iterdir()) == []
+
+
+@pytest.fixture
+def fake_nsys(tmp_path, monkeypatch):
+    """Install a stand-in ``nsys`` whose ``export`` runs the given shell snippet; ``$out`` is the
+    path passed to --output. Returns its path; PATH holds only its folder and the basic tools."""
+
+    def _install(export_body: str, version_line: str = OLD_NSYS_VERSION) -> Path:
+        bindir = tmp_path / "bin"
+        bindir.mkdir(exist_ok=True)
+        script = bindir / "nsys"
+        script.write_text(f"""#!/bin/sh
+if [ "$1" = "--version" ]; then echo "{version_line}"; exit 0; fi
+out=""
+while [ $# -gt 0 ]; do [ "$1" = "--output" ] && out="$2"; shift; done
+{export_body}
+""")
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+        monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+        return script
+
+    return _install
+
+
+def test_missing_nsys_says_to_install_it_or_pass_the_sqlite(softmax_nsys_rep, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolError, match=r"install Nsight Systems .* pass the report's SQLite export"):
+        load(softmax_nsys_rep)
+
+
+def test_coach_nsys_must_be_executable(softmax_nsys_rep, tmp_path, monkeypatch):
+    monkeypatch.setenv("COACH_NSYS", str(tmp_path / "no-such-nsys"))
+    with pytest.raises(ToolError, match="COACH_NSYS=.*no-such-nsys is not an executable nsys"):
+        load(softmax_nsys_rep)
+
+
+def test_export_through_a_stand_in_nsys(fake_nsys, softmax_nsys_rep, softmax_nsys_sqlite):
+    fake_nsys(f'cp "{softmax_nsys_sqlite}" "$out"')
+    tl = load(softmax_nsys_rep)
+    assert tl.kernels.height == 11 and tl.nvtx.height == 3
+    assert tl.source.format == "nsys-rep" and tl.source.path == str(softmax_nsys_rep)
+    assert tl.source.tool_version == "2025.3.2.0" and tl.source.meta["exported_by"].endswith("nsys")
+
+
+def test_coach_nsys_wins_over_path(fake_nsys, softmax_nsys_rep, softmax_nsys_sqlite, tmp_path, monkeypatch):
+    fake_nsys("exit 9")  # the one on PATH fails
+    chosen = tmp_path / "chosen-nsys"
+    chosen.write_text(f'#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = "--output" ] && out="$2"; shift; done\n'
+                      f'cp "{softmax_nsys_sqlite}" "$out"\n')
+    chosen.chmod(0o755)
+    monkeypatch.setenv("COACH_NSYS", str(chosen))
+    assert load(softmax_nsys_rep).kernels.height == 11
+
+
+def test_failing_export_shows_its_stderr(fake_nsys, softmax_nsys_rep):
+    fake_nsys('echo "progress..."; echo "first complaint" >&2; echo "Exportation error: disk full" >&2; exit 1')
+    with pytest.raises(ToolError) as info:
+        load(softmax_nsys_rep)
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"nsys export failed on {softmax_nsys_rep} (exit 1)" in message
+    assert "first complaint | Exportation error: disk full" in message
+
+
+def test_export_that_writes_nothing(fake_nsys, softmax_nsys_rep):
+    fake_nsys("exit 0")
+    with pytest.raises(ToolError, match=r"\(exit 0\): it printed nothing on stderr"):
+        load(softmax_nsys_rep)
+
+
+def test_unreadable_export_is_reported_against_the_report(fake_nsys, softmax_nsys_rep):
+    fake_nsys('echo "not a database" > "$out"')
+    with pytest.raises(InputError) as info:
+        load(softmax_nsys_rep)
+    assert str(info.value).startswith(f"{softmax_nsys_rep}: nsys export of it gave an unreadable SQLite file")
+
+
+def test_hanging_export_is_stopped_with_its_children(fake_nsys, softmax_nsys_rep, monkeypatch):
+    fake_nsys('touch "$out"; sleep 60; echo never')  # the shell waits on a child sleep
+    monkeypatch.setattr(nsys_rep, "EXPORT_TIMEOUT_S", 1)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"took longer than 1 s and was stopped"):
+        load(softmax_nsys_rep)
+    assert time.monotonic() - started < 10
+
+
+def test_too_old_nsys_names_both_versions(fake_nsys, softmax_nsys_rep):
+    # What Debian's nsys 2022.4 prints for this 2025.3 report (see test_real_nsys_2022_refuses_a_2025_report).
+    fake_nsys('echo "Exportation error: Version not supported: 36398880" >&2; exit 1')
+    with pytest.raises(ToolError) as info:
+        load(softmax_nsys_rep)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "written by Nsight Systems 2025.3.1, which nsys 2022.4.2.1" in message
+    assert "pass the report's .sqlite export" in message
+
+
+def test_too_old_nsys_with_an_unrecognised_report_names_its_format(fake_nsys, tmp_path):
+    rep = tmp_path / "future.nsys-rep"
+    rep.write_bytes(b"NVIDIA Tegra Profiler Report 99999999.\n" + bytes(64))
+    fake_nsys('echo "Exportation error: Version not supported: 99999999" >&2; exit 1', version_line="garbage")
+    with pytest.raises(ToolError, match=r"written by report format 99999999, which this nsys"):
+        load(rep)
+
+
+needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="needs Nsight Systems' nsys")
+
+
+@needs_nsys
+def test_real_nsys_exports_a_report_of_its_own_version(data_dir):
+    tl = load(data_dir / "nsys_nvtx_cpu_2022" / "nvtx_cpu.nsys-rep")
+    assert tl.source.format == "nsys-rep" and tl.nvtx.height == 9 and tl.kernels.height == 0
+
+
+@needs_nsys
+def test_real_nsys_2022_refuses_a_2025_report(softmax_nsys_rep):
+    if "2022.4" not in nsys_rep._nsys_version(nsys_rep.nsys_executable()):
+        pytest.skip("the installed nsys is not 2022.4")
+    with pytest.raises(ToolError, match=r"written by Nsight Systems 2025\.3\.1, which nsys 2022\.4\.2\.1"):
+        load(softmax_nsys_rep)

@@ -1,0 +1,183 @@
+"""The scenario format: the pilot scenarios load and agree with coach's schemas; every kind of bad
+field is refused with one line naming the file and the field."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from test_capture_support import FAKE_SCENARIO
+
+from coach import model, scenarios
+from coach.analyze.findings import Bottleneck
+from coach.errors import CoachError, InputError
+from coach.recordings import placeholder_values
+
+
+def test_pilot_scenarios():
+    found = scenarios.all_scenarios()
+    assert [s.id for s in found][:2] == ["scenario-01", "scenario-15"]
+    s01, s15 = scenarios.find("1"), scenarios.find("scenario-15-pageable-copies")
+    assert (s01.slug, s01.tool, s01.bottleneck, s01.first_rule) == ("aos-particles", "ncu",
+                                                                    Bottleneck.MEMORY_ACCESS, "uncoalesced-global-access")
+    assert (s15.slug, s15.tool, s15.bottleneck, s15.first_rule) == ("pageable-copies", "nsys", Bottleneck.PAGEABLE,
+                                                                    "pageable-memcpy")
+    assert s01.programs["slow"].argv("python")[1:] == [str(s01.folder / "particles.py"), "--variant", "slow"]
+    assert (s01.profile.ncu, s01.profile.ncu_kernel, s01.profile.ncu_launch_count, s01.profile.keep_ncu_rep) == \
+        (True, "drift_x", 1, ("slow",))
+    assert (s15.profile.nsys, s15.profile.ncu) == (True, False)
+    # the bytes model: n = 3 * 2^27 particles, 12 useful bytes each; the slow layout moves 36
+    m = s01.model
+    assert m.sizes["n"] == 402653184 and isinstance(m.sizes["n"], int)
+    assert m.value(m.useful_bytes) == 4831838208
+    assert m.value(m.moved_bytes["slow"]) == 14495514624
+    assert m.floor_s() == pytest.approx(4831838208 / 4.25e12)
+    # scenario 15 is bound by arithmetic once the copy overlaps: 4.4 TFLOP per step against 0.27 GB
+    m = s15.model
+    assert m.value(m.flops) == 2 * 8192**3 * 4
+    assert m.floor_s() == pytest.approx(2 * 8192**3 * 4 / 675e12)
+
+
+@pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
+def test_evidence_names_canonical_columns(scenario):
+    schemas = {**model.KERNEL_PROFILE_TABLES, **model.TIMELINE_TABLES}
+    for e in scenario.evidence:
+        columns = schemas[e.table]
+        for col in (e.metric, e.per, *(k for k, _ in e.where)):
+            assert col is None or col in columns, f"{scenario.id} evidence {e.name}: {col} not in {e.table}"
+        if e.kernel:
+            assert scenarios.NAME_COLUMNS[e.table] in columns
+
+
+@pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
+def test_every_placeholder_has_a_value(scenario):
+    """Each {name} in the scenario's text and narrative is one that a recording fills."""
+    fake = {"gpu": "NVIDIA H200", "recorded_at": "2026-12-01T00:00:00+00:00",
+            "variants": {"slow": {"median_ms": 2.0}, "fixed": {"median_ms": 1.0}},
+            "evidence": [{"name": e.name, "slow": 1.0, "fixed": 1.0} for e in scenario.evidence]}
+    known = set(placeholder_values(scenario, fake))
+    texts = [scenario.symptom, scenario.question, scenario.fix.summary, scenario.fix.details, scenario.fix.wrong_fix,
+             *scenario.hints, *scenario.rubric.strong, *scenario.rubric.red_flags]
+    if scenario.narrative_path.exists():
+        texts.append(scenario.narrative_path.read_text())
+    used = set().union(*(scenarios.placeholders(t) for t in texts))
+    assert used - known == set()
+    assert scenario.narrative_path.is_file()
+
+
+def test_find_and_ids():
+    for ident in ("1", "01", "scenario-01", "scenario-01-aos-particles"):
+        assert scenarios.find(ident).id == "scenario-01"
+    with pytest.raises(CoachError, match=r"^unknown scenario 'scenario-07'; known scenarios: scenario-01, scenario-15"):
+        scenarios.find("7")
+    with pytest.raises(CoachError, match="is not a scenario id"):
+        scenarios.normalise_id("seven")
+    assert scenarios.parse_only("01, 2,scenario-15,") == ["scenario-01", "scenario-02", "scenario-15"]
+
+
+def test_render():
+    values = {"slow_ms": 3.4567, "n": 402653184, "missing": None}
+    assert scenarios.render("{slow_ms:.2f} ms for {n:,} items", values) == "3.46 ms for 402,653,184 items"
+    assert scenarios.render("{unknown} and {missing:.1f} stay; { int i = 0; }", values) == \
+        "{unknown} and {missing:.1f} stay; { int i = 0; }"
+    assert scenarios.placeholders("{a} {b:.2f} {c d}") == {"a", "b"}
+
+
+def test_evaluate():
+    sizes = {"n": 1024, "b": 4}
+    assert scenarios.evaluate("3 * n * b + max(n, 2) // 2 - 2 ** 3", sizes) == 3 * 1024 * 4 + 512 - 8
+    for expr, message in [("n * m", "'m', which is not a named size"), ("n / 0", "divides by zero"),
+                          ("__import__('os')", "may use only numbers"), ("n *", "is not an arithmetic expression"),
+                          ("n.real", "may use only numbers"), ("True + 1", "may use only numbers")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            scenarios.evaluate(expr, sizes)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad files: each case changes the valid fake scenario in one place
+# --------------------------------------------------------------------------------------------
+
+BAD = [
+    ('title = "A fake', 'titel = "A fake', "field 'title': is missing"),
+    ('level = "beginner"', 'level = "expert"', "field 'level': 'expert' is not one of beginner, intermediate, advanced"),
+    ('tool = "ncu"', 'tool = "perf"', "field 'tool': 'perf' is not one of ncu, nsys, kineto"),
+    ('tool = "ncu"', 'tool = "ncu"\ncolour = "blue"', "field 'colour': is not a known field"),
+    ('symptom = "It takes {slow_ms:.1f} ms."', "symptom = 3", "field 'symptom': must be text, not an integer (3)"),
+    ('question = "What would you check first?"', 'question = "  "', "field 'question': is empty"),
+    ('id = "scenario-99"', 'id = "scenario-98"', "field 'id': 'scenario-98' does not match the folder name"),
+    ('bottleneck = "memory-access-pattern"', 'bottleneck = "slow-memory"',
+     "field 'expected.bottleneck': 'slow-memory' is not a bottleneck class (one of dram-bandwidth"),
+    ('first_rule = "uncoalesced-global-access"', 'first_rule = "Uncoalesced Access"',
+     "field 'expected.first_rule': 'Uncoalesced Access' is not a rule id"),
+    ("min_speedup = 1.5", "min_speedup = 0.5", "field 'expected.min_speedup': must be at least 1, not 0.5"),
+    ("min_speedup = 1.5", 'min_speedup = "2x"', "field 'expected.min_speedup': must be a number, not text ('2x')"),
+    ('strong = ["Checks sectors per request."]', "strong = []", "field 'rubric.strong': is an empty list"),
+    ('red_flags = ["Raises occupancy."]', 'red_flags = ["ok", 3]', "field 'rubric.red_flags[1]': must be non-empty text"),
+    ('table = "launches"', 'table = "sectors"', "field 'evidence[0].table': 'sectors' is not one of launches, kernels"),
+    ('direction = "down"', 'direction = "sideways"', "field 'evidence[0].direction': 'sideways' is not one of down"),
+    ("slow_range = [16.0, 32.0]", "slow_range = [32.0, 16.0]",
+     "field 'evidence[0].slow_range': must be [low, high] with low <= high, not [32.0, 16.0]"),
+    ('kernel = "copy"\nmetric', 'kernel = "copy("\nmetric', "field 'evidence[0].kernel': is not a regular expression"),
+    ('table = "launches"\nkernel = "copy"', 'table = "memcpy"\nkernel = "copy"',
+     "field 'evidence[0].kernel': cannot filter the memcpy table by name"),
+    ('name = "sectors_per_request"', 'name = "Sectors per request"',
+     "field 'evidence[0].name': 'Sectors per request' is not a valid name"),
+    ("[[evidence]]", "[evidence]", "field 'evidence': must be an array of tables ([[...]]), not a table"),
+    ('useful_bytes = "8 * n"', 'useful_bytes = "8 * m"', "field 'model.useful_bytes': '8 * m' uses 'm', which is not a named size"),
+    ('useful_bytes = "8 * n"', "useful_bytes = \"open('x')\"", "field 'model.useful_bytes': 'open('x')' may use only numbers"),
+    ('slow = "36 * n"', 'slower = "36 * n"', "field 'model.moved_bytes.slower': is not a variant (one of slow, fixed)"),
+    ("sizes = { n = 1024 }", "sizes = { n = -1 }", "field 'model.sizes.n': must be at least 0, not -1"),
+    ('bound = "dram"', 'bound = "disk"', "field 'model.bound': 'disk' is not one of dram, pcie, compute"),
+    ('ceiling_source = "a round number for the tests"\n', "", "field 'model.ceiling_source': is missing"),
+    ('script = "prog.py"\nargs = ["--variant", "slow"]', 'script = "missing.py"\nargs = ["--variant", "slow"]',
+     "field 'programs.slow.script': 'missing.py' does not exist in scenario-99-fake"),
+    ('script = "prog.py"\nargs = ["--variant", "fixed"]', 'script = "../prog.py"\nargs = ["--variant", "fixed"]',
+     "field 'programs.fixed.script': '../prog.py' must be a .py file inside the scenario folder"),
+    ('ncu_kernel = "copy"\n', "", "field 'profile.ncu_kernel': is missing (profile only the scenario's kernels"),
+    ("ncu = true\nnsys = true", "ncu = false\nnsys = true", "field 'profile.ncu': must be true: the scenario's tool is ncu"),
+    ("timeout_s = 60", "timeout_s = 0", "field 'profile.timeout_s': must be at least 1, not 0"),
+    ("timeout_s = 60", 'keep_ncu_rep = ["faster"]', "field 'profile.keep_ncu_rep': 'faster' is not a variant"),
+    ("hints = [", "hint = [", "field 'hints': is missing"),
+]
+
+
+@pytest.mark.parametrize("old, new, message", BAD, ids=[b[2].split(":")[0] for b in BAD])
+def test_bad_field(tmp_path, old, new, message):
+    folder = tmp_path / "scenario-99-fake"
+    folder.mkdir()
+    (folder / "prog.py").write_text("")
+    assert FAKE_SCENARIO.count(old) >= 1, old
+    (folder / "scenario.toml").write_text(FAKE_SCENARIO.replace(old, new, 1))
+    with pytest.raises(InputError) as exc:
+        scenarios.load(folder)
+    text = str(exc.value)
+    assert text.startswith(f"{folder / 'scenario.toml'}: ")
+    assert message in text
+    assert "\n" not in text
+
+
+def test_good_fake_scenario_loads(tmp_path):
+    folder = tmp_path / "scenario-99-fake"
+    folder.mkdir()
+    (folder / "prog.py").write_text("")
+    (folder / "scenario.toml").write_text(FAKE_SCENARIO)
+    s = scenarios.load(folder / "scenario.toml")
+    assert (s.id, s.number, s.slug, s.min_speedup) == ("scenario-99", 99, "fake", 1.5)
+    assert s.evidence[0].slow_range == (16.0, 32.0) and s.evidence[0].agg == "sum"
+    assert s.profile.ncu_set == "full" and s.profile.timeout_s == 60.0
+
+
+def test_other_bad_files(tmp_path):
+    folder = tmp_path / "scenario-99-fake"
+    folder.mkdir()
+    with pytest.raises(InputError, match="scenario.toml: is missing"):
+        scenarios.load(folder)
+    (folder / "scenario.toml").write_text('id = "scenario-99"\ntitle = "unterminated')
+    with pytest.raises(InputError, match="scenario.toml: is not valid TOML"):
+        scenarios.load(folder)
+    odd = tmp_path / "Scenario_99"
+    shutil.copytree(folder, odd)
+    (odd / "scenario.toml").write_text(FAKE_SCENARIO)
+    with pytest.raises(InputError, match="is not named scenario-NN-<slug>"):
+        scenarios.load(odd)
