@@ -271,3 +271,58 @@ def test_numbers_never_show_raw_floats():
     assert fmt.number(80.392214) == "80.4"
     assert fmt.duration_ns(198080.0) == "198 µs"
     assert fmt.pct(54.319324) == "54.3%"
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios from scenarios/ (their traces are not recorded yet)
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_project_scenarios_are_listed_with_their_words(tmp_path):
+    from coach.app.walkthrough import UNKNOWN, scenario_walkthroughs
+
+    walks = {w.id: w for w in scenario_walkthroughs(traces=tmp_path)}
+    w = walks["scenario-01"]
+    assert w.title == "Uncoalesced global access: particles stored as an array of structs"
+    assert w.bottleneck == "memory-access-pattern" and not w.recorded and w.loader is None
+    # numbers from the bytes model are filled in; the ones a recording gives are not invented
+    assert "402,653,184 particles" in w.symptom and f"takes {UNKNOWN} ms" in w.symptom
+    assert "{" not in w.symptom and "on the ." not in w.symptom
+    assert w.one_line == "A particle simulation keeps each particle as a 32-byte struct (position, velocity, mass, charge)."
+
+
+def test_an_unrecorded_scenario_walks_without_numbers(tmp_path):
+    app = create_app(Settings(traces_dir=tmp_path, kernels_dir=tmp_path))
+    home = json.dumps(dispatch(app, "..page.children", {"url.pathname": "/", "url.search": ""}))
+    assert "scenario-01" in home and "not recorded yet" in home
+    page = json.dumps(dispatch(app, "..page.children", {"url.pathname": "/scenario/scenario-01", "url.search": ""}))
+    assert "traces are not recorded yet" in page
+    out = dispatch(app, "..scn-stepper.children", {"scn-step-store.data": {"step": 2, "answer": "x"},
+                                                   "scn-id.data": "scenario-01"})
+    assert "No evidence recorded" in json.dumps(out["scn-body"]["children"])
+    out = dispatch(app, "..scn-stepper.children", {"scn-step-store.data": {"step": 4, "answer": "x"},
+                                                   "scn-id.data": "scenario-01"})
+    assert "structure of arrays" in json.dumps(out["scn-body"]["children"])
+
+
+# --------------------------------------------------------------------------------------------
+# Timelines in the explorer
+# --------------------------------------------------------------------------------------------
+
+
+def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys_sqlite):
+    from coach.ingest import load
+
+    report = app.ctx.reports.add(softmax_nsys_sqlite.name, load(softmax_nsys_sqlite))
+    data = {"token": report.token, "name": report.name}
+    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data}))
+    assert "83 of 83 events in view" in body  # 11 kernels, 4 memcpy, 1 memset, 64 API calls, 3 NVTX ranges
+    lo, hi = report.profile.span_ns
+    mid = (lo + hi) / 2e6
+    out = dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"xaxis.range[0]": mid,
+                                                                                "xaxis.range[1]": mid + 1.0},
+                                                  "report-store.data": data})
+    assert out["exp-timeline"]["figure"]["layout"]["xaxis"]["range"] == pytest.approx([mid, mid + 1.0], abs=1e-6)
+    assert "of 83 events in view" in out["exp-timeline-note"]["children"]
+    assert dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"autosize": True},
+                                                   "report-store.data": data}) == {}

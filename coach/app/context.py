@@ -14,11 +14,7 @@ from typing import Any, Callable, Sequence
 from coach import paths
 from coach.app.reports import Reports
 from coach.app.uploads import DEFAULT_LIMIT_BYTES
-from coach.app.walkthrough import Walkthrough
-
-
-def _no_walkthroughs() -> list[Walkthrough]:
-    return []
+from coach.app.walkthrough import Walkthrough, scenario_walkthroughs
 
 
 @dataclass(frozen=True)
@@ -26,8 +22,9 @@ class Settings:
     traces_dir: Path = field(default_factory=paths.traces_dir)
     kernels_dir: Path = field(default_factory=paths.kernels_dir)
     upload_limit_bytes: int = DEFAULT_LIMIT_BYTES
-    #: Where the scenario walkthroughs come from (called once, on first use).
-    walkthroughs: Callable[[], Sequence[Walkthrough]] = _no_walkthroughs
+    #: Where the scenario walkthroughs come from (called once, on first use): the project's
+    #: scenarios/ and their recordings in traces/ unless a test or another catalogue says otherwise.
+    walkthroughs: Callable[[], Sequence[Walkthrough]] | None = None
 
 
 class Context:
@@ -50,10 +47,14 @@ class Context:
 
     @functools.cached_property
     def _walkthroughs(self) -> dict[str, Walkthrough]:
-        return {w.id: w for w in self.settings.walkthroughs()}
+        make = self.settings.walkthroughs or (lambda: scenario_walkthroughs(traces=self.settings.traces_dir))
+        return {w.id: w for w in make()}
 
     def walkthroughs(self) -> list[Walkthrough]:
+        """Every walkthrough, as listed (profiles not read)."""
         return list(self._walkthroughs.values())
 
     def walkthrough(self, wid: str) -> Walkthrough | None:
-        return self._walkthroughs.get(wid)
+        """One walkthrough with its profiles read (once)."""
+        listed = self._walkthroughs.get(wid)
+        return None if listed is None else self.view(("walkthrough", wid), listed.complete)

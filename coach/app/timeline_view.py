@@ -197,7 +197,7 @@ def figure(ev: Events, t0: int | None = None, t1: int | None = None, width_px: i
         barmode="overlay",
         height=110 + LANE_HEIGHT_PX * max(len(ev.lanes), 3),
         margin=dict(l=10, r=20, t=36, b=50),
-        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, xanchor="left"),
         uirevision="timeline",
         dragmode="zoom",
     )

@@ -9,8 +9,10 @@ fix). Numbers are read from the profiles; the words come from the scenario's fil
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import polars as pl
 
@@ -58,8 +60,16 @@ class Walkthrough:
     fixed_timeline: Timeline | None = field(default=None, compare=False)
     slow_time_ns: float | None = None
     fixed_time_ns: float | None = None
-    slow_bytes_per_s: float | None = None  # DRAM bytes per second, as measured
+    slow_bytes_per_s: float | None = None  # as measured: see ``rate_label``
     fixed_bytes_per_s: float | None = None
+    rate_label: str = "DRAM rate"  # what the bytes per second count
+    recorded: bool = True  # False for a scenario whose traces are not recorded yet
+    #: Reads the profiles behind a walkthrough listed without them (the gallery lists scenarios
+    #: without reading every trace); None when the walkthrough is already complete.
+    loader: Callable[[], "Walkthrough"] | None = field(default=None, compare=False, repr=False)
+
+    def complete(self) -> "Walkthrough":
+        return self if self.loader is None else self.loader()
 
     @property
     def speedup(self) -> float | None:
@@ -144,3 +154,80 @@ def side_by_side(slow: str, fixed: str) -> tuple[list[DiffLine], list[DiffLine]]
         left += old + [DiffLine("", "")] * (pad - len(old))
         right += new + [DiffLine("", "")] * (pad - len(new))
     return left, right
+
+
+# --------------------------------------------------------------------------------------------
+# From a scenario folder and its recording
+# --------------------------------------------------------------------------------------------
+
+_LEFT_OVER = re.compile(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}")
+#: Shown for a number the text names that is not recorded yet.
+UNKNOWN = "…"
+
+
+def _text(template: str, values: dict[str, Any]) -> str:
+    from coach.scenarios import render
+
+    known = {k: v for k, v in values.items() if v not in ("", None)}
+    return _LEFT_OVER.sub(UNKNOWN, render(template, known)).strip()
+
+
+def _healthy(direction: str) -> str:
+    return {"down": "lower once fixed", "up": "higher once fixed", "same": "about the same once fixed"}.get(direction, "")
+
+
+def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
+    """The walkthrough of a ``coach.scenarios.Scenario``, listed without reading its profiles
+    (``complete()`` reads them). Numbers the scenario's text names come from its recording under
+    ``traces``; a scenario not recorded yet shows its words, with the numbers left out."""
+    from coach import recordings
+    from coach.errors import CoachError
+
+    try:
+        rec = recordings.open_recording(scn, traces)
+    except CoachError:
+        rec = None
+    values = rec.values() if rec is not None else recordings.placeholder_values(scn, {})
+    results = rec.results if rec is not None else {}
+    measured = {item["name"]: item for item in results.get("evidence") or []}
+    evidence = tuple(
+        EvidenceRow(label=e.label, metric=e.metric + (f" / {e.per}" if e.per else ""),
+                    slow=(measured.get(e.name) or {}).get("slow"), fixed=(measured.get(e.name) or {}).get("fixed"),
+                    unit=e.unit, healthy=_healthy(e.direction), key=e.direction != "same")
+        for e in scn.evidence) if rec is not None else ()
+
+    def ms_to_ns(key: str) -> float | None:
+        v = values.get(key)
+        return None if v is None else float(v) * 1e6
+
+    def rate(key: str) -> float | None:
+        v = values.get(key)
+        return None if v is None else float(v) * 1e9
+
+    walk = Walkthrough(
+        id=scn.id, title=scn.title, level=scn.level, symptom=_text(scn.symptom, values), question=scn.question,
+        bottleneck=str(scn.bottleneck), fix_summary=scn.fix.summary, fix_details=scn.fix.details,
+        wrong_fix=scn.fix.wrong_fix, hints=tuple(scn.hints), strong=tuple(scn.rubric.strong),
+        red_flags=tuple(scn.rubric.red_flags), evidence=evidence,
+        slow_time_ns=ms_to_ns("slow_ms"), fixed_time_ns=ms_to_ns("fixed_ms"),
+        slow_bytes_per_s=rate("slow_gb_per_s"), fixed_bytes_per_s=rate("fixed_gb_per_s"),
+        rate_label="useful bytes/s", recorded=rec is not None,
+    )
+    if rec is None:
+        return walk
+
+    def load() -> Walkthrough:
+        def timeline(variant: str) -> Any:
+            return rec.profile(variant, "nsys") or rec.profile(variant, "kineto")
+
+        return replace(walk, before=rec.profile("slow", "ncu"), after=rec.profile("fixed", "ncu"),
+                       slow_timeline=timeline("slow"), fixed_timeline=timeline("fixed"), loader=None)
+
+    return replace(walk, loader=load)
+
+
+def scenario_walkthroughs(scenarios_dir: Path | None = None, traces: Path | None = None) -> list[Walkthrough]:
+    """Every scenario under ``scenarios_dir`` (the project's by default), as walkthroughs."""
+    from coach import scenarios
+
+    return [from_scenario(scn, traces) for scn in scenarios.all_scenarios(scenarios_dir)]

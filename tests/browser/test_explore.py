@@ -66,7 +66,7 @@ def test_upload_nsys_sqlite_shows_the_timeline_and_findings(driver, live_app):
     wait_for(driver, "#exp-summary", "torch_softmax_nvtx.sqlite")
     wait_for(driver, "#exp-timeline .main-svg")
     assert "events in view" in wait_for(driver, "#exp-timeline-note").text
-    wait_for(driver, "#exp-findings .card")
+    wait_for(driver, "#exp-findings .finding, #exp-findings .alert")
     wait_idle(driver)
     screenshot(driver, "explore-timeline")
     assert_clean_console(driver)

@@ -162,8 +162,11 @@ def findings_view(report: OpenReport, kernel: str | None) -> Any:
         chosen = [f for f in found if kernel in (None, ALL_KERNELS) or str(f.launch_id) == kernel]
         real = [f for f in chosen if not analysis.is_note(f)]
         notes = [f for f in chosen if analysis.is_note(f)]
-        body = [finding_card(f, top=(i == 0)) for i, f in enumerate(real)] or [
-            alert("No problems found" + ("" if kernel in (None, ALL_KERNELS) else " in this kernel") + ".", "ok")]
+        body = [finding_card(f, top=(i == 0)) for i, f in enumerate(real)]
+        if not real:
+            where = "" if kernel in (None, ALL_KERNELS) else " in this kernel"
+            body.append(alert(f"No problems found{where}.", "ok") if not notes else
+                        alert(f"No findings{where}, but {len(notes)} of the checks could not run (below).", "info"))
         if notes:
             body.append(html.Details([html.Summary(f"{len(notes)} checks could not run on this report"),
                                       html.Ul([html.Li(n.message) for n in notes])], className="more"))

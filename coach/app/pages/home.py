@@ -22,7 +22,8 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
     walks = ctx.walkthroughs()
     scenario_tiles = [
         dcc.Link([
-            html.Div([badge(w.level, LEVEL_BADGE.get(w.level, "")), badge(w.id, "muted")], className="badges"),
+            html.Div([badge(w.level, LEVEL_BADGE.get(w.level, "")), badge(w.id, "muted"),
+                      *([] if w.recorded else [badge("not recorded yet", "muted")])], className="badges"),
             html.H3(w.title),
             html.P(w.one_line),
         ], href=f"/scenario/{w.id}", className="card tile", id=f"tile-{w.id}")

@@ -13,10 +13,10 @@ from dash import Dash, Input, Output, State, ctx as callback_ctx, dcc, html, no_
 
 from coach.app import analysis, ids, timeline_view
 from coach.app import format as fmt
-from coach.app.components import badge, card, empty, finding_card, guarded, header, plain_table, quantity, stat
+from coach.app.components import alert, badge, card, empty, finding_card, guarded, header, plain_table, quantity, stat
 from coach.app.context import Context
 from coach.app.theme import fit
-from coach.app.walkthrough import ANSWER_STEP, STEPS, Walkthrough, side_by_side
+from coach.app.walkthrough import ANSWER_STEP, STEPS, UNKNOWN, Walkthrough, side_by_side
 
 PREFIX = "/scenario/"
 PATH = "/scenario"
@@ -41,6 +41,9 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
     return html.Div([
         html.Div([badge(walk.level), badge(walk.id, "muted")], className="badges"),
         header(walk.title),
+        None if walk.recorded else alert("This scenario's traces are not recorded yet: its numbers show as "
+                                         f"{UNKNOWN} and its evidence, roofline and timelines appear once they are.",
+                                         "info"),
         html.Div(id=ids.SCN_STEPPER),
         html.Div(id=ids.SCN_BODY),
         *_controls(hidden=False),
@@ -173,8 +176,8 @@ def result(ctx: Context, w: Walkthrough) -> list[Any]:
     stats = html.Div([
         stat("slow", fmt.duration_ns(w.slow_time_ns)), stat("fixed", fmt.duration_ns(w.fixed_time_ns)),
         stat("speed-up", fmt.ratio(w.speedup)),
-        stat("DRAM rate, slow", fmt.si(w.slow_bytes_per_s, "B/s")),
-        stat("DRAM rate, fixed", fmt.si(w.fixed_bytes_per_s, "B/s")),
+        stat(f"{w.rate_label}, slow", fmt.si(w.slow_bytes_per_s, "B/s")),
+        stat(f"{w.rate_label}, fixed", fmt.si(w.fixed_bytes_per_s, "B/s")),
     ], className="stats", id="scn-result-stats")
     parts: list[Any] = [stats]
     if w.before is not None and w.after is not None:
