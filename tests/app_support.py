@@ -86,7 +86,7 @@ def dispatch(app, output: str, values: dict[str, object], triggered: str | None 
         "outputs": outputs if multi else outputs[0],
         "inputs": items(spec["inputs"]),
         "state": items(spec["state"]),
-        "changedPropIds": [triggered or next(iter(values))],
+        "changedPropIds": [] if triggered == "" else [triggered or next(iter(values))],  # "": the initial call
     }
     resp = app.server.test_client().post("/_dash-update-component", json=body)
     if resp.status_code == 204:

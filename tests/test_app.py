@@ -102,7 +102,7 @@ def test_uploading_the_ncu_report_opens_it_and_shows_its_findings(app):
     body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data})["exp-body"]["children"])
     assert "copy_strided" in body and "copy_coalesced" in body
     found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
-                                                               "report-store.data": data}))
+                                                               "exp-shown.data": data}))
     assert "Uncoalesced global loads: 32 sectors per request, ideal 4" in found
     assert "Nsight Compute's own rules" in found
     # the upload is deleted once read; only empty room is left in the private folder
@@ -122,7 +122,9 @@ def test_a_trace_named_in_the_url_opens_on_load(tmp_path, walkthrough):
     shutil.copyfile(REPORT, traces / REPORT.name)
     app = create_app(Settings(traces_dir=tmp_path / "traces", kernels_dir=tmp_path))
     page = json.dumps(dispatch(app, "..page.children", {"url.pathname": "/explore", "url.search": f"?trace=h200/{REPORT.name}"}))
-    assert f'"value": "h200/{REPORT.name}"' in page
+    assert f'"value": "h200/{REPORT.name}"' in page and "copy_coalesced" in page  # drawn with the page
+    assert dispatch(app, "exp-body.children", {"report-store.data": None, "url.search": f"?trace=h200/{REPORT.name}"},
+                    triggered="") == {}  # not drawn twice
     out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": None, "exp-pick.value": f"h200/{REPORT.name}"},
                    triggered="exp-pick.value")
     assert out["report-store"]["data"] == {"token": f"trace:h200/{REPORT.name}", "name": f"h200/{REPORT.name}"}
@@ -321,8 +323,8 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
     mid = (lo + hi) / 2e6
     out = dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"xaxis.range[0]": mid,
                                                                                 "xaxis.range[1]": mid + 1.0},
-                                                  "report-store.data": data})
+                                                  "exp-shown.data": data})
     assert out["exp-timeline"]["figure"]["layout"]["xaxis"]["range"] == pytest.approx([mid, mid + 1.0], abs=1e-6)
     assert "of 83 events in view" in out["exp-timeline-note"]["children"]
     assert dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"autosize": True},
-                                                   "report-store.data": data}) == {}
+                                                   "exp-shown.data": data}) == {}

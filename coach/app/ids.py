@@ -49,3 +49,4 @@ HW_PREDICTION = "hw-prediction"
 EXP_PENDING = "exp-pending-upload"  # an upload within the size limit, on its way to the server
 EXP_LIMIT = "exp-upload-limit"
 EXP_SUMMARY = "exp-summary"
+EXP_SHOWN = "exp-shown"  # the report the body shows: {"token", "name"}

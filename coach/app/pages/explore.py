@@ -66,8 +66,15 @@ function(contents, filename, limit) {
 
 
 def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
+    """The page; a trace named in the URL (``?trace=h200/...``) is drawn with it, in one round trip."""
     traces = shipped_traces(ctx.settings.traces_dir)
     limit = ctx.settings.upload_limit_bytes
+    body: Any = None
+    if query.get("trace"):
+        try:
+            body = report_body(open_shipped(ctx.reports, ctx.settings.traces_dir, query["trace"]))
+        except CoachError as err:
+            body = alert(str(err), "error", id="exp-error")
     return html.Div([
         header(TITLE, "Open a profile to see its kernels, where they sit on the roofline, what coach finds in "
                       "them, and for Nsight Systems or PyTorch traces the timeline."),
@@ -90,7 +97,7 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
         dcc.Store(id=ids.EXP_PENDING),
         dcc.Store(id=ids.EXP_LIMIT, data=limit),
         html.Div(id=ids.EXP_MESSAGE),
-        dcc.Loading(html.Div(id=ids.EXP_BODY), type="dot", color="#4f46e5"),
+        dcc.Loading(html.Div(body, id=ids.EXP_BODY), type="dot", color="#4f46e5"),
     ])
 
 
@@ -207,7 +214,7 @@ def window_note(ev: timeline_view.Events, bars: pl.DataFrame) -> str:
 
 def report_body(report: OpenReport) -> html.Div:
     p = report.profile
-    parts: list[Any] = [summary(report)]
+    parts: list[Any] = [dcc.Store(id=ids.EXP_SHOWN, data={"token": report.token, "name": report.name}), summary(report)]
     if isinstance(p, Timeline):
         parts += [html.H2("Timeline"), card(guarded(lambda: timeline_section(report), "timeline")),
                   html.H2("Kernels"), card(guarded(lambda: timeline_kernel_table(p), "kernel table"))]
@@ -235,16 +242,18 @@ def register(app: Dash, ctx: Context) -> None:
                             State(ids.EXP_LIMIT, "data"), prevent_initial_call=True)
 
     @app.callback(Output(ids.REPORT, "data"), Output(ids.EXP_MESSAGE, "children", allow_duplicate=True),
-                  Input(ids.EXP_PENDING, "data"), Input(ids.EXP_PICK, "value"), prevent_initial_call="initial_duplicate")
+                  Input(ids.EXP_PENDING, "data"), Input(ids.EXP_PICK, "value"), prevent_initial_call=True)
     def open_report(pending: dict[str, str] | None, trace_id: str | None):
         return open_report_from(ctx, callback_ctx.triggered_id, pending, trace_id)
 
-    @app.callback(Output(ids.EXP_BODY, "children"), Input(ids.REPORT, "data"))
-    def render_report(data: dict[str, str] | None):
+    @app.callback(Output(ids.EXP_BODY, "children"), Input(ids.REPORT, "data"), State(ids.URL, "search"))
+    def render_report(data: dict[str, str] | None, search: str | None):
+        if callback_ctx.triggered_id is None and "trace=" in (search or ""):
+            return no_update  # the layout drew the trace the URL names
         return render(ctx, data)
 
     # Also runs when a report is drawn, so the timeline and tables show before the diagnosis is done.
-    @app.callback(Output(ids.EXP_FINDINGS, "children"), Input(ids.EXP_KERNEL, "value"), State(ids.REPORT, "data"))
+    @app.callback(Output(ids.EXP_FINDINGS, "children"), Input(ids.EXP_KERNEL, "value"), State(ids.EXP_SHOWN, "data"))
     def filter_findings(kernel: str | None, data: dict[str, str] | None):
         report = ctx.reports.get((data or {}).get("token"))
         if report is None:
@@ -252,7 +261,7 @@ def register(app: Dash, ctx: Context) -> None:
         return guarded(lambda: findings_view(report, kernel), "findings")
 
     @app.callback(Output(ids.EXP_TIMELINE, "figure"), Output(ids.EXP_TIMELINE_NOTE, "children"),
-                  Input(ids.EXP_TIMELINE, "relayoutData"), State(ids.REPORT, "data"), prevent_initial_call=True)
+                  Input(ids.EXP_TIMELINE, "relayoutData"), State(ids.EXP_SHOWN, "data"), prevent_initial_call=True)
     def zoom(relayout: dict[str, Any] | None, data: dict[str, str] | None):
         return zoom_timeline(ctx, relayout, data)
 
