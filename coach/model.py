@@ -233,6 +233,7 @@ KERNELS: dict[str, pl.DataType] = {
     "registers_per_thread": Int,
     "shared_mem_static_bytes": Int,
     "shared_mem_dynamic_bytes": Int,
+    "shared_mem_bytes": Int,  # static + dynamic per block; all a PyTorch-profiler trace reports
     "graph_id": Int,  # set when launched from a CUDA graph
 }
 

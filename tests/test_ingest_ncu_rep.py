@@ -88,3 +88,50 @@ def test_bytes_flipped_inside_the_report(strided_ncu_rep, copy_to_tmp, where):
         load(p)
     msg = str(err.value)
     assert msg.startswith(str(p)) and "\n" not in msg and "damaged" in msg
+
+
+def _fake_ncu(tmp_path, data_dir, exit_code=0):
+    nvidia = data_dir / "ncu_strided_copy" / "nvidia"
+    script = tmp_path / "ncu"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"[ {exit_code} -ne 0 ] && {{ echo '==ERROR== cannot open report' >&2; exit {exit_code}; }}\n"
+        'case "$*" in\n'
+        f'  *"--page raw"*) cat "{nvidia}/raw_base_units.csv" ;;\n'
+        f'  *"--page details"*) cat "{nvidia}/details_base_units.csv" ;;\n'
+        "esac\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_without_ncu_report_the_ncu_command_exports_csv(strided_ncu_rep, data_dir, tmp_path, monkeypatch, prof):
+    """Where ncu_report has no wheel (Linux aarch64), the report is read through `ncu --csv`."""
+    from coach.ingest import ncu_rep
+
+    monkeypatch.setattr(ncu_rep, "_import_ncu_report", lambda: None)
+    monkeypatch.setenv("COACH_NCU", str(_fake_ncu(tmp_path, data_dir)))
+    via_csv = load(strided_ncu_rep)
+    assert via_csv.source.format == "ncu-rep" and "ncu --csv" in via_csv.source.meta["reader"]
+    assert via_csv.launches["duration_ns"].to_list() == prof.launches.sort("launch_id")["duration_ns"].to_list()
+    assert via_csv.launches["dram_read_bytes"].to_list() == prof.launches.sort("launch_id")["dram_read_bytes"].to_list()
+    assert "UncoalescedGlobalAccess" in via_csv.rules.filter(pl.col("launch_id") == 0)["rule_id"].to_list()
+
+
+def test_without_ncu_report_or_ncu_the_message_says_what_to_install(strided_ncu_rep, monkeypatch):
+    from coach.errors import ToolError
+    from coach.ingest import ncu_rep
+
+    monkeypatch.setattr(ncu_rep, "_import_ncu_report", lambda: None)
+    monkeypatch.setattr(ncu_rep, "_ncu_binary", lambda: None)
+    with pytest.raises(ToolError, match="ncu_report"):
+        load(strided_ncu_rep)
+
+
+def test_ncu_export_failure_is_one_line(strided_ncu_rep, data_dir, tmp_path, monkeypatch):
+    from coach.ingest import ncu_rep
+
+    monkeypatch.setattr(ncu_rep, "_import_ncu_report", lambda: None)
+    monkeypatch.setenv("COACH_NCU", str(_fake_ncu(tmp_path, data_dir, exit_code=1)))
+    with pytest.raises(InputError, match="ncu could not export it .exit 1: ==ERROR== cannot open report"):
+        load(strided_ncu_rep)

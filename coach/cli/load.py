@@ -3,40 +3,188 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from coach.cli.main import app
 from coach.cli.output import console, print_json, progress
 
+TOP_FINDINGS = 3
+
 
 @app.command("load")
 def load_cmd(
     files: list[Path] = typer.Argument(..., help="Profiles: .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, PyTorch JSON, or folders of them."),
     as_json: bool = typer.Option(False, "--json", help="Write the summary as JSON on stdout."),
+    top: int = typer.Option(10, "--top", min=1, help="How many kernels, API calls and ranges to list."),
 ) -> None:
-    """Read profiles into coach's model and summarise them.
+    """Read profiles and summarise them: top kernels, bandwidth, FLOP/s and occupancy for kernel
+    profiles; GPU busy %, kernels, copies, API calls and NVTX ranges for timelines; and the first
+    findings of the diagnosis.
 
     Examples:
 
         coach load report.ncu-rep
 
         coach load run.sqlite --json
+
+        coach load traces/h200/scenario-01-aos-particles/slow/ncu
     """
     from coach.ingest import expand, load  # polars: imported only when the command runs
 
     paths = expand(list(files))
-    profiles = []
+    summaries = []
     with progress("reading profiles", total=len(paths)) as advance:
         for p in paths:
-            profiles.append(load(p))
+            summaries.append(summarize(load(p), top))
             advance()
-    summaries = [{"path": str(p.source.path), "kind": p.kind, "format": p.source.format,
-                  "tables": {k: v.height for k, v in p.tables().items()}} for p in profiles]
     if as_json:
-        print_json(summaries if len(summaries) > 1 else summaries[0])
+        print_json([_jsonable(s) for s in summaries] if len(summaries) > 1 else _jsonable(summaries[0]))
         return
     for s in summaries:
-        console.print(f"[bold]{s['path']}[/]  {s['kind']} ({s['format']})")
-        for k, n in s["tables"].items():
-            console.print(f"  {k}: {n} rows")
+        show(s)
+
+
+def summarize(profile: Any, top: int) -> dict[str, Any]:
+    """The summary of one profile, plus its first findings."""
+    from coach.analyze.diagnose import diagnose  # noqa: PLC0415
+
+    if profile.kind == "kernel-profile":
+        from coach.analyze.kernel_summary import summarize_kernels  # noqa: PLC0415
+
+        body = summarize_kernels(profile, top)
+    else:
+        from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
+
+        body = summarize_timeline(profile, top)
+    findings = [f for f in diagnose(profile) if f.estimated_saving_ns is not None or f.category != "other"]
+    src = profile.source
+    return {
+        "path": str(src.path),
+        "kind": profile.kind,
+        "format": src.format,
+        "tool": src.tool,
+        "tool_version": src.tool_version,
+        "summary": body,
+        "findings": findings[:TOP_FINDINGS],
+    }
+
+
+def _jsonable(s: dict[str, Any]) -> dict[str, Any]:
+    from coach.analyze import kernel_summary, timeline_summary  # noqa: PLC0415
+
+    to_json = kernel_summary.to_jsonable if s["kind"] == "kernel-profile" else timeline_summary.to_jsonable
+    return {**s, "summary": to_json(s["summary"]), "findings": [f.to_dict() for f in s["findings"]]}
+
+
+def show(s: dict[str, Any]) -> None:
+    version = f" {s['tool_version']}" if s["tool_version"] else ""
+    console.print(f"\n[bold]{s['path']}[/]  [dim]{s['kind']}, {s['tool']}{version}[/]")
+    if s["kind"] == "kernel-profile":
+        _show_kernels(s["summary"])
+    else:
+        _show_timeline(s["summary"])
+    if s["findings"]:
+        console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
+        for i, f in enumerate(s["findings"], 1):
+            gain = f"  [green]~{_time(f.estimated_saving_ns)} to gain[/]" if f.estimated_saving_ns else ""
+            scope = f"[dim]{f.scope}:[/] " if f.scope else ""
+            console.print(f"  {i}. {scope}\\[{f.category}] {f.title}{gain}", highlight=False)
+
+
+def _table(title: str, columns: list[tuple[str, str]]):
+    from rich.table import Table  # noqa: PLC0415
+
+    t = Table(title=title, title_justify="left", title_style="bold", header_style="dim", box=None, padding=(0, 1))
+    for name, justify in columns:
+        t.add_column(name, justify=justify, overflow="fold")
+    return t
+
+
+def _show_kernels(k: dict[str, Any]) -> None:
+    dev = k["device"]
+    if dev.get("name"):
+        peak = f", peak DRAM {_rate(dev['memory_bandwidth_bytes_per_s'])}" if dev.get("memory_bandwidth_bytes_per_s") else ""
+        console.print(f"{dev['name']}, {dev.get('sm_count')} SMs{peak}; {k['launches']} launches profiled")
+    t = _table("Kernels by time", [("kernel", "left"), ("launches", "right"), ("time", "right"), ("% time", "right"),
+                                   ("DRAM", "right"), ("% peak", "right"), ("SM %", "right"), ("FLOP/s", "right"),
+                                   ("FLOP/B", "right"), ("occupancy", "right"), ("grid x block", "right")])
+    for r in k["kernels"].iter_rows(named=True):
+        t.add_row(r["kernel_name"], str(r["launches"]), _time(r["total_ns"]), _pct(r["time_pct"]),
+                  _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]), _pct(r["sm_throughput_pct"]),
+                  _flops(r["flop_per_s"]), _num(r["arithmetic_intensity"]), _pct(r["achieved_occupancy_pct"]),
+                  f"{r['grid_size']} x {r['block_size']}")
+    console.print(t)
+
+
+def _show_timeline(s: dict[str, Any]) -> None:
+    if not s["window_ns"]:
+        console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
+    else:
+        console.print(f"CUDA activity over {_time(s['window_ns'])}")
+    for d in s["devices"].iter_rows(named=True):
+        console.print(f"  GPU {d.get('device_id')}: busy {_pct(d.get('busy_pct'))} ({_time(d.get('busy_ns'))})")
+    t = _table("Kernels by time", [("kernel", "left"), ("count", "right"), ("total", "right"), ("avg", "right"), ("% kernel time", "right")])
+    for r in s["top_kernels"].iter_rows(named=True):
+        t.add_row(_short(r["name"] or r["demangled_name"]), str(r["count"]), _time(r["total_ns"]), _time(r["avg_ns"]), _pct(r["time_pct"]))
+    if s["top_kernels"].height:
+        console.print(t)
+    if s["memcpy"].height:
+        t = _table("Copies by kind", [("kind", "left"), ("count", "right"), ("bytes", "right"), ("time", "right"), ("rate", "right"), ("pageable", "right")])
+        for r in s["memcpy"].iter_rows(named=True):
+            rate = r["gb_per_s"] * 1e9 if r["gb_per_s"] is not None else None
+            t.add_row(r["kind"], str(r["count"]), _bytes(r["bytes"]), _time(r["total_ns"]), _rate(rate), str(r["pageable"]))
+        console.print(t)
+    if s["top_api"].height:
+        t = _table("API calls by time", [("call", "left"), ("count", "right"), ("total", "right"), ("avg", "right")])
+        for r in s["top_api"].iter_rows(named=True):
+            t.add_row(r["name"], str(r["count"]), _time(r["total_ns"]), _time(r["avg_ns"]))
+        console.print(t)
+    if s["nvtx"].height:
+        t = _table("NVTX ranges", [("range", "left"), ("domain", "left"), ("count", "right"), ("wall", "right"), ("GPU (projected)", "right")])
+        for r in s["nvtx"].iter_rows(named=True):
+            t.add_row(r["text"], r.get("domain") or "", str(r["count"]), _time(r["wall_ns"]), _time(r["proj_ns"]))
+        console.print(t)
+
+
+def _short(name: str | None, width: int = 70) -> str:
+    return "" if name is None else name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _time(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.2f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _si(x: float | None, unit: str) -> str:
+    if x is None:
+        return "-"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f} {prefix}{unit}"
+    return f"{x:.0f} {unit}"
+
+
+def _rate(x: float | None) -> str:
+    return _si(x, "B/s")
+
+
+def _bytes(x: float | None) -> str:
+    return _si(x, "B")
+
+
+def _flops(x: float | None) -> str:
+    return _si(x, "FLOP/s") if x else "-"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -10,7 +11,10 @@ from typing import Any, Iterator
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-console = Console()
+# Piped or captured output has no terminal width to follow: use a width that fits a kernel table
+# rather than Rich's 80 columns. A terminal, or $COLUMNS, still decides where there is one.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+console = Console(width=_WIDTH)
 err_console = Console(stderr=True)
 
 

@@ -3,13 +3,20 @@
 Every metric of every profiled launch goes into the long ``metrics`` table; the canonical
 ``launches`` columns are derived from it through ``ncu_metrics.csv``; Nsight Compute's rule results
 (``rule_results_as_dicts``) become the ``rules`` table; ``device__attribute_*`` metrics the
-``devices`` table. ``ncu_report`` has no wheel for Linux aarch64: there, export the report with
-``ncu --import FILE --csv --page raw`` and read the CSV instead.
+``devices`` table.
+
+``ncu_report`` has no wheel for Linux aarch64 (Grace Hopper). Where it is missing but the ``ncu``
+command is there ($COACH_NCU, else PATH), the report is exported with ``ncu --import FILE --csv``
+(the raw page for the metrics, the details page for the rule results) and read by the CSV reader.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import struct
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +32,43 @@ _FIRST_RECORD = 10  # magic b"NVR\0" and a 6-byte header come first
 _STRING_KIND = 2
 
 
-def _import_ncu_report(path: Path):
+_EXPORT_TIMEOUT_S = 600
+
+
+def _import_ncu_report():
     try:
         import ncu_report  # noqa: PLC0415 - optional dependency, imported on use
     except ImportError:
-        raise ToolError(
-            f"{path}: reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has no "
-            "Linux aarch64 wheel): or export the report with `ncu --import FILE --csv --page raw > FILE.csv`"
-        ) from None
+        return None
     return ncu_report
+
+
+def _ncu_binary() -> str | None:
+    return os.environ.get("COACH_NCU") or shutil.which("ncu")
+
+
+def _read_through_ncu_csv(path: Path, ncu: str) -> KernelProfile:
+    """Export the report's raw and details pages with the ncu command and read them as CSV."""
+    from coach.ingest import ncu_csv  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="coach-ncu-") as tmp:
+        pages = {}
+        for page in ("raw", "details"):
+            out = Path(tmp) / f"{page}.csv"
+            cmd = [ncu, "--import", str(path), "--csv", "--page", page, "--print-units", "base"]
+            try:
+                with out.open("w") as fh:
+                    done = subprocess.run(cmd, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=_EXPORT_TIMEOUT_S)
+            except (OSError, subprocess.TimeoutExpired) as err:
+                raise ToolError(f"{path}: `{' '.join(cmd)}` failed ({err})") from None
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+                raise InputError(path, f"ncu could not export it (exit {done.returncode}: {last})")
+            pages[page] = ncu_csv.read(out)
+    raw, details = pages["raw"], pages["details"]
+    source = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=raw.source.tool_version,
+                    meta={"reader": "ncu --csv (ncu_report not installed)"})
+    return make_kernel_profile(source, launches=raw.launches, metrics=raw.metrics, rules=details.rules, devices=raw.devices)
 
 
 def check_complete(path: Path) -> None:
@@ -56,8 +91,16 @@ def check_complete(path: Path) -> None:
 
 
 def read(path: Path) -> KernelProfile:
-    ncu_report = _import_ncu_report(path)
     check_complete(path)
+    ncu_report = _import_ncu_report()
+    if ncu_report is None:
+        ncu = _ncu_binary()
+        if ncu is None:
+            raise ToolError(
+                f"{path}: reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has no "
+                "Linux aarch64 wheel) or the ncu command; or pass `ncu --import FILE --csv --page raw` output"
+            )
+        return _read_through_ncu_csv(path, ncu)
     try:
         ctx = ncu_report.load_report(str(path))
     except Exception as err:  # the module raises its own exception types for damaged files

@@ -1,0 +1,67 @@
+"""The first things a performance engineer wants from a kernel profile, for ``coach load``.
+
+``summarize_kernels(profile)`` returns plain numbers and a Polars frame:
+
+``device``    the GPU the launches ran on (name, SMs, peak DRAM bandwidth the tool reports)
+``launches``  how many launches were profiled
+``kernels``   one row per kernel name and launch configuration, by total time: launches, total and
+              average duration, achieved DRAM bandwidth (bytes read + written over the duration) and
+              its share of the device's peak, compute (SM) throughput % of peak, achieved FLOP/s
+              (FP64 + FP32 + FP16 instructions, an FMA counting 2, plus tensor-pipe work where the
+              report counts it), arithmetic intensity (FLOPs per DRAM byte), achieved occupancy,
+              and the launch configuration
+
+``to_jsonable(summary)`` turns the frame into a list of row dicts for ``--json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from coach.analyze.kernel_metrics import with_derived
+from coach.model import KernelProfile
+
+TOP = 10
+
+
+def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
+    launches = with_derived(profile.launches, profile.devices)
+    dev = profile.devices.row(0, named=True) if profile.devices.height else {}
+    kernels = (
+        launches.group_by("kernel_name", "grid_size", "block_size", maintain_order=True)
+        .agg(
+            demangled_name=pl.col("demangled_name").first(),
+            launches=pl.len(),
+            total_ns=pl.col("duration_ns").sum(),
+            avg_ns=pl.col("duration_ns").mean(),
+            dram_bytes=pl.col("dram_bytes").sum(),
+            dram_read_bytes=pl.col("dram_read_bytes").sum(),
+            flop=pl.col("flop").sum(),
+            sm_throughput_pct=pl.col("sm_throughput_pct").mean(),
+            dram_throughput_pct=pl.col("dram_throughput_pct").mean(),
+            achieved_occupancy_pct=pl.col("achieved_occupancy_pct").mean(),
+            registers_per_thread=pl.col("registers_per_thread").first(),
+            peak_bytes_per_s=pl.col("device_memory_bandwidth_bytes_per_s").first(),
+        )
+        .with_columns(
+            time_pct=100 * pl.col("total_ns") / pl.col("total_ns").sum(),
+            dram_bytes_per_s=pl.col("dram_bytes") / (pl.col("total_ns") * 1e-9),
+            flop_per_s=pl.col("flop") / (pl.col("total_ns") * 1e-9),
+            arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop") / pl.col("dram_bytes")),
+        )
+        .with_columns(dram_pct_of_peak=100 * pl.col("dram_bytes_per_s") / pl.col("peak_bytes_per_s"))
+        .drop("peak_bytes_per_s")
+        .sort("total_ns", descending=True, nulls_last=True)
+        .head(top)
+    )
+    return {
+        "device": {k: dev.get(k) for k in ("name", "sm_count", "memory_bandwidth_bytes_per_s", "l2_bytes")},
+        "launches": profile.launches.height,
+        "kernels": kernels,
+    }
+
+
+def to_jsonable(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.to_dicts() if isinstance(v, pl.DataFrame) else v) for k, v in summary.items()}

@@ -1,0 +1,483 @@
+"""Timeline computations shared by the summary, the rules and the app: all Polars, sorted once.
+
+Every function takes a ``coach.model.Timeline`` (or frames derived from it) and returns a Polars
+frame whose times are integer nanoseconds on the timeline's own clock.
+
+Definitions (where they follow NVIDIA's, and where they differ):
+
+``window``
+    First start to last end over kernels, memcpys, memsets and API calls (``Timeline.span_ns``):
+    the stretch in which the program was doing CUDA work. Utilisation and gaps are measured in it.
+``busy_intervals``
+    The union of kernel, memcpy and memset intervals per device: two overlapping operations on
+    different streams count once. ``busy_pct`` is busy time over the window.
+``idle_gaps``
+    The complement of the busy intervals inside the window, per device, including the stretch
+    before the device's first operation and after its last (so busy + gaps = window). Nsight
+    Systems' ``gpu_gaps`` recipe looks only between a device's first and last operation; the
+    ``position`` column tells the leading and trailing gaps apart. For each gap: the API calls
+    that overlap it (time clipped to the gap, the call with the most time in it) and the innermost
+    NVTX / operator range that covers the whole gap, which is what the host was doing.
+``copy_compute_overlap``
+    Per device, the part of the host-device copy union (HtoD, DtoH) that runs while a kernel runs
+    (any stream).
+``nvtx_projection``
+    NVIDIA's ``nvtx_gpu_proj_trace`` recipe: a GPU operation belongs to a range when the API call
+    that launched it (joined by correlation id) lies within the range on the same thread; the
+    projected range runs from the start of its first operation to the end of its last. Coach also
+    counts driver-API launches (``cuLaunchKernel``, used by Triton), where the recipe joins runtime
+    calls only; and ``gpu_ops`` counts operations, where the recipe counts distinct correlation ids
+    (a CUDA-graph launch is one id and many kernels). ``gpu_time_ns`` sums the operations' own
+    durations; ranges without GPU work are kept, with ``gpu_ops`` 0.
+``launches``
+    Each kernel with the API call that launched it: ``launch_ns`` is that call's duration (the host's
+    cost per launch), ``latency_ns`` from the call's start to the kernel's start.
+``launch_bound_stretches``
+    Runs of consecutive kernels on a device, each shorter than its own launch call and started on an
+    idle device: there the GPU finishes work faster than the host can issue it.
+
+Interval joins (which API calls overlap a gap, which ranges contain a call) use Polars' inequality
+join; an equality key (device, thread) is folded in by moving each key onto its own stretch of the
+time axis, which keeps the join a two-inequality join instead of a cross product.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import polars as pl
+
+from coach.model import Timeline
+
+GPU_WORK_COLUMNS = ("activity", "device_id", "stream_id", "pid", "correlation_id", "start_ns", "end_ns", "dur_ns",
+                    "name", "bytes", "kind", "pageable")
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+
+def gpu_work(tl: Timeline) -> pl.DataFrame:
+    """Kernels, memcpys and memsets in one frame, sorted by device and start.
+
+    ``name`` is the kernel name, ``memcpy <kind>`` or ``memset``; ``kind`` and ``pageable`` are
+    filled for copies only.
+    """
+    null_str, null_int, null_bool = pl.lit(None, pl.Utf8), pl.lit(None, pl.Int64), pl.lit(None, pl.Boolean)
+    parts = [
+        tl.kernels.select(*_place(), activity=pl.lit("kernel"), name=pl.col("name"), bytes=null_int, kind=null_str,
+                          pageable=null_bool),
+        tl.memcpy.select(*_place(), activity=pl.lit("memcpy"), name=pl.lit("memcpy ") + pl.col("kind").fill_null("unknown"),
+                         bytes=pl.col("bytes"), kind=pl.col("kind"), pageable=pl.col("pageable")),
+        tl.memset.select(*_place(), activity=pl.lit("memset"), name=pl.lit("memset"), bytes=pl.col("bytes"),
+                         kind=null_str, pageable=null_bool),
+    ]
+    return pl.concat(parts).select(GPU_WORK_COLUMNS).sort("device_id", "start_ns", nulls_last=True)
+
+
+def _place() -> list[pl.Expr]:
+    return [pl.col(c) for c in ("device_id", "stream_id", "pid", "correlation_id", "start_ns", "end_ns", "dur_ns")]
+
+
+def merge_intervals(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Union of ``[start_ns, end_ns)`` intervals per ``by`` group: one row per merged interval with
+    ``start_ns``, ``end_ns``, ``dur_ns``, ``ops`` and the ``first``/``last`` operation names (when
+    a ``name`` column is given). Sorts once; a new interval starts where the start passes the running
+    maximum of earlier ends."""
+    named = "name" in intervals.columns
+    s = intervals.sort(*by, "start_ns", nulls_last=True)
+    s = s.with_columns(
+        _new=(pl.col("start_ns") > pl.col("end_ns").cum_max().shift(1).over(by)).fill_null(True)
+    ).with_columns(_group=pl.col("_new").cum_sum().over(by))
+    aggs = [pl.col("start_ns").min(), pl.col("end_ns").max(), pl.len().alias("ops")]
+    if named:
+        aggs += [pl.col("name").first().alias("first"), pl.col("name").sort_by("end_ns").last().alias("last")]
+    return (
+        s.group_by(*by, "_group", maintain_order=True)
+        .agg(aggs)
+        .drop("_group")
+        .with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
+    )
+
+
+def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap", "contains"],
+                  by: list[str] | None = None) -> pl.DataFrame:
+    """Pairs of rows whose intervals relate, with ``overlap_ns``.
+
+    Both frames have ``start_ns`` and ``end_ns``; ``right``'s other columns must not clash with
+    ``left``'s. ``how="overlap"``: the intervals share time (``overlap_ns`` > 0). ``how="contains"``:
+    the left interval contains the right one (``overlap_ns`` is the right one's length). ``by``
+    columns must be equal on both sides (null matches nothing).
+    """
+    by = by or []
+    lo = min(_min(left, "start_ns"), _min(right, "start_ns"))
+    stretch = max(_max(left, "end_ns"), _max(right, "end_ns")) - lo + 1
+    if by:
+        keys = pl.concat([left.select(by), right.select(by)]).drop_nulls().unique().with_row_index("_lane")
+        left = left.join(keys, on=by, how="inner")
+        right = right.join(keys, on=by, how="inner").drop(by)
+    shift = (pl.col("_lane").cast(pl.Int64) * stretch - lo) if by else pl.lit(-lo, pl.Int64)
+    a = left.with_columns(_a0=pl.col("start_ns") + shift, _a1=pl.col("end_ns") + shift)
+    b = right.rename({"start_ns": "_rs", "end_ns": "_re"}).with_columns(_b0=pl.col("_rs") + shift, _b1=pl.col("_re") + shift)
+    if by:
+        a, b = a.drop("_lane"), b.drop("_lane")
+    if how == "overlap":
+        pairs = a.join_where(b, pl.col("_b0") < pl.col("_a1"), pl.col("_b1") > pl.col("_a0"))
+    else:
+        pairs = a.join_where(b, pl.col("_b0") >= pl.col("_a0"), pl.col("_b1") <= pl.col("_a1"))
+    return pairs.with_columns(
+        overlap_ns=pl.min_horizontal("end_ns", "_re") - pl.max_horizontal("start_ns", "_rs")
+    ).drop("_a0", "_a1", "_b0", "_b1").rename({"_rs": "right_start_ns", "_re": "right_end_ns"})
+
+
+def _min(df: pl.DataFrame, col: str) -> int:
+    v = df[col].min() if df.height else None
+    return int(v) if v is not None else 0
+
+
+def _max(df: pl.DataFrame, col: str) -> int:
+    v = df[col].max() if df.height else None
+    return int(v) if v is not None else 0
+
+
+# --------------------------------------------------------------------------------------------
+# GPU utilisation, gaps, overlap, streams
+# --------------------------------------------------------------------------------------------
+
+
+def busy_intervals(work: pl.DataFrame) -> pl.DataFrame:
+    """The union of GPU work per device (see ``merge_intervals``)."""
+    return merge_intervals(work.filter(pl.col("start_ns").is_not_null()), ["device_id"])
+
+
+def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
+    """Per device: window, busy time and %, and the union time of kernels, copies and memsets."""
+    if window is None or work.is_empty():
+        return pl.DataFrame(schema={"device_id": pl.Int64, "window_ns": pl.Int64, "busy_ns": pl.Int64,
+                                    "busy_pct": pl.Float64, "kernel_ns": pl.Int64, "memcpy_ns": pl.Int64,
+                                    "memset_ns": pl.Int64})
+    window_ns = window[1] - window[0]
+    per_activity = (
+        merge_intervals(work, ["device_id", "activity"])
+        .group_by("device_id")
+        .agg(*(pl.col("dur_ns").filter(pl.col("activity") == a).sum().alias(f"{a}_ns") for a in ("kernel", "memcpy", "memset")))
+    )
+    return (
+        busy.group_by("device_id")
+        .agg(busy_ns=pl.col("dur_ns").sum())
+        .join(per_activity, on="device_id", how="left")
+        .with_columns(window_ns=pl.lit(window_ns, pl.Int64))
+        .with_columns(busy_pct=pl.col("busy_ns") / pl.col("window_ns") * 100.0 if window_ns else pl.lit(0.0))
+        .select("device_id", "window_ns", "busy_ns", "busy_pct", "kernel_ns", "memcpy_ns", "memset_ns")
+        .sort("device_id")
+    )
+
+
+def idle_gaps(busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
+    """Idle stretches per device inside the window: ``device_id, start_ns, end_ns, dur_ns, position``
+    ("leading", "between", "trailing"), ``after`` (the operation that ended at the gap's start) and
+    ``before`` (the operation that starts at its end)."""
+    schema = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64,
+              "position": pl.Utf8, "after": pl.Utf8, "before": pl.Utf8}
+    if window is None or busy.is_empty():
+        return pl.DataFrame(schema=schema)
+    w0, w1 = window
+    s = busy.sort("device_id", "start_ns")
+    has_names = "first" in s.columns
+    first_of = pl.col("first") if has_names else pl.lit(None, pl.Utf8)
+    last_of = pl.col("last") if has_names else pl.lit(None, pl.Utf8)
+    between = s.select(
+        "device_id",
+        start_ns=pl.col("end_ns").shift(1).over("device_id"),
+        end_ns=pl.col("start_ns"),
+        position=pl.lit("between"),
+        after=last_of.shift(1).over("device_id"),
+        before=first_of,
+    ).filter(pl.col("start_ns").is_not_null())
+    edges = s.group_by("device_id").agg(
+        first_start=pl.col("start_ns").first(), last_end=pl.col("end_ns").last(),
+        first_name=first_of.first(), last_name=last_of.last(),
+    )
+    leading = edges.select("device_id", start_ns=pl.lit(w0, pl.Int64), end_ns="first_start", position=pl.lit("leading"),
+                           after=pl.lit(None, pl.Utf8), before="first_name")
+    trailing = edges.select("device_id", start_ns="last_end", end_ns=pl.lit(w1, pl.Int64), position=pl.lit("trailing"),
+                            after="last_name", before=pl.lit(None, pl.Utf8))
+    return (
+        pl.concat([leading, between, trailing], how="vertical_relaxed")
+        .with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
+        .filter(pl.col("dur_ns") > 0)
+        .select(list(schema))
+        .cast(schema)
+        .sort("device_id", "start_ns")
+    )
+
+
+def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` with what the host was doing in each: ``api_calls``, ``api_ns`` (time inside CUDA
+    calls within the gap: the union of calls per thread, so a driver call nested in a runtime call
+    counts once, summed over threads), ``api_pct`` (of the gap, capped at 100), ``top_api`` and
+    ``top_api_ns`` (the call name with the most time in the gap), and ``range``/``range_domain``:
+    the innermost NVTX or operator range that covers the whole gap."""
+    g = gaps.with_row_index("_gap")
+    window = g.select("_gap", "start_ns", "end_ns")
+    calls = interval_join(window, api.select("start_ns", "end_ns", api_name="name"), "overlap")
+    per_name = calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
+    in_calls = interval_join(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
+                             "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum())
+    api_stats = per_name.group_by("_gap").agg(
+        api_calls=pl.col("n").sum(),
+        top_api=pl.col("api_name").sort_by("ns").last(),
+        top_api_ns=pl.col("ns").max(),
+    ).join(in_calls, on="_gap", how="left")
+    spans = nvtx.filter(pl.col("end_ns").is_not_null())
+    covering = interval_join(
+        spans.select("start_ns", "end_ns", _text="text", _domain="domain", _depth="depth"),
+        g.select("_gap", "start_ns", "end_ns"),
+        "contains",
+    )
+    innermost = covering.group_by("_gap").agg(
+        range=pl.col("_text").sort_by("_depth", "start_ns").last(),
+        range_domain=pl.col("_domain").sort_by("_depth", "start_ns").last(),
+    )
+    return (
+        g.join(api_stats, on="_gap", how="left", maintain_order="left")
+        .join(innermost, on="_gap", how="left", maintain_order="left")
+        .with_columns(
+            api_calls=pl.col("api_calls").fill_null(0).cast(pl.Int64),
+            api_ns=pl.col("api_ns").fill_null(0).cast(pl.Int64),
+            top_api_ns=pl.col("top_api_ns").fill_null(0).cast(pl.Int64),
+        )
+        .with_columns(api_pct=pl.min_horizontal(pl.col("api_ns") / pl.col("dur_ns") * 100.0, pl.lit(100.0)))
+        .drop("_gap")
+    )
+
+
+HOST_LINK_KINDS = ("HtoD", "DtoH")
+
+
+def copy_compute_overlap(work: pl.DataFrame) -> pl.DataFrame:
+    """Per device with host-device copies (HtoD, DtoH): ``memcpy_ns`` (union of those copies),
+    ``kernel_ns`` (union of kernels), ``overlap_ns`` (copy time during which a kernel runs),
+    ``overlap_pct`` of copy time, and the number of streams with copies, with kernels, and with both
+    (0 when the trace does not name streams)."""
+    work = work.filter((pl.col("activity") == "kernel") | pl.col("kind").is_in(HOST_LINK_KINDS))
+    copies = merge_intervals(work.filter(pl.col("activity") == "memcpy"), ["device_id"])
+    kernels = merge_intervals(work.filter(pl.col("activity") == "kernel"), ["device_id"])
+    both = interval_join(copies.select("device_id", "start_ns", "end_ns"), kernels.select("device_id", "start_ns", "end_ns"),
+                         "overlap", by=["device_id"])
+    streams = (
+        work.filter(pl.col("stream_id").is_not_null())
+        .group_by("device_id", "stream_id")
+        .agg(copies=(pl.col("activity") == "memcpy").any(), kernels=(pl.col("activity") == "kernel").any())
+        .group_by("device_id")
+        .agg(copy_streams=pl.col("copies").sum(), kernel_streams=pl.col("kernels").sum(),
+             shared_streams=(pl.col("copies") & pl.col("kernels")).sum())
+    )
+    return (
+        copies.group_by("device_id").agg(memcpy_ns=pl.col("dur_ns").sum(), copies=pl.col("ops").sum())
+        .join(kernels.group_by("device_id").agg(kernel_ns=pl.col("dur_ns").sum()), on="device_id", how="left")
+        .join(both.group_by("device_id").agg(overlap_ns=pl.col("overlap_ns").sum()), on="device_id", how="left")
+        .join(streams, on="device_id", how="left")
+        .with_columns(pl.col("kernel_ns", "overlap_ns", "copy_streams", "kernel_streams", "shared_streams").fill_null(0))
+        .with_columns(overlap_pct=pl.col("overlap_ns") / pl.col("memcpy_ns") * 100.0)
+        .sort("device_id")
+    )
+
+
+def stream_activity(work: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
+    """Per device and stream: operation counts by activity, busy time (union), first start, last
+    end, and busy % of the window."""
+    window_ns = (window[1] - window[0]) if window else 0
+    busy = merge_intervals(work, ["device_id", "stream_id"]).group_by("device_id", "stream_id").agg(busy_ns=pl.col("dur_ns").sum())
+    return (
+        work.group_by("device_id", "stream_id")
+        .agg(
+            kernels=(pl.col("activity") == "kernel").sum(),
+            memcpys=(pl.col("activity") == "memcpy").sum(),
+            memsets=(pl.col("activity") == "memset").sum(),
+            first_start_ns=pl.col("start_ns").min(),
+            last_end_ns=pl.col("end_ns").max(),
+        )
+        .join(busy, on=["device_id", "stream_id"], how="left")
+        .with_columns(busy_pct=(pl.col("busy_ns") / window_ns * 100.0) if window_ns else pl.lit(None, pl.Float64))
+        .sort("device_id", "stream_id")
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Launches
+# --------------------------------------------------------------------------------------------
+
+
+def with_launch_call(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
+    """GPU work joined to the API call that issued it (by correlation id, and process where both
+    know it): adds ``api_name``, ``api_start_ns``, ``api_end_ns``, ``launch_ns``, ``tid`` (the
+    calling thread), and fills ``pid`` from the call where the work lacks it."""
+    calls = api.filter(pl.col("correlation_id").is_not_null()).select(
+        "correlation_id", api_pid="pid", tid="tid", api_name="name", api_start_ns="start_ns", api_end_ns="end_ns",
+        launch_ns="dur_ns",
+    )
+    return (
+        work.join(calls, on="correlation_id", how="inner")
+        .filter(pl.col("pid").is_null() | pl.col("api_pid").is_null() | (pl.col("pid") == pl.col("api_pid")))
+        .with_columns(pid=pl.coalesce("pid", "api_pid"))
+        .drop("api_pid")
+    )
+
+
+def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
+    """Each kernel with its launch call: ``launch_ns`` (host cost), ``latency_ns`` (call start to
+    kernel start) and ``idle_before_ns`` (how long the device sat idle before the kernel began, null
+    for a device's first operation), sorted by device and kernel start."""
+    queued = work.sort("device_id", "start_ns").with_columns(
+        idle_before_ns=(pl.col("start_ns") - pl.col("end_ns").cum_max().shift(1).over("device_id")).clip(lower_bound=0)
+    )
+    return (
+        with_launch_call(queued.filter(pl.col("activity") == "kernel"), api)
+        .with_columns(latency_ns=pl.col("start_ns") - pl.col("api_start_ns"))
+        .sort("device_id", "start_ns")
+    )
+
+
+def launch_stats(launched: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
+    """One row per device: kernels, launch rate, median kernel and launch-call durations, and the
+    share of kernels that ran shorter than their own launch call."""
+    window_s = (window[1] - window[0]) / 1e9 if window else 0.0
+    return (
+        launched.group_by("device_id")
+        .agg(
+            kernels=pl.len(),
+            kernel_ns_median=pl.col("dur_ns").median(),
+            launch_ns_median=pl.col("launch_ns").median(),
+            launch_ns_total=pl.col("launch_ns").sum(),
+            shorter_than_launch=(pl.col("dur_ns") < pl.col("launch_ns")).sum(),
+        )
+        .with_columns(
+            launches_per_s=(pl.col("kernels") / window_s) if window_s else pl.lit(None, pl.Float64),
+            shorter_than_launch_pct=pl.col("shorter_than_launch") / pl.col("kernels") * 100.0,
+        )
+        .sort("device_id")
+    )
+
+
+def launch_bound_launches(launched: pl.DataFrame, min_kernels: int) -> pl.DataFrame:
+    """The launches that form runs of at least ``min_kernels`` consecutive kernels on a device, each
+    shorter than its launch call and started on an idle device (it ran when its launch arrived, not
+    from a queue): the ``launches`` rows plus ``stretch``, an id per run within the device."""
+    return (
+        launched.sort("device_id", "start_ns")
+        .with_columns(short=(pl.col("dur_ns") < pl.col("launch_ns")) & (pl.col("idle_before_ns").fill_null(1) > 0))
+        .with_columns(stretch=(~pl.col("short")).cum_sum().over("device_id"))
+        .filter(pl.col("short") & (pl.len().over("device_id", "stretch") >= min_kernels))
+        .drop("short")
+    )
+
+
+def launch_bound_stretches(bound: pl.DataFrame) -> pl.DataFrame:
+    """One row per run of ``launch_bound_launches``: ``device_id, stretch, kernels, start_ns`` (first
+    launch call), ``end_ns`` (last kernel end), ``span_ns``, ``kernel_ns`` and ``launch_ns`` (sums),
+    ``gpu_busy_pct`` of the span and the most frequent kernel."""
+    return (
+        bound.group_by("device_id", "stretch", maintain_order=True)
+        .agg(
+            kernels=pl.len(),
+            start_ns=pl.col("api_start_ns").min(),
+            end_ns=pl.col("end_ns").max(),
+            kernel_ns=pl.col("dur_ns").sum(),
+            launch_ns=pl.col("launch_ns").sum(),
+            top_kernel=pl.col("name").mode().sort().first(),
+        )
+        .with_columns(span_ns=pl.col("end_ns") - pl.col("start_ns"))
+        .with_columns(gpu_busy_pct=pl.col("kernel_ns") / pl.col("span_ns") * 100.0)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# NVTX projection
+# --------------------------------------------------------------------------------------------
+
+
+def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Every NVTX range (marks excluded) with the GPU work launched inside it (see module doc):
+    ``gpu_ops``, ``proj_start_ns``, ``proj_end_ns``, ``proj_dur_ns``, ``gpu_time_ns``."""
+    work = gpu_work(tl) if work is None else work
+    ranges = tl.nvtx.filter(pl.col("end_ns").is_not_null()).with_row_index("_range")
+    issued = with_launch_call(work, tl.api).select(
+        "pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", op_start_ns="start_ns", op_end_ns="end_ns",
+        op_dur_ns="dur_ns",
+    )
+    inside = interval_join(ranges.select("_range", "pid", "tid", "start_ns", "end_ns"), issued, "contains", by=["pid", "tid"])
+    projected = inside.group_by("_range").agg(
+        gpu_ops=pl.len(),
+        proj_start_ns=pl.col("op_start_ns").min(),
+        proj_end_ns=pl.col("op_end_ns").max(),
+        gpu_time_ns=pl.col("op_dur_ns").sum(),
+    )
+    return (
+        ranges.join(projected, on="_range", how="left", maintain_order="left")
+        .with_columns(
+            gpu_ops=pl.col("gpu_ops").fill_null(0).cast(pl.Int64),
+            gpu_time_ns=pl.col("gpu_time_ns").fill_null(0).cast(pl.Int64),
+            proj_dur_ns=pl.col("proj_end_ns") - pl.col("proj_start_ns"),
+        )
+        .drop("_range")
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# All of it, computed on demand and once
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TimelineAnalysis:
+    """The shared computations over one timeline, each computed on first use and kept."""
+
+    timeline: Timeline
+
+    @cached_property
+    def window(self) -> tuple[int, int] | None:
+        return self.timeline.span_ns
+
+    @cached_property
+    def window_ns(self) -> int:
+        return (self.window[1] - self.window[0]) if self.window else 0
+
+    @cached_property
+    def work(self) -> pl.DataFrame:
+        return gpu_work(self.timeline)
+
+    @cached_property
+    def busy(self) -> pl.DataFrame:
+        return busy_intervals(self.work)
+
+    @cached_property
+    def utilisation(self) -> pl.DataFrame:
+        return utilisation(self.work, self.busy, self.window)
+
+    @cached_property
+    def gaps(self) -> pl.DataFrame:
+        return host_activity_in_gaps(idle_gaps(self.busy, self.window), self.timeline.api, self.timeline.nvtx)
+
+    @cached_property
+    def overlap(self) -> pl.DataFrame:
+        return copy_compute_overlap(self.work)
+
+    @cached_property
+    def streams(self) -> pl.DataFrame:
+        return stream_activity(self.work, self.window)
+
+    @cached_property
+    def launches(self) -> pl.DataFrame:
+        return launches(self.work, self.timeline.api)
+
+    @cached_property
+    def launch_stats(self) -> pl.DataFrame:
+        return launch_stats(self.launches, self.window)
+
+    @cached_property
+    def projection(self) -> pl.DataFrame:
+        return nvtx_projection(self.timeline, self.work)

@@ -1,0 +1,76 @@
+"""Timeline rules: one module per rule, each declaring ``SPEC`` (a ``RuleSpec``) and
+``apply(analysis, hardware=None) -> list[Finding]``, where ``analysis`` is a
+``coach.analyze.timeline.TimelineAnalysis`` (the shared computations, made once) and ``hardware``
+an optional GPU entry (``coach.analyze.hardware.GPU``) for ceilings such as the host link's rate.
+
+``run_all(timeline, hardware)`` runs every rule whose table has the columns it requires and returns
+the findings ranked by estimated saving, then a note (``coach.analyze.diagnose.not_checked``) for
+each rule whose table has records without a column the rule needs.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import polars as pl
+
+from coach.analyze.diagnose import not_checked
+from coach.analyze.findings import Finding, RuleSpec, rank
+from coach.analyze.timeline import TimelineAnalysis
+from coach.analyze.timeline_rules._shared import timeline_gpu
+from coach.analyze.timeline_rules import (
+    allocator_churn,
+    gpu_idle,
+    host_sync,
+    launch_bound,
+    layout_copies,
+    no_overlap,
+    pageable_memcpy,
+    transfer_bandwidth,
+    warmup,
+)
+from coach.model import Timeline
+
+RULES: tuple[ModuleType, ...] = (
+    gpu_idle,
+    launch_bound,
+    host_sync,
+    pageable_memcpy,
+    no_overlap,
+    transfer_bandwidth,
+    allocator_churn,
+    layout_copies,
+    warmup,
+)
+
+
+def missing_columns(spec: RuleSpec, timeline: Timeline) -> list[str]:
+    """Required columns the rule's table has no value in (empty when the table has no rows: no such
+    activity happened, so there is nothing to check)."""
+    table: pl.DataFrame = getattr(timeline, spec.table)
+    return [c for c in spec.requires if table.height and table[c].null_count() == table.height]
+
+
+def applicable(spec: RuleSpec, timeline: Timeline) -> bool:
+    """The rule's table has rows, and each required column has at least one value."""
+    return getattr(timeline, spec.table).height > 0 and not missing_columns(spec, timeline)
+
+
+def run_all(timeline: Timeline, hardware: Any = None) -> list[Finding]:
+    """Every applicable rule's findings, largest estimated saving first; then a note for each rule
+    whose table has rows but lacks a column it needs. ``hardware`` defaults to the hardware-table
+    entry of the timeline's GPU."""
+    analysis = TimelineAnalysis(timeline)
+    hardware = hardware if hardware is not None else timeline_gpu(timeline.devices)
+    findings: list[Finding] = []
+    notes: list[Finding] = []
+    for rule in RULES:
+        gone = missing_columns(rule.SPEC, timeline)
+        if gone:
+            notes.append(not_checked(rule.SPEC.id, rule.SPEC.name, [],
+                                     reason=f"the trace's {rule.SPEC.table} records have no {', '.join(gone)}",
+                                     scope="timeline"))
+        elif applicable(rule.SPEC, timeline):
+            findings.extend(rule.apply(analysis, hardware))
+    return rank(findings) + notes

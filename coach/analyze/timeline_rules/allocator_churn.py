@@ -1,0 +1,82 @@
+"""Allocation and release in the loop (ALLOCATOR).
+
+``cudaMalloc``/``cudaFree`` (and their driver and host-pinned twins) are expensive host calls, and
+the CUDA Programming Guide ("Implicit Synchronization") lists device and page-locked allocations
+among the operations that serialise streams. A program that allocates and frees every iteration
+pays that each time; a pool allocates once and reuses. The stream-ordered allocator
+(``cudaMallocAsync``/``cudaFreeAsync``) is cheap per call, but with its default release threshold of
+0 the pool hands memory back at every synchronisation, so the next iteration allocates afresh.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
+from coach.analyze.timeline import TimelineAnalysis
+from coach.analyze.timeline_rules._shared import base_api_name, ns, reportable, share_pct
+
+SPEC = RuleSpec(
+    id="allocator-churn",
+    name="Memory allocated and freed in a loop",
+    category=Bottleneck.ALLOCATOR,
+    table="api",
+    requires=("name", "dur_ns"),
+    doc="Repeated allocation and release calls and the host time they take.",
+)
+
+ALLOC_CALLS = (r"^(cudaMalloc|cudaMallocAsync|cudaMallocFromPoolAsync|cudaMallocHost|cudaHostAlloc|cudaMallocManaged"
+               r"|cudaMallocPitch|cudaMalloc3D|cudaMallocArray|cuMemAlloc|cuMemAllocAsync|cuMemAllocFromPoolAsync"
+               r"|cuMemAllocHost|cuMemHostAlloc|cuMemAllocManaged|cuMemAllocPitch)$")
+FREE_CALLS = r"^(cudaFree|cudaFreeAsync|cudaFreeHost|cudaFreeArray|cuMemFree|cuMemFreeAsync|cuMemFreeHost)$"
+
+# Three matched allocate/free pairs: one pair can be set-up, a second the tear-down of a first
+# buffer; three or more mean allocation repeats with the work.
+MIN_ALLOC_FREE_PAIRS = 3
+
+
+def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
+    calls = a.timeline.api.with_columns(base=base_api_name(pl.col("name"))).with_columns(
+        alloc=pl.col("base").str.contains(ALLOC_CALLS), free=pl.col("base").str.contains(FREE_CALLS)
+    ).filter(pl.col("alloc") | pl.col("free"))
+    allocs, frees = int(calls["alloc"].sum()), int(calls["free"].sum())
+    pairs = min(allocs, frees)
+    if pairs < MIN_ALLOC_FREE_PAIRS:
+        return []
+    saving_ns = float(calls["dur_ns"].sum())
+    if not reportable(saving_ns, a.window_ns):
+        return []
+    by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
+    names = ", ".join(f"{n} x {name}" for name, n, _ in by_name.iter_rows())
+    stream_ordered = bool(calls["base"].str.contains("Async").any())
+    message = (
+        f"The host allocated {allocs} times and freed {frees} times ({names}), {ns(saving_ns)} in those calls "
+        f"({share_pct(saving_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window): memory is allocated and released "
+        "with the work instead of once."
+        + (" The stream-ordered calls come from a pool, but with its default release threshold of 0 the pool returns "
+           "memory at every synchronisation." if stream_ordered else
+           " Device and pinned allocations also serialise the streams around them.")
+    )
+    return [Finding(
+        rule_id=SPEC.id,
+        category=SPEC.category,
+        title=f"{pairs} allocate/free pairs in the loop",
+        message=message,
+        next_step=("Allocate once and reuse: preallocate buffers outside the loop or use a pool (PyTorch's caching "
+                   "allocator does this; do not call torch.cuda.empty_cache() in the loop); with cudaMallocAsync, raise "
+                   "cudaMemPoolAttrReleaseThreshold so the pool keeps its memory between iterations."),
+        evidence=(
+            Evidence("alloc_calls", allocs, "calls", healthy="a fixed number at start-up, none per iteration",
+                     threshold=MIN_ALLOC_FREE_PAIRS, source=a.timeline.source.tool),
+            Evidence("free_calls", frees, "calls", threshold=MIN_ALLOC_FREE_PAIRS, source=a.timeline.source.tool),
+            Evidence("allocator_ns", saving_ns, "ns", source=a.timeline.source.tool),
+        ),
+        scope="timeline",
+        estimated_gain_pct=share_pct(saving_ns, a.window_ns),
+        estimated_saving_ns=saving_ns,
+        gain_model=("host time in allocation and free calls, which reuse from a pool removes; the stream serialisation "
+                    "they cause is not counted"),
+        details={"calls": by_name.to_dicts()},
+    )]

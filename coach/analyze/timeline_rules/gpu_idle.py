@@ -1,0 +1,129 @@
+"""GPU idle gaps and what the host was doing in them (HOST_BOUND or IDLE).
+
+Looks at the gaps between operations on each GPU (the stretches before the first and after the last
+operation are the capture's edges and are left out, as Nsight Systems' GPU-starvation rule does)
+that are longer than one launch latency. If the host spent most of those gaps outside CUDA calls, it
+was busy with its own work (Python, data loading, logging): HOST_BOUND. If it spent most of them
+inside CUDA calls, those calls kept the GPU waiting (synchronisation, allocation, blocking copies):
+IDLE, naming the call. One-time module loading inside a gap is set aside (the warm-up rule reports
+it): it says nothing about the program's steady state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
+from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, idle_gaps, interval_join, merge_intervals
+from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, ns, reportable, share_pct
+from coach.analyze.timeline_rules.warmup import one_time_calls
+
+SPEC = RuleSpec(
+    id="gpu-idle-gaps",
+    name="GPU idle between operations",
+    category=Bottleneck.IDLE,
+    table="kernels",
+    requires=("device_id", "start_ns", "end_ns"),
+    optional=("api.name", "nvtx.text"),
+    doc="Gaps between GPU operations longer than one launch latency, with the host's activity in them.",
+)
+
+# A gap no longer than one launch latency cannot be filled by the host: work launched the moment the
+# previous operation ended would still arrive that late.
+MIN_GAP_NS = LAUNCH_LATENCY_NS
+
+# Whose time is it: when the host spent less than half of the gaps inside CUDA calls, most of the gap
+# is the host's own work; otherwise a CUDA call held the GPU up.
+HOST_IN_API_PCT = 50.0
+
+
+def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
+    gaps = steady_state_gaps(a)
+    findings = []
+    for (device,), g in gaps.group_by("device_id", maintain_order=True):
+        finding = _device_finding(a, device, g)
+        if finding:
+            findings.append(finding)
+    return findings
+
+
+def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
+    """Gaps between operations with the host's activity in them (``host_activity_in_gaps``) leaving
+    out one-time calls, ``one_time_ns`` (module loading inside the gap, see the warm-up rule) and
+    ``idle_ns`` (the rest); only gaps whose rest is longer than one launch latency."""
+    one_time = one_time_calls(a)
+    gaps = a.gaps
+    if one_time.height:
+        api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
+                                  how="anti", nulls_equal=True)
+        gaps = host_activity_in_gaps(idle_gaps(a.busy, a.window), api, a.timeline.nvtx)
+    gaps = gaps.filter(pl.col("position") == "between").with_row_index("_gap")
+    loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
+                            merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),
+                            "overlap").group_by("_gap").agg(one_time_ns=pl.col("overlap_ns").sum())
+    return (
+        gaps.join(loading, on="_gap", how="left", maintain_order="left")
+        .with_columns(one_time_ns=pl.min_horizontal(pl.col("one_time_ns").fill_null(0), "dur_ns"))
+        .with_columns(idle_ns=pl.col("dur_ns") - pl.col("one_time_ns"))
+        .filter(pl.col("idle_ns") > MIN_GAP_NS)
+        .drop("_gap")
+    )
+
+
+def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame) -> Finding | None:
+    idle_ns = int(gaps["idle_ns"].sum())
+    saving_ns = float((gaps["idle_ns"] - MIN_GAP_NS).sum())
+    if not reportable(saving_ns, a.window_ns):
+        return None
+    busy_pct = a.utilisation.filter(pl.col("device_id") == device)["busy_pct"].item()
+    in_api_ns = gaps.select(pl.min_horizontal("api_ns", "idle_ns").sum()).item()
+    in_api_pct = share_pct(in_api_ns, idle_ns)
+    host_bound = in_api_pct < HOST_IN_API_PCT
+    largest = gaps.sort("idle_ns", descending=True).row(0, named=True)
+    one_time_ns = int(gaps["one_time_ns"].sum())
+
+    where = f" inside {largest['range']}" if largest["range"] else ""
+    lead = (f"GPU {device} sat idle for {ns(idle_ns)} ({share_pct(idle_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} "
+            f"window) in {gaps.height} gap(s) longer than {ns(MIN_GAP_NS)}; it was busy {busy_pct:.1f}% of the window. "
+            f"The largest, {ns(largest['idle_ns'])} after {largest['after'] or 'the previous operation'}, came{where}."
+            + (f" One-time module loading ({ns(one_time_ns)}, see the warm-up finding) is left out of these figures."
+               if one_time_ns else ""))
+    if host_bound:
+        message = (f"{lead} The host spent only {in_api_pct:.0f}% of the gaps in CUDA calls: it was busy with its own work "
+                   "while the GPU waited for the next launch.")
+        next_step = ("Find the host work in these gaps (nsys with --sample=cpu or py-spy, NVTX ranges around data loading "
+                     "and Python logic) and take it off the GPU's path: DataLoader workers with pinned prefetching, fewer "
+                     "Python-level ops per step, or a CUDA graph so one launch replays the step.")
+    else:
+        message = (f"{lead} The host spent {in_api_pct:.0f}% of the gaps inside CUDA calls, in the largest gap mostly "
+                   f"{largest['top_api']} ({ns(largest['top_api_ns'])}): the call, not the host's own work, kept the GPU waiting.")
+        next_step = (f"Take {largest['top_api']} out of the loop or make it asynchronous (see the host-synchronisation, "
+                     "allocator and pageable-memcpy findings for which calls and how).")
+
+    return Finding(
+        rule_id=SPEC.id,
+        category=Bottleneck.HOST_BOUND if host_bound else Bottleneck.IDLE,
+        title=f"GPU {device} idle {share_pct(idle_ns, a.window_ns):.0f}% of the time: "
+              + ("host-bound" if host_bound else f"waiting in {largest['top_api']}"),
+        message=message,
+        next_step=next_step,
+        evidence=(
+            Evidence("gpu_busy_pct", busy_pct, "%", healthy="work queued back to back: busy close to 100% in a steady loop",
+                     source=a.timeline.source.tool),
+            Evidence("idle_in_gaps_ns", idle_ns, "ns", healthy=f"no gap between operations longer than {ns(MIN_GAP_NS)}",
+                     threshold=MIN_GAP_NS, source=a.timeline.source.tool),
+            Evidence("largest_gap_ns", largest["idle_ns"], "ns", source=a.timeline.source.tool),
+            Evidence("host_in_cuda_api_pct", in_api_pct, "%",
+                     healthy=f"below {HOST_IN_API_PCT:.0f}% means host-bound, above means a CUDA call held the GPU",
+                     threshold=HOST_IN_API_PCT, source=a.timeline.source.tool),
+        ),
+        scope=f"GPU {device}",
+        estimated_gain_pct=share_pct(saving_ns, a.window_ns),
+        estimated_saving_ns=saving_ns,
+        gain_model=(f"sum over the gaps of (gap - one-time loading in it - {ns(MIN_GAP_NS)}): the time the GPU gains if the "
+                    "host keeps work queued, leaving each gap at one launch latency; an upper bound, since the host work "
+                    "must still fit somewhere"),
+        details={"gaps": gaps.sort("idle_ns", descending=True).head(10).to_dicts()},
+    )

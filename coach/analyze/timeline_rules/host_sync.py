@@ -1,0 +1,123 @@
+"""Host synchronisation points: the host waits for the GPU, then the GPU waits for the host (HOST_SYNC).
+
+A synchronisation point is a call that blocks the host until GPU work finishes: device, stream,
+context and event synchronisation (the calls Nsight Systems' ``cuda_api_sync`` recipe lists), a
+synchronous ``cudaMemcpy``, or an asynchronous copy into pageable memory (which the driver completes
+before returning). ``.item()``, ``print(loss)`` and ``tensor.cpu()`` in PyTorch are a small
+device-to-host copy plus a stream synchronisation. The cost is not the wait itself (the GPU is
+working meanwhile) but what follows: the queue has drained, so the GPU sits idle until the host
+launches again. That bubble, the GPU gap the synchronisation returns into, is what the rule measures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
+from coach.analyze.timeline import TimelineAnalysis, interval_join, with_launch_call
+from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
+
+SPEC = RuleSpec(
+    id="host-sync",
+    name="Host synchronisation in the loop",
+    category=Bottleneck.HOST_SYNC,
+    table="api",
+    requires=("name", "start_ns", "end_ns"),
+    optional=("memcpy.kind", "memcpy.bytes", "memcpy.pageable"),
+    doc="Synchronising calls and blocking copies, and the GPU bubbles that follow them.",
+)
+
+SYNC_CALLS = (r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaThreadSynchronize"
+              r"|cuCtxSynchronize|cuStreamSynchronize|cuEventSynchronize)$")
+COPY_CALLS = r"^cu(da)?Memcpy"
+
+# A device-to-host copy of at most 8 bytes is one scalar (up to a 64-bit value): .item(), float(t),
+# or a printed loss.
+SCALAR_BYTES = 8
+
+
+def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
+    """The calls that block the host: ``name, start_ns, end_ns, dur_ns, tid, reason`` ("sync",
+    "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar
+    device-to-host copy (it is that copy, or the first synchronisation after it on its thread)."""
+    api = a.timeline.api.with_columns(base=base_api_name(pl.col("name")))
+    copies = with_launch_call(a.work.filter(pl.col("activity") == "memcpy"), a.timeline.api).with_columns(
+        base=base_api_name(pl.col("api_name")),
+        scalar=(pl.col("kind") == "DtoH") & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False),
+    )
+    blocking = copies.filter(
+        pl.col("base").str.contains(COPY_CALLS)
+        & (~pl.col("base").str.contains("Async") | (pl.col("pageable").fill_null(False) & (pl.col("kind") == "DtoH")))
+    ).select(
+        name="api_name", start_ns="api_start_ns", end_ns="api_end_ns", dur_ns="launch_ns", tid="tid",
+        reason=pl.when(pl.col("base").str.contains("Async")).then(pl.lit("pageable copy")).otherwise(pl.lit("sync copy")),
+        scalar_read="scalar",
+    )
+    syncs = api.filter(pl.col("base").str.contains(SYNC_CALLS)).select("name", "start_ns", "end_ns", "dur_ns", "tid")
+    scalar_copies = copies.filter("scalar").select("tid", copy_end_ns="api_end_ns").sort("copy_end_ns")
+    syncs = (
+        syncs.sort("start_ns")
+        .join_asof(scalar_copies, left_on="start_ns", right_on="copy_end_ns", by="tid", strategy="backward",
+                   check_sortedness=False)  # both sorted by time; sortedness within groups is not checkable
+        .with_columns(
+            reason=pl.lit("sync"),
+            scalar_read=pl.col("copy_end_ns").is_not_null() & pl.col("copy_end_ns").is_first_distinct(),
+        )
+        .drop("copy_end_ns")
+    )
+    return pl.concat([syncs, blocking]).sort("start_ns")
+
+
+def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
+    points = sync_points(a)
+    if points.is_empty() or a.gaps.is_empty():
+        return []
+    returned_into = interval_join(
+        a.gaps.select("device_id", "start_ns", "end_ns", gap_ns="dur_ns"),
+        points.select(start_ns="end_ns", end_ns="end_ns", point_name="name"),
+        "contains",
+    )
+    bubbles = returned_into.unique(subset=["device_id", "start_ns"]).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS)
+    bubble_ns = int(bubbles["gap_ns"].sum())
+    saving_ns = float((bubbles["gap_ns"] - LAUNCH_LATENCY_NS).sum())
+    if not reportable(saving_ns, a.window_ns):
+        return []
+    blocked_ns = int(points["dur_ns"].sum())
+    by_name = points.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
+    calls = ", ".join(f"{n} x {name}" for name, n, _ in by_name.iter_rows())
+    scalars = int(points["scalar_read"].sum())
+    message = (
+        f"The host synchronised with the GPU {points.height} time(s) ({calls}), blocked {ns(blocked_ns)} in those calls. "
+        f"They returned into {bubbles.height} GPU gap(s) longer than one launch latency: the queue had drained, and the GPU idled "
+        f"{ns(bubble_ns)} ({share_pct(bubble_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window) until the host "
+        "launched again."
+        + (f" Of these, {scalars} waited for a one-scalar device-to-host copy: .item(), float(t) or a printed loss."
+           if scalars else "")
+    )
+    return [Finding(
+        rule_id=SPEC.id,
+        category=SPEC.category,
+        title=f"{points.height} host synchronisation point(s) drain the GPU queue",
+        message=message,
+        next_step=("Keep the loop free of synchronisation: accumulate metrics on the GPU and read them every N steps, copy "
+                   "results with non_blocking=True into pinned buffers, and order work between streams with events "
+                   "(cudaStreamWaitEvent / Stream.wait_event) instead of synchronising the host."),
+        evidence=(
+            Evidence("sync_points", points.height, "calls", healthy="none inside the steady-state loop",
+                     source=a.timeline.source.tool),
+            Evidence("host_blocked_ns", blocked_ns, "ns", source=a.timeline.source.tool),
+            Evidence("gpu_idle_after_sync_ns", bubble_ns, "ns",
+                     healthy=f"no gap after a synchronisation longer than one launch latency ({ns(LAUNCH_LATENCY_NS)})",
+                     threshold=LAUNCH_LATENCY_NS, source=a.timeline.source.tool),
+            Evidence("scalar_reads", scalars, "calls", healthy="0 per step", source=a.timeline.source.tool),
+        ),
+        scope="timeline",
+        estimated_gain_pct=share_pct(saving_ns, a.window_ns),
+        estimated_saving_ns=saving_ns,
+        gain_model=(f"sum over the GPU gaps a synchronisation returned into of (gap - {ns(LAUNCH_LATENCY_NS)}): without the "
+                    "synchronisation the host would have queued the next work before the GPU ran dry; these gaps are "
+                    "also part of the GPU-idle finding"),
+        details={"sync_calls": by_name.to_dicts(), "bubbles": bubbles.sort("gap_ns", descending=True).head(10).to_dicts()},
+    )]

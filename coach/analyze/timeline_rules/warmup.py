@@ -1,0 +1,91 @@
+"""One-time start-up costs inside the profiled window (MEASUREMENT).
+
+With lazy loading (the default since CUDA 12.2) a module is loaded when one of its kernels is first
+launched: the driver's ``cuLibraryLoadData``/``cuModuleLoad*`` calls, or a first launch call that
+takes milliseconds instead of microseconds. A profile that starts before the program is warm
+measures those one-time costs as if they were part of every step, and the GPU sits idle while they
+run. They are the measurement's problem, not the program's: the other rules set them aside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
+from coach.analyze.timeline import TimelineAnalysis, merge_intervals
+from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
+
+SPEC = RuleSpec(
+    id="warmup-in-profile",
+    name="One-time start-up costs inside the profile",
+    category=Bottleneck.MEASUREMENT,
+    table="api",
+    requires=("name", "start_ns", "end_ns"),
+    optional=("kernels.correlation_id",),
+    doc="Module loading and slow first launches measured inside the profiled window.",
+)
+
+LOADING_CALLS = r"^cu(Module|Library)Load"
+
+# A launch call ten times the steady-state cost (one launch latency, ~10 us on the H200) is not
+# launch overhead. On a kernel's first launch it is module loading: the H200 recordings show first
+# launches of 0.84-10.3 ms (tests/data/nsys_torch_softmax) and 8.96 ms (kineto_torch_softmax).
+SLOW_FIRST_LAUNCH_NS = 10 * LAUNCH_LATENCY_NS
+
+
+def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
+    """Module-loading calls and slow first launches of each kernel: ``pid, tid, start_ns, end_ns,
+    name``."""
+    loads = (
+        a.timeline.api.filter(base_api_name(pl.col("name")).str.contains(LOADING_CALLS))
+        .select("pid", "tid", "start_ns", "end_ns", "name")
+    )
+    first_launches = (
+        a.launches.sort("api_start_ns")
+        .filter(pl.struct("pid", "name").is_first_distinct() & (pl.col("launch_ns") >= SLOW_FIRST_LAUNCH_NS))
+        .select("pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", name="api_name")
+    )
+    return pl.concat([loads, first_launches]).sort("start_ns")
+
+
+def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
+    calls = one_time_calls(a)
+    if calls.is_empty():
+        return []
+    # a runtime launch and the driver load inside it count once
+    saving_ns = float(merge_intervals(calls, ["pid", "tid"])["dur_ns"].sum())
+    if not reportable(saving_ns, a.window_ns):
+        return []
+    calls = calls.with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
+    durations = calls["dur_ns"]
+    by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
+    names = ", ".join(f"{n} x {name} ({ns(t)})" for name, n, t in by_name.iter_rows())
+    return [Finding(
+        rule_id=SPEC.id,
+        category=SPEC.category,
+        title=f"The profile includes {ns(saving_ns)} of one-time module loading",
+        message=(f"The profiled window includes one-time start-up work: {names}; {ns(saving_ns)} in all "
+                 f"({share_pct(saving_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window). With lazy loading the first "
+                 "launch of each kernel loads its module; the GPU waits meanwhile, and a step that contains it is not "
+                 "a steady-state step."),
+        next_step=("Warm up before measuring: run a few iterations first and profile after them (torch.profiler "
+                   "schedule(wait=1, warmup=1, active=3), or cudaProfilerStart() after warm-up with nsys "
+                   "--capture-range=cudaProfilerApi); time only steady-state iterations."),
+        evidence=(
+            Evidence("one_time_ns", saving_ns, "ns", healthy="0 inside the profiled steady state",
+                     source=a.timeline.source.tool),
+            Evidence("module_load_calls", int(by_name.filter(pl.col("name").str.contains(LOADING_CALLS))["n"].sum()),
+                     "calls", healthy="0 after warm-up", source=a.timeline.source.tool),
+            Evidence("longest_one_time_call_ns", float(durations.max()), "ns",
+                     healthy=f"launch calls near one launch latency ({ns(LAUNCH_LATENCY_NS)})", threshold=SLOW_FIRST_LAUNCH_NS,
+                     source=a.timeline.source.tool),
+        ),
+        scope="timeline",
+        estimated_gain_pct=share_pct(saving_ns, a.window_ns),
+        estimated_saving_ns=saving_ns,
+        gain_model=("time in module loading and slow first launches, merged per host thread: warming up moves it out "
+                    "of the measured region; the program's steady state does not get faster"),
+        details={"calls": by_name.to_dicts()},
+    )]

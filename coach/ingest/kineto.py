@@ -1,0 +1,400 @@
+"""Read a PyTorch-profiler (Kineto) Chrome-trace JSON, plain or gzipped, into a ``Timeline``.
+
+``torch.profiler`` writes one JSON object: ``traceEvents`` (the events), ``deviceProperties`` (one
+entry per GPU), ``baseTimeNanoseconds`` and version metadata. Every duration event has ``ph: "X"``,
+a category ``cat``, ``ts`` and ``dur`` in microseconds (written with three decimals, so nanosecond
+resolution) and an ``args`` object whose keys depend on the category. Category and argument names
+changed across torch versions ("Kernel" became "kernel", "Runtime" "cuda_runtime", "external id"
+"External id"); the mapping from every raw name coach knows to its canonical name is data, not
+code: ``kineto_fields.csv`` beside this module, one row per raw name with the era it comes from.
+
+How the trace becomes the canonical tables:
+
+- ``kernels``, ``memcpy``, ``memset``: GPU rows. Kineto puts the device id in ``pid`` and the stream
+  in ``tid`` of those rows, so ``pid`` (the host process) is filled from the API call that launched
+  the work, through the correlation id. Memcpy kind and pageable/pinned come from the event name,
+  ``Memcpy DtoH (Device -> Pageable)``; Kineto reports only the sum of static and dynamic shared
+  memory, which goes to ``shared_mem_bytes``. ``name`` is the kernel's bare function name (what
+  Nsight Systems calls the short name), ``demangled_name`` the full signature Kineto prints.
+- ``api``: ``cuda_runtime`` and ``cuda_driver`` rows; Kineto records no return codes.
+- ``sync``: ``cuda_sync`` rows (CUPTI synchronisation records, recorded by newer torch when
+  ``enable_cuda_sync_events`` is set). Their host thread comes from the API call they belong to.
+  Without them, synchronisation is still visible as ``cudaStreamSynchronize`` and friends in ``api``.
+- ``nvtx``: ``user_annotation`` ranges (``record_function``, ``ProfilerStep#N``) with domain
+  ``user_annotation``, **and** ``cpu_op`` ranges (aten operators) with domain ``cpu_op``. A PyTorch
+  user reaches for operator ranges the way an Nsight Systems user reaches for NVTX: they are what
+  ``torch.autograd.profiler.emit_nvtx`` turns into NVTX ranges under nsys, and projecting them onto
+  the GPU answers "which operator launched this time". Filter on ``domain`` to separate them.
+  ``depth`` counts nesting across both domains on a thread, as Nsight Systems nests ranges by
+  containment. ``python_function`` frames (``with_stack``) are left out: they are a call stack, not
+  annotations, and can outnumber everything else. ``gpu_user_annotation`` rows are Kineto's own
+  projection of annotations onto a stream; coach projects every range from correlation ids instead
+  (``coach.analyze.timeline.nvtx_projection``), so they are dropped.
+- ``devices``: from ``deviceProperties``.
+
+Times become integer nanoseconds relative to the first duration event of the trace (the profiler's
+own ``Trace`` span starts it). Current Kineto writes ``ts`` relative to ``baseTimeNanoseconds`` (a
+Unix time in ns) to keep doubles exact; older versions wrote absolute microseconds. Both are kept
+in ``Source.meta`` (``base_time_ns``, ``trace_start_us``) so absolute times can be recovered.
+
+The file is parsed by Polars against a schema built from ``kineto_fields.csv``, which reads only
+the fields coach uses; when that fails, the standard library re-parses it to name the problem.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from functools import cache
+from pathlib import Path
+
+import polars as pl
+
+from coach.errors import InputError
+from coach.model import Source, Timeline, make_timeline
+
+FIELDS_TABLE = Path(__file__).with_name("kineto_fields.csv")
+
+GZIP_MAGIC = b"\x1f\x8b"
+_US_TO_NS = 1000.0
+_MEMCPY_NAME = r"^Memcpy (\S+) \((.+?) -> (.+?)\)$"
+_MEMSET_NAME = r"^Memset \((.+?)\)$"
+_PROFILER_STEP = "ProfilerStep#"
+
+_TOP_LEVEL_TEXT = ("schemaVersion", "baseTimeNanoseconds", "trace_id", "traceName", "cuda_driver_version",
+                   "cuda_runtime_version", "cupti_version")
+
+
+# --------------------------------------------------------------------------------------------
+# The mapping table
+# --------------------------------------------------------------------------------------------
+
+
+@cache
+def fields() -> pl.DataFrame:
+    """``kineto_fields.csv``: kind, raw, canonical, dtype, era, note."""
+    return pl.read_csv(FIELDS_TABLE, schema_overrides={k: pl.Utf8 for k in ("kind", "raw", "canonical", "dtype", "era", "note")})
+
+
+def _mapping(kind: str) -> dict[str, str]:
+    rows = fields().filter(pl.col("kind") == kind)
+    return dict(zip(rows["raw"].to_list(), rows["canonical"].to_list(), strict=True))
+
+
+def _canonical_fields(kind: str) -> dict[str, tuple[str, list[str]]]:
+    """canonical name -> (dtype, raw names that carry it, in table order)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for raw, canonical, dtype in fields().filter(pl.col("kind") == kind).select("raw", "canonical", "dtype").iter_rows():
+        out.setdefault(canonical, (dtype, []))[1].append(raw)
+    return out
+
+
+def _json_dtype(dtype: str) -> pl.DataType:
+    # Scalars are read as text and cast afterwards: a JSON number reads into a string column, while a
+    # numeric column refuses the occasional string Kineto writes (e.g. "inf" for blocks per SM).
+    return pl.List(pl.Int64) if dtype == "int_list" else pl.Utf8
+
+
+def _file_schema() -> dict[str, pl.DataType]:
+    args = {raw: _json_dtype(dtype) for _, (dtype, raws) in _canonical_fields("arg").items() for raw in raws}
+    event = pl.Struct({"ph": pl.Utf8, "cat": pl.Utf8, "name": pl.Utf8, "pid": pl.Utf8, "tid": pl.Utf8,
+                       "ts": pl.Float64, "dur": pl.Float64, "args": pl.Struct(args)})
+    device = pl.Struct({raw: pl.Utf8 for raw in _mapping("device")})
+    return {"traceEvents": pl.List(event), "deviceProperties": pl.List(device),
+            **{k: pl.Utf8 for k in _TOP_LEVEL_TEXT}}
+
+
+def _as(dtype: str, expr: pl.Expr) -> pl.Expr:
+    if dtype == "int":
+        return pl.coalesce(expr.cast(pl.Int64, strict=False), expr.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))
+    return expr
+
+
+def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
+    """One expression per canonical field, coalescing the raw names of every era."""
+    return [
+        pl.coalesce([_as(dtype, pl.col(struct).struct.field(raw)) for raw in raws]).alias(canonical)
+        for canonical, (dtype, raws) in _canonical_fields(kind).items()
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and parsing
+# --------------------------------------------------------------------------------------------
+
+
+def read(path: str | Path) -> Timeline:
+    """Read a PyTorch-profiler trace (``.json`` or ``.json.gz``) into the canonical ``Timeline``."""
+    path = Path(path)
+    doc = _parse(_read_bytes(path), path)
+    events = _duration_events(doc, path)
+    t0 = events["ts"].min()
+    ev = _canonical_events(events, t0)
+    corr = _launching_thread(ev)
+    return make_timeline(
+        _source(path, doc, t0),
+        kernels=_kernels(ev, corr),
+        memcpy=_memcpy(ev, corr),
+        memset=_memset(ev, corr),
+        api=_api(ev),
+        sync=_sync(ev, corr),
+        nvtx=_nvtx(ev),
+        devices=_devices(doc),
+    )
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise InputError(path, f"cannot be read ({err.strerror or err})") from None
+    if raw.startswith(GZIP_MAGIC):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as err:
+            raise InputError(path, f"is a damaged gzip file ({err})") from None
+    if not raw.strip():
+        raise InputError(path, "is empty")
+    return raw
+
+
+def _parse(raw: bytes, path: Path) -> pl.DataFrame:
+    try:
+        doc = pl.read_json(raw, schema=_file_schema())
+    except pl.exceptions.PolarsError as err:
+        raise _explain(raw, path, err) from None
+    if doc.height != 1 or doc["traceEvents"][0] is None:
+        raise InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
+    return doc
+
+
+def _explain(raw: bytes, path: Path, err: Exception) -> InputError:
+    """Name what is wrong with a file Polars could not read, using the standard library's parser."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return InputError(path, f"is not UTF-8 text (byte {bad.start})")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as bad:
+        where = f"line {bad.lineno} column {bad.colno}"
+        if bad.pos >= len(text.rstrip()) or bad.msg.startswith("Unterminated string"):
+            return InputError(path, f"ends before its JSON is complete ({bad.msg} at {where}): a truncated trace?")
+        return InputError(path, f"is not valid JSON ({bad.msg} at {where})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        return InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return InputError(path, f"has traceEvents in a shape coach does not read ({first})")
+
+
+def _duration_events(doc: pl.DataFrame, path: Path) -> pl.DataFrame:
+    events = (
+        doc.select(pl.col("traceEvents").explode())
+        .unnest("traceEvents")
+        .filter((pl.col("ph") == "X") & pl.col("ts").is_not_null())
+    )
+    if events.is_empty():
+        raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
+    return events
+
+
+def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
+    """Canonical activity class, integer ns times, and canonical argument columns."""
+    categories = pl.DataFrame({"cat": list(_mapping("category")), "activity": list(_mapping("category").values())})
+    return (
+        events.join(categories, on="cat", how="inner", maintain_order="left")
+        .with_columns(
+            activity=pl.when((pl.col("cat") == "Operator") & pl.col("name").str.starts_with(_PROFILER_STEP))
+            .then(pl.lit("user_annotation"))
+            .otherwise(pl.col("activity")),
+            start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64),
+            dur_ns=(pl.col("dur") * _US_TO_NS).round().cast(pl.Int64).clip(lower_bound=0).fill_null(0),
+            pid=pl.col("pid").cast(pl.Int64, strict=False),
+            tid=pl.col("tid").cast(pl.Int64, strict=False),
+        )
+        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"), *_canonical_args("arg", "args"))
+        .drop("args", "ts", "dur", "ph")
+        .sort("start_ns", maintain_order=True)
+    )
+
+
+def _launching_thread(ev: pl.DataFrame) -> pl.DataFrame:
+    """correlation_id -> pid, tid of the API call that launched the work (one row per id)."""
+    return (
+        ev.filter(pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null())
+        .group_by("correlation_id")
+        .agg(pl.col("pid").first(), pl.col("tid").first())
+    )
+
+
+def _gpu_rows(ev: pl.DataFrame, activity: str, corr: pl.DataFrame) -> pl.DataFrame:
+    # On GPU rows Kineto's pid is the device and tid the stream: use them only where args lack those.
+    return (
+        ev.filter(pl.col("activity") == activity)
+        .with_columns(
+            device_id=pl.coalesce("device_id", "pid"),
+            stream_id=pl.coalesce("stream_id", "tid"),
+        )
+        .drop("pid", "tid")
+        .join(corr.select("correlation_id", "pid"), on="correlation_id", how="left", maintain_order="left")
+    )
+
+
+_SPAN = ["start_ns", "end_ns", "dur_ns"]
+_GPU_PLACE = ["device_id", "context_id", "stream_id", "correlation_id", "pid"]
+
+
+def _kernels(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
+    rows = _gpu_rows(ev, "kernel", corr).rename({"name": "demangled_name"})
+    short = rows.select("demangled_name").unique().with_columns(
+        name=pl.col("demangled_name").map_elements(short_kernel_name, return_dtype=pl.Utf8)
+    )
+    return rows.join(short, on="demangled_name", how="left", maintain_order="left").select(
+        *_SPAN, *_GPU_PLACE, "name", "demangled_name",
+        *(pl.col("grid").list.get(i, null_on_oob=True).alias(f"grid_{a}") for i, a in enumerate("xyz")),
+        *(pl.col("block").list.get(i, null_on_oob=True).alias(f"block_{a}") for i, a in enumerate("xyz")),
+        "registers_per_thread", "shared_mem_bytes",
+    )
+
+
+def _memcpy(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
+    copy_kind, memory_kind = _mapping("copy_kind"), _mapping("memory_kind")
+    parts = pl.col("name").str.extract_groups(_MEMCPY_NAME)
+    return (
+        _gpu_rows(ev, "memcpy", corr)
+        .with_columns(
+            kind=parts.struct.field("1").replace_strict(copy_kind, default="unknown"),
+            src_memory=parts.struct.field("2").replace_strict(memory_kind, default="unknown"),
+            dst_memory=parts.struct.field("3").replace_strict(memory_kind, default="unknown"),
+        )
+        .with_columns(pageable=(pl.col("src_memory") == "pageable") | (pl.col("dst_memory") == "pageable"))
+        .select(*_SPAN, *_GPU_PLACE, "kind", "bytes", "src_memory", "dst_memory", "pageable")
+    )
+
+
+def _memset(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
+    return (
+        _gpu_rows(ev, "memset", corr)
+        .with_columns(
+            memory=pl.col("name").str.extract(_MEMSET_NAME, 1).replace_strict(_mapping("memory_kind"), default="unknown")
+        )
+        .select(*_SPAN, *_GPU_PLACE, "bytes", "memory")
+    )
+
+
+def _api(ev: pl.DataFrame) -> pl.DataFrame:
+    return ev.filter(pl.col("activity").is_in(["runtime", "driver"])).select(
+        *_SPAN, "pid", "tid", "correlation_id", "name", api=pl.col("activity")
+    )
+
+
+def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
+    return (
+        ev.filter(pl.col("activity") == "sync")
+        .with_columns(
+            # On sync rows Kineto's pid is the device and tid the stream (-1 for context syncs).
+            device_id=pl.coalesce("device_id", "pid"),
+            stream_id=pl.coalesce("stream_id", "tid").replace(-1, None),
+            kind=pl.coalesce("sync_kind", "name").replace_strict(_mapping("sync_kind"), default="unknown"),
+        )
+        .drop("pid", "tid")
+        .join(corr, on="correlation_id", how="left", maintain_order="left")
+        .select(*_SPAN, *_GPU_PLACE, "tid", "kind", "event_id")
+    )
+
+
+def _nvtx(ev: pl.DataFrame) -> pl.DataFrame:
+    ranges = (
+        ev.filter(pl.col("activity").is_in(["user_annotation", "cpu_op"]))
+        .select(*_SPAN, "pid", "tid", text=pl.col("name"), domain=pl.col("activity"), kind=pl.lit("push_pop"))
+        .sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True], nulls_last=True)
+    )
+    return ranges.with_columns(depth=nesting_depth(ranges))
+
+
+def _devices(doc: pl.DataFrame) -> pl.DataFrame:
+    return (
+        doc.select(pl.col("deviceProperties").explode().alias("props"))
+        .select(_canonical_args("device", "props"))
+        .filter(pl.col("device_id").is_not_null())
+        .with_columns(max_warps_per_sm=pl.col("max_threads_per_sm") // pl.col("warp_size"))
+        .drop("max_threads_per_sm", "warp_size")
+    )
+
+
+def _source(path: Path, doc: pl.DataFrame, t0: float) -> Source:
+    top = {k: doc[k][0] for k in _TOP_LEVEL_TEXT}
+    meta = {
+        "schema_version": top["schemaVersion"],
+        "base_time_ns": int(top["baseTimeNanoseconds"]) if top["baseTimeNanoseconds"] else None,
+        "trace_start_us": t0,
+        "cuda_driver_version": top["cuda_driver_version"],
+        "cuda_runtime_version": top["cuda_runtime_version"],
+        "cupti_version": top["cupti_version"],
+        "trace_id": top["trace_id"],
+    }
+    version = f"Kineto schema {top['schemaVersion']}" if top["schemaVersion"] else None
+    return Source(path=str(path), format="kineto-json", tool="PyTorch profiler", tool_version=version,
+                  meta={k: v for k, v in meta.items() if v is not None})
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def nesting_depth(ranges: pl.DataFrame) -> pl.Series:
+    """Nesting level of each range on its (pid, tid), 0 for outermost; rows must be sorted by
+    pid, tid, start_ns ascending and end_ns descending (the pre-order of the nesting tree).
+
+    In that order a range's ancestors are the earlier ranges still open at its start, so its depth
+    is its position minus the number of ranges that closed at or before its start. Counting those is
+    one binary search over the sorted ends, with each thread shifted onto its own stretch of the time
+    axis; a zero-length range closing exactly at another's start is not counted as closed before it.
+    """
+    if ranges.is_empty():
+        return pl.Series("depth", [], dtype=pl.Int64)
+    lane = pl.struct(pl.col("pid").fill_null(-1), pl.col("tid").fill_null(-1)).rank("dense").cast(pl.Int64)
+    span = 2 * (int(ranges["end_ns"].max()) + 1) + 2
+    keys = ranges.select(
+        closed=lane * span + 2 * pl.col("end_ns") + (pl.col("end_ns") == pl.col("start_ns")).cast(pl.Int64),
+        opened=lane * span + 2 * pl.col("start_ns") + 1,
+    )
+    closed_before = keys["closed"].sort().search_sorted(keys["opened"], side="left").cast(pl.Int64)
+    return (pl.int_range(ranges.height, dtype=pl.Int64, eager=True) - closed_before).clip(lower_bound=0).alias("depth")
+
+
+def short_kernel_name(demangled: str) -> str:
+    """The bare function name of a demangled kernel signature, as Nsight Systems' short name:
+    ``void at::native::reduce_kernel<512, 1, ...>(...)`` -> ``reduce_kernel``."""
+    s = demangled.strip()
+    s = _drop_trailing_group(s, "(", ")")
+    s = _drop_trailing_group(s, "<", ">")
+    head = s
+    depth = 0
+    cut = 0
+    for i, ch in enumerate(head):  # the last top-level "::" or space separates scope and return type
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif depth == 0 and (ch == " " or head.startswith("::", i)):
+            cut = i + (2 if ch == ":" else 1)
+    return head[cut:] or demangled
+
+
+def _drop_trailing_group(s: str, open_ch: str, close_ch: str) -> str:
+    """Remove a balanced ``open ... close`` group at the end of ``s`` (and a trailing ``const``)."""
+    t = s.removesuffix(" const").rstrip()
+    if not t.endswith(close_ch):
+        return s
+    depth = 0
+    for i in range(len(t) - 1, -1, -1):
+        if t[i] == close_ch:
+            depth += 1
+        elif t[i] == open_ch:
+            depth -= 1
+            if depth == 0:
+                return t[:i].rstrip() if i > 0 else s
+    return s

@@ -1,0 +1,262 @@
+"""The PyTorch-profiler (Kineto) reader: exact numbers from the recorded H200 trace, the legacy and
+newest category names (small synthetic traces written by the tests, named so), and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from coach.errors import InputError
+from coach.ingest import load
+from coach.ingest.kineto import fields, nesting_depth, read, short_kernel_name
+from coach.model import TIMELINE_TABLES
+
+SOFTMAX = "cunn_SoftMaxForwardReg"
+REDUCE = "reduce_kernel"
+
+
+@pytest.fixture(scope="module")
+def tl(softmax_kineto_json):
+    return read(softmax_kineto_json)
+
+
+# --------------------------------------------------------------------------------------------
+# The recorded trace (torch 2.11 on an H200: 3 x softmax over 32768x4096 bf16, then .sum().item())
+# --------------------------------------------------------------------------------------------
+
+
+def test_tables_conform_to_the_model(tl):
+    for name, schema in TIMELINE_TABLES.items():
+        assert getattr(tl, name).schema == pl.Schema(schema), name
+
+
+def test_counts(tl):
+    assert {k: v.height for k, v in tl.tables().items()} == {
+        "kernels": 6, "memcpy": 3, "memset": 3, "api": 21, "sync": 0, "nvtx": 21, "devices": 1,
+    }
+
+
+def test_kernels_exact(tl):
+    k = tl.kernels
+    assert k["name"].to_list() == [SOFTMAX, REDUCE] * 3
+    assert k["dur_ns"].to_list() == [422112, 72256, 419328, 72672, 418785, 73120]
+    # ts 5176727170783.525 us minus the trace start 5176727167677.169 us
+    assert k["start_ns"][0] == 3106356
+    assert k["correlation_id"].to_list() == [11, 35, 65, 83, 103, 121]
+    assert set(k["pid"]) == {674} and set(k["device_id"]) == {0} and set(k["stream_id"]) == {7}
+    first_softmax, first_reduce = k.row(0, named=True), k.row(1, named=True)
+    assert (first_softmax["grid_x"], first_softmax["grid_y"], first_softmax["grid_z"]) == (32768, 1, 1)
+    assert (first_softmax["block_x"], first_softmax["registers_per_thread"], first_softmax["shared_mem_bytes"]) == (1024, 30, 128)
+    assert (first_reduce["grid_x"], first_reduce["grid_y"], first_reduce["block_x"]) == (1, 1024, 512)
+    assert (first_reduce["registers_per_thread"], first_reduce["shared_mem_bytes"]) == (32, 2064)
+    assert first_softmax["demangled_name"].startswith("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16")
+
+
+def test_memcpy_and_memset(tl):
+    m = tl.memcpy
+    assert m["kind"].to_list() == ["DtoH"] * 3
+    assert m["src_memory"].to_list() == ["device"] * 3 and m["dst_memory"].to_list() == ["pinned"] * 3
+    assert m["pageable"].to_list() == [False] * 3
+    assert m["bytes"].to_list() == [2, 2, 2]
+    assert m["dur_ns"].to_list() == [2720, 1600, 1568]
+    assert tl.memset["bytes"].to_list() == [4, 4, 4] and tl.memset["memory"].to_list() == ["device"] * 3
+
+
+def test_api_calls(tl):
+    counts = dict(tl.api.group_by("name").len().iter_rows())
+    assert counts == {"cudaLaunchKernel": 6, "cudaStreamSynchronize": 3, "cudaMemsetAsync": 3, "cudaMemcpyAsync": 3,
+                      "cudaMalloc": 2, "cudaStreamIsCapturing": 2, "cudaHostAlloc": 1, "cudaDeviceSynchronize": 1}
+    assert set(tl.api["api"]) == {"runtime"}
+    # the first reduction's launch paid for lazy module loading: 8.96 ms
+    assert tl.api.filter(pl.col("correlation_id") == 35)["dur_ns"].item() == 8955736
+
+
+def test_operator_ranges_become_nvtx_with_nesting(tl):
+    n = tl.nvtx
+    assert set(n["domain"]) == {"cpu_op"} and set(n["kind"]) == {"push_pop"}
+    depth = dict(n.group_by("text").agg(pl.col("depth").unique().sort()).iter_rows())
+    assert depth == {"aten::softmax": [0], "aten::_softmax": [1], "aten::sum": [0, 1], "aten::as_strided": [2],
+                     "aten::item": [0], "aten::_local_scalar_dense": [1]}
+
+
+def test_devices_and_source(tl):
+    d = tl.devices.row(0, named=True)
+    assert (d["name"], d["cc_major"], d["cc_minor"], d["sm_count"]) == ("NVIDIA H200", 9, 0, 132)
+    assert (d["memory_bytes"], d["max_warps_per_sm"], d["shared_mem_per_sm_bytes"]) == (150109880320, 64, 233472)
+    meta = tl.source.meta
+    assert meta["base_time_ns"] == 1790857026000000000 and meta["trace_start_us"] == 5176727167677.169
+    assert tl.source.format == "kineto-json" and tl.source.tool == "PyTorch profiler"
+
+
+def test_invariants(tl):
+    for name in ("kernels", "memcpy", "memset", "api", "nvtx"):
+        df = getattr(tl, name)
+        assert (df["start_ns"] >= 0).all(), name
+        assert (df["end_ns"] - df["start_ns"] == df["dur_ns"]).all(), name
+
+
+def test_gzipped_trace_reads_the_same(tl, softmax_kineto_json, tmp_path):
+    gz = tmp_path / "trace.json.gz"
+    gz.write_bytes(gzip.compress(softmax_kineto_json.read_bytes()))
+    again = load(gz)
+    for name in TIMELINE_TABLES:
+        assert getattr(again, name).equals(getattr(tl, name)), name
+
+
+def test_short_names_match_nsight_systems(softmax_nsys_sqlite):
+    """Every kernel of the nsys export: coach's short name of its demangled name is NVIDIA's own."""
+    con = sqlite3.connect(f"file:{softmax_nsys_sqlite}?mode=ro", uri=True)
+    pairs = set(con.execute("SELECT s.value, d.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+                            "JOIN StringIds AS s ON s.id = k.shortName JOIN StringIds AS d ON d.id = k.demangledName"))
+    con.close()
+    assert len(pairs) == 5
+    for short, demangled in pairs:
+        assert short_kernel_name(demangled) == short
+    assert short_kernel_name("triton_poi_fused_add_0") == "triton_poi_fused_add_0"
+
+
+def test_mapping_table_is_consistent():
+    f = fields()
+    assert f.filter(pl.col("raw").is_duplicated() & pl.col("kind").is_duplicated()).group_by("kind", "raw").len().filter(
+        pl.col("len") > 1).is_empty()
+    assert set(f["kind"]) == {"category", "arg", "device", "copy_kind", "memory_kind", "sync_kind"}
+    assert set(f.filter(pl.col("kind") == "arg")["dtype"]) <= {"int", "int_list", "str"}
+
+
+# --------------------------------------------------------------------------------------------
+# Other torch versions: synthetic traces, shaped as libkineto writes them
+# --------------------------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, name: str, doc: object) -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def _x(cat, name, ts, dur, pid=1, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def test_synthetic_legacy_category_and_arg_names(tmp_path):
+    """torch 1.8-era names: Kernel, Runtime, Memcpy, Operator (ProfilerStep#N in it), "external id";
+    absolute microsecond timestamps and no baseTimeNanoseconds."""
+    t = 1621401187223005.0
+    doc = {"traceEvents": [
+        _x("Operator", "ProfilerStep#3", t, 100, pid=42, tid=42),
+        _x("Operator", "aten::add", t + 10, 20, pid=42, tid=42, **{"external id": 7}),
+        _x("Runtime", "cudaLaunchKernel", t + 12, 5, pid=42, tid=42, correlation=9, **{"external id": 7}),
+        _x("Kernel", "void add_kernel<float>(float*, int)", t + 30, 2, pid=0, tid="stream 7", device=0, stream=7,
+           correlation=9, grid=[4, 1, 1], block=[256, 1, 1], **{"external id": 7, "registers per thread": 16}),
+        _x("Runtime", "cudaMemcpyAsync", t + 40, 8, pid=42, tid=42, correlation=10),
+        _x("Memcpy", "Memcpy HtoD (Pageable -> Device)", t + 45, 3, pid=0, tid="stream 7", device=0, stream=7,
+           correlation=10, bytes=4096),
+    ]}
+    tl = read(_write(tmp_path, "synthetic_legacy.json", doc))
+    assert tl.kernels.select("name", "start_ns", "dur_ns", "pid", "stream_id", "grid_x", "block_x", "registers_per_thread").row(0) == (
+        "add_kernel", 30000, 2000, 42, 7, 4, 256, 16)
+    assert tl.memcpy.select("kind", "src_memory", "dst_memory", "pageable", "bytes").row(0) == ("HtoD", "pageable", "device", True, 4096)
+    assert tl.nvtx.select("text", "domain", "depth").rows() == [("ProfilerStep#3", "user_annotation", 0), ("aten::add", "cpu_op", 1)]
+    assert tl.source.meta["trace_start_us"] == t and "base_time_ns" not in tl.source.meta
+
+
+def test_synthetic_newest_categories(tmp_path):
+    """cuda_sync records (enable_cuda_sync_events), cuda_driver launches, a peer copy, "inf" in an
+    argument coach does not read, and the categories coach drops."""
+    doc = {"baseTimeNanoseconds": 1700000000000000000, "traceEvents": [
+        _x("user_annotation", "step", 0.0, 50.0, pid=5, tid=6),
+        _x("cuda_driver", "cuLaunchKernel", 1.0, 2.0, pid=5, tid=6, correlation=3),
+        _x("kernel", "triton_poi_fused_0", 4.0, 1.5, pid=0, tid=7, device=0, stream=7, correlation=3,
+           **{"blocks per SM": "inf", "grid": [1, 1, 1], "block": [128, 1, 1]}),
+        _x("cuda_runtime", "cudaStreamSynchronize", 6.0, 3.0, pid=5, tid=6, correlation=4),
+        _x("cuda_sync", "Stream Sync", 6.5, 2.0, pid=0, tid=7, cuda_sync_kind="Stream Sync", stream=7, correlation=4,
+           device=0, context=1),
+        _x("cuda_runtime", "cudaDeviceSynchronize", 10.0, 1.0, pid=5, tid=6, correlation=5),
+        _x("cuda_sync", "Context Sync", 10.2, 0.5, pid=0, tid=-1, cuda_sync_kind="Context Sync", stream=-1,
+           correlation=5, device=0, context=1),
+        _x("cuda_runtime", "cudaEventSynchronize", 12.0, 1.0, pid=5, tid=6, correlation=6),
+        _x("cuda_sync", "Event Sync", 12.1, 0.5, pid=0, tid=7, cuda_sync_kind="Event Sync", wait_on_stream=7,
+           wait_on_cuda_event_id=11, stream=7, correlation=6, device=0, context=1),
+        _x("cuda_runtime", "cudaMemcpyPeerAsync", 14.0, 1.0, pid=5, tid=6, correlation=8),
+        _x("gpu_memcpy", "Memcpy PtoP (Device -> Device)", 15.0, 4.0, pid=1, tid=9, fromDevice=0, inDevice=1,
+           toDevice=1, fromContext=1, inContext=2, toContext=2, stream=9, correlation=8, bytes=1 << 20),
+        _x("gpu_user_annotation", "step", 4.0, 1.5, pid=0, tid=7),
+        _x("python_function", "train.py(10): main", 0.0, 50.0, pid=5, tid=6),
+    ]}
+    tl = read(_write(tmp_path, "synthetic_newest.json", doc))
+    assert tl.api.select("name", "api").rows()[0] == ("cuLaunchKernel", "driver")
+    assert tl.kernels.select("name", "pid", "start_ns", "dur_ns").row(0) == ("triton_poi_fused_0", 5, 4000, 1500)
+    assert tl.sync.select("kind", "stream_id", "pid", "tid", "event_id").rows() == [
+        ("stream", 7, 5, 6, None), ("context", None, 5, 6, None), ("event", 7, 5, 6, 11)]
+    assert tl.memcpy.select("kind", "device_id", "context_id", "bytes").row(0) == ("PtoP", 1, 2, 1 << 20)
+    assert tl.nvtx.select("text", "domain").rows() == [("step", "user_annotation")]
+    assert tl.source.meta["base_time_ns"] == 1700000000000000000
+
+
+def test_synthetic_cpu_only_trace_is_not_an_error(tmp_path):
+    tl = read(_write(tmp_path, "synthetic_cpu_only.json", {"traceEvents": [_x("cpu_op", "aten::mm", 0.0, 5.0)]}))
+    assert tl.kernels.is_empty() and tl.nvtx.height == 1 and tl.devices.is_empty()
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: one line each, naming the problem
+# --------------------------------------------------------------------------------------------
+
+
+def _one_line_error(path: Path) -> str:
+    with pytest.raises(InputError) as err:
+        load(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(str(path))
+    return msg
+
+
+def test_truncated_json(softmax_kineto_json, tmp_path):
+    p = tmp_path / "truncated.json"
+    p.write_bytes(softmax_kineto_json.read_bytes()[:12345])
+    assert "truncated" in _one_line_error(p)
+
+
+def test_not_json(tmp_path):
+    p = tmp_path / "broken.json"
+    p.write_text('{"traceEvents": [}')
+    assert "not valid JSON" in _one_line_error(p)
+
+
+@pytest.mark.parametrize("doc", [{"schemaVersion": 1}, [{"ph": "X"}], {"traceEvents": {"ph": "X"}}])
+def test_json_that_is_not_a_trace(tmp_path, doc):
+    assert "not a PyTorch-profiler trace" in _one_line_error(_write(tmp_path, "other.json", doc))
+
+
+def test_damaged_gzip(softmax_kineto_json, tmp_path):
+    p = tmp_path / "trace.json.gz"
+    p.write_bytes(gzip.compress(softmax_kineto_json.read_bytes())[:2000])
+    assert "damaged gzip" in _one_line_error(p)
+
+
+@pytest.mark.parametrize("doc", [{"traceEvents": []}, {"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}])
+def test_empty_trace(tmp_path, doc):
+    assert "holds no trace events" in _one_line_error(_write(tmp_path, "empty.json", doc))
+
+
+def test_events_of_another_shape(tmp_path):
+    doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}
+    assert "shape coach does not read" in _one_line_error(_write(tmp_path, "odd.json", doc))
+
+
+def test_nesting_depth_edges():
+    """Synthetic ranges: siblings touching, identical twins, a zero-length range at a parent's start,
+    and a second thread."""
+    ranges = pl.DataFrame({
+        "pid": [1, 1, 1, 1, 1, 1, 1],
+        "tid": [1, 1, 1, 1, 1, 1, 2],
+        "start_ns": [0, 0, 0, 10, 10, 20, 5],
+        "end_ns": [100, 10, 0, 20, 20, 30, 6],
+    }).sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True])
+    assert ranges.with_columns(depth=nesting_depth(ranges)).select("tid", "start_ns", "end_ns", "depth").rows() == [
+        (1, 0, 100, 0), (1, 0, 10, 1), (1, 0, 0, 2), (1, 10, 20, 1), (1, 10, 20, 2), (1, 20, 30, 1), (2, 5, 6, 0)]

@@ -1,0 +1,204 @@
+"""Shared timeline computations: exact numbers from the recorded PyTorch-profiler trace, invariants,
+and small synthetic timelines (built here, naming only the columns a test is about) for the edges."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from coach.analyze.timeline import (
+    TimelineAnalysis,
+    gpu_work,
+    interval_join,
+    launch_bound_launches,
+    launch_bound_stretches,
+    merge_intervals,
+)
+from coach.ingest.kineto import read
+from coach.model import Source, Timeline, make_timeline
+
+SYNTHETIC = Source(path="synthetic", format="kineto-json", tool="synthetic builder")
+
+
+def synthetic_timeline(**tables: dict) -> Timeline:
+    """A synthetic timeline from column dicts naming only what a test is about; ``dur_ns`` is derived
+    from ``start_ns``/``end_ns`` where not given, as every reader fills it."""
+    frames = {}
+    for name, columns in tables.items():
+        df = pl.DataFrame(columns)
+        if {"start_ns", "end_ns"} <= set(df.columns) and "dur_ns" not in df.columns:
+            df = df.with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
+        frames[name] = df
+    return make_timeline(SYNTHETIC, **frames)
+
+
+@pytest.fixture(scope="module")
+def a(softmax_kineto_json) -> TimelineAnalysis:
+    return TimelineAnalysis(read(softmax_kineto_json))
+
+
+# --------------------------------------------------------------------------------------------
+# The recorded trace
+# --------------------------------------------------------------------------------------------
+
+
+def test_window_and_utilisation(a):
+    assert a.window == (3042673, 33226684)
+    u = a.utilisation.row(0, named=True)
+    assert (u["device_id"], u["window_ns"], u["busy_ns"]) == (0, 30184011, 1486785)
+    assert (u["kernel_ns"], u["memcpy_ns"], u["memset_ns"]) == (1478273, 5888, 2624)
+    assert u["busy_pct"] == pytest.approx(100 * 1486785 / 30184011)
+
+
+def test_idle_gaps_and_what_the_host_did(a):
+    g = a.gaps
+    assert g.height == 13
+    assert g["position"].to_list() == ["leading"] + ["between"] * 11 + ["trailing"]
+    assert g["dur_ns"][0] == 63683 and g["dur_ns"][-1] == 197645
+    largest = g.sort("dur_ns", descending=True).row(0, named=True)
+    # the first .sum(): the host sat in aten::sum for 26 ms, 8.94 ms of it loading the reduction's module
+    assert (largest["dur_ns"], largest["after"], largest["before"]) == (25958397, "memset", "reduce_kernel")
+    assert (largest["top_api"], largest["top_api_ns"], largest["api_calls"]) == ("cudaLaunchKernel", 8936769, 1)
+    assert (largest["range"], largest["range_domain"]) == ("aten::sum", "cpu_op")
+    # each .item(): the GPU idles inside cudaStreamSynchronize between the reduction and the copy
+    syncs = g.filter(pl.col("top_api") == "cudaStreamSynchronize")
+    assert syncs["dur_ns"].to_list() == [895, 1536, 3615, 863, 1538, 7998]
+    assert set(syncs["range"]) == {"aten::_local_scalar_dense"} and set(syncs["api_pct"]) == {100.0}
+
+
+def test_gaps_and_busy_tile_the_window(a):
+    g = a.gaps
+    assert (g["dur_ns"] > 0).all()
+    assert int(g["dur_ns"].sum()) + a.utilisation["busy_ns"].item() == a.window_ns
+    # gaps and busy intervals alternate without overlap
+    edges = pl.concat([g.select("start_ns", "end_ns"), a.busy.select("start_ns", "end_ns")]).sort("start_ns")
+    assert (edges["start_ns"].shift(-1).drop_nulls() == edges["end_ns"].head(edges.height - 1)).all()
+    assert g.select(((pl.col("api_pct") >= 0) & (pl.col("api_pct") <= 100)).all()).item()
+
+
+def test_copies_do_not_overlap_kernels(a):
+    o = a.overlap.row(0, named=True)
+    assert (o["memcpy_ns"], o["copies"], o["overlap_ns"], o["overlap_pct"]) == (5888, 3, 0, 0.0)
+    assert (o["copy_streams"], o["kernel_streams"], o["shared_streams"]) == (1, 1, 1)
+
+
+def test_streams(a):
+    s = a.streams.row(0, named=True)
+    assert (s["stream_id"], s["kernels"], s["memcpys"], s["memsets"], s["busy_ns"]) == (7, 6, 3, 3, 1486785)
+
+
+def test_launches(a):
+    l = a.launches
+    assert l["launch_ns"].to_list() == [70828, 8955736, 44640, 17359, 22106, 11895]
+    assert l["latency_ns"][0] == 63683
+    stats = a.launch_stats.row(0, named=True)
+    assert (stats["kernels"], stats["shorter_than_launch"]) == (6, 1)
+    assert stats["launches_per_s"] == pytest.approx(6 / 30184011e-9)
+
+
+def test_operator_ranges_projected_onto_the_gpu(a):
+    p = a.projection
+    assert p.height == 21
+    first_sum = p.filter(pl.col("text") == "aten::sum").row(0, named=True)
+    # the memset and the reduction launched inside the first aten::sum
+    assert (first_sum["gpu_ops"], first_sum["proj_start_ns"], first_sum["proj_end_ns"]) == (2, 3799828, 29831568)
+    assert (first_sum["proj_dur_ns"], first_sum["gpu_time_ns"]) == (26031740, 73343)
+    softmax = p.filter(pl.col("text") == "aten::softmax")
+    assert softmax["gpu_time_ns"].to_list() == [422112, 419328, 418785]
+    assert p.filter(pl.col("text") == "aten::as_strided")["gpu_ops"].to_list() == [0, 0, 0]
+    item = p.filter(pl.col("text") == "aten::item")
+    assert item["proj_dur_ns"].to_list() == [2720, 1600, 1568]
+
+
+def test_projection_invariants(a):
+    p = a.projection.filter(pl.col("gpu_ops") > 0)
+    assert (p["proj_start_ns"] >= p["start_ns"]).all()  # work launched in a range cannot start before it
+    assert (p["proj_dur_ns"] <= a.window_ns).all()
+    assert (p["gpu_time_ns"] <= p["proj_dur_ns"]).all()  # one stream: operations never overlap
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic timelines
+# --------------------------------------------------------------------------------------------
+
+
+def test_merge_intervals_per_group():
+    df = pl.DataFrame({"device_id": [0, 0, 0, 0, 1], "start_ns": [0, 5, 8, 30, 0], "end_ns": [10, 7, 20, 40, 4],
+                       "name": ["a", "b", "c", "d", "e"]})
+    m = merge_intervals(df, ["device_id"])
+    assert m.select("device_id", "start_ns", "end_ns", "ops", "first", "last").rows() == [
+        (0, 0, 20, 3, "a", "c"), (0, 30, 40, 1, "d", "d"), (1, 0, 4, 1, "e", "e")]
+
+
+def test_interval_join_with_an_equality_key():
+    left = pl.DataFrame({"lane": [1, 2, None], "start_ns": [0, 0, 0], "end_ns": [10, 10, 10], "id": ["A", "B", "N"]})
+    right = pl.DataFrame({"lane": [1, 1, 2, 2, None], "start_ns": [2, 9, 10, -5, 3], "end_ns": [4, 15, 12, 1, 4]})
+    over = interval_join(left, right, "overlap", by=["lane"]).sort("id", "right_start_ns")
+    assert over.select("id", "right_start_ns", "overlap_ns").rows() == [("A", 2, 2), ("A", 9, 1), ("B", -5, 1)]
+    inside = interval_join(left, right, "contains", by=["lane"])
+    assert inside.select("id", "right_start_ns").rows() == [("A", 2)]
+
+
+def test_projection_follows_the_launching_thread():
+    """Two threads; a nested range; a driver-API launch; a range with no GPU work; a mark."""
+    tl = synthetic_timeline(
+        nvtx={
+            "pid": [1, 1, 1, 1, 1], "tid": [1, 1, 1, 2, 1],
+            "start_ns": [0, 10, 60, 0, 5], "end_ns": [100, 40, 70, 100, None],
+            "text": ["step", "fwd", "idle", "other thread", "mark"], "kind": ["push_pop"] * 4 + ["mark"],
+        },
+        api={
+            "pid": [1, 1, 1], "tid": [1, 1, 1], "correlation_id": [7, 8, 9], "start_ns": [12, 45, 200], "end_ns": [15, 50, 205],
+            "name": ["cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernel"], "api": ["runtime", "driver", "runtime"],
+        },
+        kernels={"device_id": [0, 0, 0], "correlation_id": [7, 8, 9], "start_ns": [20, 80, 210],
+                              "end_ns": [30, 120, 220], "name": ["k1", "k2", "k3"]},
+    )
+    p = TimelineAnalysis(tl).projection
+    assert p.select("text", "gpu_ops", "proj_start_ns", "proj_end_ns", "proj_dur_ns", "gpu_time_ns").rows() == [
+        ("step", 2, 20, 120, 100, 50),  # both launches, the runtime one and the driver one
+        ("fwd", 1, 20, 30, 10, 10),
+        ("idle", 0, None, None, None, 0),
+        ("other thread", 0, None, None, None, 0),  # the calls ran on thread 1
+    ]
+
+
+def test_copy_compute_overlap_across_streams():
+    tl = synthetic_timeline(
+        kernels={"device_id": [0], "stream_id": [1], "start_ns": [0], "end_ns": [100], "name": ["k"]},
+        memcpy={"device_id": [0, 0, 0], "stream_id": [2, 2, 2], "start_ns": [50, 150, 60],
+                             "end_ns": [150, 200, 70], "kind": ["HtoD", "DtoH", "DtoD"]},
+    )
+    o = TimelineAnalysis(tl).overlap.row(0, named=True)
+    # the device-to-device copy is not a host transfer; 50 of the 150 ns of transfers ran under the kernel
+    assert (o["memcpy_ns"], o["overlap_ns"], o["copies"]) == (150, 50, 2)
+    assert (o["copy_streams"], o["kernel_streams"], o["shared_streams"]) == (1, 1, 0)
+    assert o["overlap_pct"] == pytest.approx(100 * 50 / 150)
+
+
+def test_launch_bound_runs():
+    # 10 kernels of 2 us, each launched by an 8 us call, back to back on one thread: each starts on an idle GPU
+    n = 10
+    starts = [i * 8_000 for i in range(n)]
+    tl = synthetic_timeline(
+        api={"correlation_id": list(range(n)), "start_ns": starts, "end_ns": [s + 8_000 for s in starts],
+                          "name": ["cudaLaunchKernel"] * n},
+        kernels={"device_id": [0] * n, "correlation_id": list(range(n)),
+                              "start_ns": [s + 10_000 for s in starts], "end_ns": [s + 12_000 for s in starts],
+                              "name": ["tiny"] * n},
+    )
+    launched = TimelineAnalysis(tl).launches
+    assert launched["idle_before_ns"].to_list() == [None] + [6_000] * (n - 1)
+    bound = launch_bound_launches(launched, min_kernels=8)
+    s = launch_bound_stretches(bound).row(0, named=True)
+    assert (s["kernels"], s["start_ns"], s["end_ns"], s["kernel_ns"], s["top_kernel"]) == (10, 0, 84_000, 20_000, "tiny")
+    assert s["gpu_busy_pct"] == pytest.approx(100 * 20_000 / 84_000)
+    assert launch_bound_launches(launched, min_kernels=11).is_empty()
+
+
+def test_empty_timeline():
+    a = TimelineAnalysis(synthetic_timeline())
+    assert a.window is None and a.window_ns == 0
+    for name in ("utilisation", "gaps", "overlap", "streams", "launches", "launch_stats", "projection"):
+        assert getattr(a, name).is_empty(), name
+    assert gpu_work(a.timeline).is_empty()

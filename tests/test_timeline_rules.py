@@ -1,0 +1,427 @@
+"""Timeline rules: for each, a case where it must fire (the recorded trace where it has the problem,
+otherwise a synthetic timeline built here), one where it must stay quiet, and one with optional
+columns missing. Synthetic timelines name only the columns a test is about."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+from test_timeline import synthetic_timeline
+
+from coach.analyze.findings import Bottleneck
+from coach.analyze.timeline import TimelineAnalysis
+from coach.analyze.timeline_rules import (
+    RULES,
+    allocator_churn,
+    applicable,
+    gpu_idle,
+    host_sync,
+    launch_bound,
+    layout_copies,
+    no_overlap,
+    pageable_memcpy,
+    run_all,
+    transfer_bandwidth,
+    warmup,
+)
+from coach.analyze.timeline_rules._shared import link_bytes_per_s, timeline_gpu
+from coach.ingest.kineto import read
+
+US, MS = 1_000, 1_000_000
+MIB64 = 64 << 20
+
+
+@pytest.fixture(scope="module")
+def kineto(softmax_kineto_json):
+    return read(softmax_kineto_json)
+
+
+def run(rule, tl, hardware=None):
+    return rule.apply(TimelineAnalysis(tl), hardware)
+
+
+def evidence(finding) -> dict:
+    return {e.metric: e.value for e in finding.evidence}
+
+
+def kernels(starts_us, ends_us, **extra):
+    n = len(starts_us)
+    return {"device_id": [0] * n, "stream_id": [7] * n, "start_ns": [s * US for s in starts_us],
+            "end_ns": [e * US for e in ends_us], "name": ["k"] * n, **extra}
+
+
+# --------------------------------------------------------------------------------------------
+# The recorded trace, all rules together
+# --------------------------------------------------------------------------------------------
+
+
+def test_recorded_trace_ranking(kineto):
+    findings = run_all(kineto)
+    assert [f.rule_id for f in findings] == ["gpu-idle-gaps", "warmup-in-profile", "host-sync"]
+    for f in findings:
+        assert f.message and f.next_step and f.gain_model and f.evidence
+        assert f.estimated_saving_ns > 0 and 0 < f.estimated_gain_pct <= 100
+    json.dumps([f.to_dict() for f in findings], default=str)
+
+
+def test_rule_declarations():
+    ids = [r.SPEC.id for r in RULES]
+    assert len(set(ids)) == len(ids) == 9
+    for r in RULES:
+        assert isinstance(r.SPEC.category, Bottleneck) and callable(r.apply)
+
+
+def test_empty_timeline_has_no_findings():
+    assert run_all(synthetic_timeline()) == []
+
+
+# --------------------------------------------------------------------------------------------
+# GPU idle (HOST_BOUND / IDLE)
+# --------------------------------------------------------------------------------------------
+
+
+def test_idle_fires_host_bound_on_the_recorded_trace(kineto):
+    [f] = run(gpu_idle, kineto)
+    assert f.category == Bottleneck.HOST_BOUND and f.scope == "GPU 0"
+    e = evidence(f)
+    # five gaps between operations, minus the 8.94 ms module load inside the largest
+    assert (e["idle_in_gaps_ns"], e["largest_gap_ns"]) == (19482684, 17021628)
+    assert e["host_in_cuda_api_pct"] == pytest.approx(100 * 1869748 / 19482684)
+    assert f.estimated_saving_ns == 19482684 - 5 * gpu_idle.MIN_GAP_NS
+    assert "aten::sum" in f.message and "8.937 ms" in f.message
+
+
+def _waiting_in_malloc(with_host_tables: bool):
+    tables = {"kernels": kernels([0, 1000], [10, 1010])}
+    if with_host_tables:
+        tables["api"] = {"pid": [1], "tid": [1], "start_ns": [15 * US], "end_ns": [990 * US], "name": ["cudaMalloc"]}
+        tables["nvtx"] = {"pid": [1], "tid": [1], "start_ns": [0], "end_ns": [1010 * US], "text": ["step"], "depth": [0]}
+    return synthetic_timeline(**tables)
+
+
+def test_idle_fires_when_a_cuda_call_holds_the_gpu():
+    [f] = run(gpu_idle, _waiting_in_malloc(True))
+    assert f.category == Bottleneck.IDLE and "cudaMalloc" in f.title and "inside step" in f.message
+    assert evidence(f)["host_in_cuda_api_pct"] == pytest.approx(100 * 975 / 990)
+
+
+def test_idle_without_api_or_nvtx_is_host_bound():
+    [f] = run(gpu_idle, _waiting_in_malloc(False))
+    assert f.category == Bottleneck.HOST_BOUND and evidence(f)["host_in_cuda_api_pct"] == 0
+
+
+def test_idle_quiet_when_gaps_are_launch_latency():
+    starts = [i * 105 for i in range(10)]  # 100 us kernels, 5 us apart
+    assert run(gpu_idle, synthetic_timeline(kernels=kernels(starts, [s + 100 for s in starts]))) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Launch-bound (LAUNCH)
+# --------------------------------------------------------------------------------------------
+
+
+def _launched(n: int, kernel_us: float, launch_us: float = 8, with_correlation: bool = True):
+    starts = [i * launch_us for i in range(n)]
+    k = kernels([s + 2 for s in starts], [s + 2 + kernel_us for s in starts])
+    api = {"pid": [1] * n, "tid": [1] * n, "start_ns": [int(s * US) for s in starts],
+           "end_ns": [int((s + launch_us) * US) for s in starts], "name": ["cudaLaunchKernel"] * n}
+    if with_correlation:
+        k["correlation_id"] = api["correlation_id"] = list(range(n))
+    return synthetic_timeline(kernels=k, api=api)
+
+
+def test_launch_bound_fires_on_tiny_kernels():
+    [f] = run(launch_bound, _launched(40, kernel_us=2))
+    e = evidence(f)
+    assert (e["kernels_shorter_than_launch"], e["kernel_ns_median"], e["launch_ns_median"]) == (40, 2 * US, 8 * US)
+    # span 0 .. 39 * 8 + 4 us, minus 40 x 2 us of kernels, minus one 8 us launch
+    assert f.estimated_saving_ns == (39 * 8 + 4) * US - 80 * US - 8 * US
+    assert e["stretch_gpu_busy_pct"] == pytest.approx(100 * 80 / (39 * 8 + 4))
+
+
+def test_launch_bound_quiet_when_kernels_outlast_their_launch(kineto):
+    assert run(launch_bound, _launched(40, kernel_us=100)) == []
+    assert run(launch_bound, kineto) == []
+
+
+def test_launch_bound_needs_correlation_ids():
+    tl = _launched(40, kernel_us=2, with_correlation=False)
+    assert not applicable(launch_bound.SPEC, tl)
+    assert run(launch_bound, tl) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Host synchronisation (HOST_SYNC)
+# --------------------------------------------------------------------------------------------
+
+
+def test_host_sync_fires_on_item_calls(kineto):
+    [f] = run(host_sync, kineto)
+    e = evidence(f)
+    assert (e["sync_points"], e["scalar_reads"], e["host_blocked_ns"], e["gpu_idle_after_sync_ns"]) == (4, 3, 741870, 838029)
+    assert f.estimated_saving_ns == 838029 - 3 * host_sync.LAUNCH_LATENCY_NS
+    assert "3 x cudaStreamSynchronize, 1 x cudaDeviceSynchronize" in f.message
+
+
+def test_host_sync_without_copy_sizes(kineto):
+    tl = dataclasses.replace(kineto, memcpy=kineto.memcpy.with_columns(bytes=pl.lit(None, pl.Int64)))
+    [f] = run(host_sync, tl)
+    assert evidence(f)["scalar_reads"] == 0 and f.estimated_saving_ns == 808029
+
+
+def test_host_sync_quiet_for_one_final_synchronize():
+    starts = [i * 100 for i in range(10)]
+    tl = synthetic_timeline(
+        kernels=kernels(starts, [s + 100 for s in starts]),
+        api={"pid": [1], "tid": [1], "start_ns": [50 * US], "end_ns": [1002 * US], "name": ["cudaDeviceSynchronize_v3020"]},
+    )
+    assert run(host_sync, tl) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Pageable copies (PAGEABLE)
+# --------------------------------------------------------------------------------------------
+
+
+def _copies(kind, durations_ms, nbytes=MIB64, **memory):
+    n = len(durations_ms)
+    starts = [sum(durations_ms[:i]) * MS for i in range(n)]
+    return {"device_id": [0] * n, "stream_id": [7] * n, "kind": [kind] * n, "bytes": [nbytes] * n,
+            "start_ns": starts, "end_ns": [s + d * MS for s, d in zip(starts, durations_ms)],
+            **{k: [v] * n for k, v in memory.items()}}
+
+
+def test_pageable_fires_with_the_link_ceiling():
+    tl = synthetic_timeline(memcpy=_copies("DtoH", [40, 40], pageable=True))
+    [f] = run(pageable_memcpy, tl)
+    assert f.estimated_saving_ns == pytest.approx(80 * MS - 2 * MIB64 / 64e9 * 1e9)
+    assert evidence(f)["pageable_copy_bytes_per_s"] == pytest.approx(2 * MIB64 / 80e-3)
+    [slower_link] = run(pageable_memcpy, tl, SimpleNamespace(name="Some GPU", pcie_bytes_per_s_per_direction=32e9))
+    assert slower_link.estimated_saving_ns == pytest.approx(80 * MS - 2 * MIB64 / 32e9 * 1e9)
+    assert any(e.source.startswith("Some GPU") for e in slower_link.evidence)
+
+
+def test_pageable_from_memory_kinds_alone():
+    [f] = run(pageable_memcpy, synthetic_timeline(memcpy=_copies("HtoD", [40], src_memory="pageable", dst_memory="device")))
+    assert evidence(f)["pageable_copies"] == 1
+
+
+def test_pageable_without_byte_counts_has_no_estimate():
+    [f] = run(pageable_memcpy, synthetic_timeline(memcpy=_copies("DtoH", [40], nbytes=None, pageable=True)))
+    assert f.estimated_saving_ns is None and evidence(f)["pageable_copy_bytes_per_s"] is None
+
+
+def test_pageable_quiet(kineto):
+    assert run(pageable_memcpy, kineto) == []  # the recorded copies are into pinned memory
+    assert run(pageable_memcpy, synthetic_timeline(memcpy=_copies("DtoH", [40]))) == []  # memory unknown
+
+
+# --------------------------------------------------------------------------------------------
+# Copy/compute overlap (NO_OVERLAP)
+# --------------------------------------------------------------------------------------------
+
+
+def test_no_overlap_fires_on_one_stream():
+    tl = synthetic_timeline(
+        memcpy={"device_id": [0, 0], "stream_id": [7, 7], "kind": ["HtoD", "DtoH"], "start_ns": [0, 10 * MS],
+                "end_ns": [5 * MS, 15 * MS]},
+        kernels=kernels([5000], [10000]),
+    )
+    [f] = run(no_overlap, tl)
+    assert f.estimated_saving_ns == 5 * MS and evidence(f)["hidden_pct"] == 0
+    assert "share one stream" in f.message
+
+
+def test_no_overlap_quiet_for_a_pipeline(kineto):
+    # chunk i+1 copies on stream 2 while chunk i computes on stream 1
+    tl = synthetic_timeline(
+        memcpy={"device_id": [0] * 3, "stream_id": [2] * 3, "kind": ["HtoD"] * 3, "start_ns": [0, 5 * MS, 10 * MS],
+                "end_ns": [5 * MS, 10 * MS, 15 * MS]},
+        kernels={**kernels([5000, 10000, 15000], [10000, 15000, 20000]), "stream_id": [1] * 3},
+    )
+    assert run(no_overlap, tl) == []
+    assert run(no_overlap, kineto) == []  # copies of 2 bytes: nothing to hide
+
+
+def test_no_overlap_without_stream_ids():
+    tl = synthetic_timeline(
+        memcpy={"device_id": [0, 0], "kind": ["HtoD", "DtoH"], "start_ns": [0, 10 * MS], "end_ns": [5 * MS, 15 * MS]},
+        kernels={"device_id": [0], "start_ns": [5 * MS], "end_ns": [10 * MS], "name": ["k"]},
+    )
+    [f] = run(no_overlap, tl)
+    assert "one stream" not in f.message and evidence(f)["copy_streams"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Link throughput (TRANSFER)
+# --------------------------------------------------------------------------------------------
+
+
+def test_transfer_fires_for_slow_pinned_copies():
+    [f] = run(transfer_bandwidth, synthetic_timeline(memcpy=_copies("HtoD", [10], pageable=False)))
+    assert f.scope == "HtoD" and f.estimated_saving_ns == pytest.approx(10 * MS - MIB64 / 64e9 * 1e9)
+    assert evidence(f)["htod_bytes_per_s"] == pytest.approx(MIB64 / 10e-3)
+
+
+def test_transfer_quiet():
+    assert run(transfer_bandwidth, synthetic_timeline(memcpy=_copies("HtoD", [1.2], pageable=False))) == []  # 56 GB/s
+    assert run(transfer_bandwidth, synthetic_timeline(memcpy=_copies("DtoH", [10], pageable=True))) == []  # pageable rule's
+    assert run(transfer_bandwidth, synthetic_timeline(memcpy=_copies("HtoD", [10]))) == []  # memory kind unknown
+    assert run(transfer_bandwidth, synthetic_timeline(memcpy=_copies("HtoD", [10], nbytes=4096, pageable=False))) == []
+
+
+def test_transfer_against_the_given_gpu_link():
+    slow_link = SimpleNamespace(name="Gen4 GPU", pcie_bytes_per_s_per_direction=16e9)
+    tl = synthetic_timeline(memcpy=_copies("HtoD", [10], pageable=False))  # 6.7 GB/s: 42% of 16 GB/s
+    [f] = run(transfer_bandwidth, tl, slow_link)
+    assert evidence(f)["link_bytes_per_s"] == 16e9
+
+
+def test_transfer_needs_byte_counts():
+    assert not applicable(transfer_bandwidth.SPEC, synthetic_timeline(memcpy=_copies("HtoD", [10], nbytes=None)))
+
+
+# --------------------------------------------------------------------------------------------
+# Allocator churn (ALLOCATOR)
+# --------------------------------------------------------------------------------------------
+
+
+def _churn(alloc: str, free: str, pairs: int = 5):
+    names, starts = [], []
+    for i in range(pairs):
+        names += [alloc, free]
+        starts += [i * 10 * MS, i * 10 * MS + 5 * MS]
+    return synthetic_timeline(
+        api={"pid": [1] * len(names), "tid": [1] * len(names), "name": names, "start_ns": starts,
+             "end_ns": [s + MS for s in starts]},
+        kernels=kernels([i * 10_000 + 2_000 for i in range(pairs)], [i * 10_000 + 4_000 for i in range(pairs)]),
+    )
+
+
+def test_allocator_fires_on_malloc_free_pairs():
+    [f] = run(allocator_churn, _churn("cudaMalloc_v3020", "cudaFree_v3020"))
+    assert (evidence(f)["alloc_calls"], evidence(f)["free_calls"]) == (5, 5)
+    assert f.estimated_saving_ns == 10 * MS and "serialise" in f.message
+
+
+def test_allocator_names_the_release_threshold_for_stream_ordered_calls():
+    [f] = run(allocator_churn, _churn("cudaMallocAsync", "cudaFreeAsync"))
+    assert "release threshold" in f.message
+
+
+def test_allocator_quiet(kineto):
+    assert run(allocator_churn, kineto) == []  # two cudaMalloc calls while the caching allocator grows, no frees
+    assert run(allocator_churn, _churn("cudaMalloc", "cudaFree", pairs=2)) == []
+
+
+# --------------------------------------------------------------------------------------------
+# One-time start-up costs (MEASUREMENT)
+# --------------------------------------------------------------------------------------------
+
+
+def test_warmup_fires_on_the_first_reduction(kineto):
+    [f] = run(warmup, kineto)
+    assert f.category == Bottleneck.MEASUREMENT and f.estimated_saving_ns == 8955736
+    assert evidence(f)["module_load_calls"] == 0 and evidence(f)["longest_one_time_call_ns"] == 8955736
+
+
+def test_warmup_counts_a_load_inside_a_launch_once():
+    tl = synthetic_timeline(
+        api={"pid": [1, 1, 1], "tid": [1, 1, 1], "correlation_id": [1, None, 2],
+             "name": ["cudaLaunchKernel_v7000", "cuLibraryLoadData", "cudaLaunchKernel_v7000"],
+             "start_ns": [0, 1 * MS, 10 * MS], "end_ns": [5 * MS, 4 * MS, 10 * MS + 8 * US]},
+        kernels={**kernels([5010, 10010], [5020, 10020]), "correlation_id": [1, 2]},
+    )
+    [f] = run(warmup, tl)
+    assert f.estimated_saving_ns == 5 * MS and evidence(f)["module_load_calls"] == 1
+
+
+def test_warmup_quiet_for_fast_launches():
+    assert run(warmup, _launched(40, kernel_us=100)) == []
+
+
+def test_no_overlap_names_separate_streams_that_still_serialise():
+    tl = synthetic_timeline(
+        memcpy={"device_id": [0, 0], "stream_id": [2, 2], "kind": ["HtoD", "DtoH"], "start_ns": [0, 10 * MS],
+                "end_ns": [5 * MS, 15 * MS]},
+        kernels={**kernels([5000], [10000]), "stream_id": [1]},
+    )
+    [f] = run(no_overlap, tl)
+    assert "Copies used 1 stream(s) and kernels 1." in f.message
+
+
+def test_run_all_notes_rules_it_could_not_check():
+    tl = synthetic_timeline(memcpy=_copies("HtoD", [10], nbytes=None, pageable=False))
+    notes = [f for f in run_all(tl) if f.rule_id.startswith("not-checked:")]
+    assert [f.rule_id for f in notes] == ["not-checked:transfer-bandwidth"]
+    assert "no bytes" in notes[0].message
+
+
+def test_run_all_takes_the_link_from_the_hardware_table(kineto):
+    """The recorded trace's device is an H200: its datasheet entry gives the link rate."""
+    rate, source = link_bytes_per_s(timeline_gpu(kineto.devices))
+    assert rate == 64e9 and source.startswith("NVIDIA H200")
+    assert timeline_gpu(synthetic_timeline().devices) is None
+
+
+def test_no_overlap_measures_against_the_shorter_stage():
+    """Copies of 10 ms and 1 ms of kernels, all under the copies: nothing more to hide."""
+    tl = synthetic_timeline(
+        memcpy={"device_id": [0], "stream_id": [2], "kind": ["HtoD"], "start_ns": [0], "end_ns": [10 * MS]},
+        kernels={**kernels([2000], [3000]), "stream_id": [1]},
+    )
+    assert TimelineAnalysis(tl).overlap["overlap_pct"].item() == 10.0
+    assert run(no_overlap, tl) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Hidden layout copies (MEMORY_ACCESS)
+# --------------------------------------------------------------------------------------------
+
+COPY_SIGNATURE = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+                  "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+                  "{lambda()#7}::operator()() const::{lambda(float)#1}>(at::TensorIteratorBase&, "
+                  "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+                  "{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1}>(int, "
+                  "at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
+                  "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}>("
+                  "at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::"
+                  "operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1})")
+
+
+def _with_copies(operator_ranges: bool):
+    """Per step: a contiguous() copy (300 us) then a matmul (600 us), three steps."""
+    steps = [0, 1000, 2000]
+    k = {"device_id": [0] * 6, "stream_id": [7] * 6, "correlation_id": [1, 2, 3, 4, 5, 6],
+         "start_ns": [(s + d) * US for s in steps for d in (10, 320)],
+         "end_ns": [(s + d) * US for s in steps for d in (310, 920)],
+         "name": ["elementwise_kernel", "gemm"] * 3, "demangled_name": [COPY_SIGNATURE, "void gemm<float>(...)"] * 3}
+    api = {"pid": [1] * 6, "tid": [1] * 6, "correlation_id": [1, 2, 3, 4, 5, 6], "name": ["cudaLaunchKernel"] * 6,
+           "start_ns": [(s + d) * US for s in steps for d in (2, 5)], "end_ns": [(s + d) * US for s in steps for d in (4, 7)]}
+    tables = {"kernels": k, "api": api}
+    if operator_ranges:
+        tables["nvtx"] = {"pid": [1] * 6, "tid": [1] * 6, "domain": ["cpu_op"] * 6, "depth": [0, 1] * 3,
+                          "text": ["aten::contiguous", "aten::copy_"] * 3,
+                          "start_ns": [int((s + d) * US) for s in steps for d in (1, 1.5)],
+                          "end_ns": [int((s + d) * US) for s in steps for d in (4.5, 4.2)]}
+    return synthetic_timeline(**tables)
+
+
+def test_layout_copies_fire_and_name_the_operator():
+    [f] = run(layout_copies, _with_copies(operator_ranges=True))
+    assert f.estimated_saving_ns == 900 * US and evidence(f)["layout_copies"] == 3
+    assert evidence(f)["layout_copy_share_of_gpu_pct"] == pytest.approx(100 * 900 / 2700)
+    assert "aten::contiguous (3, 900 us)" in f.message
+
+
+def test_layout_copies_without_operator_ranges():
+    [f] = run(layout_copies, _with_copies(operator_ranges=False))
+    assert "Launched from" not in f.message and f.details["launched_by"] == []
+
+
+def test_layout_copies_quiet(kineto):
+    assert run(layout_copies, kineto) == []
