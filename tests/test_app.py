@@ -319,6 +319,10 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
     data = {"token": report.token, "name": report.name}
     body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data}))
     assert "83 of 83 events in view" in body  # 11 kernels, 4 memcpy, 1 memset, 64 API calls, 3 NVTX ranges
+    assert "cunn_SoftMaxForward" in body and "share of kernel time (%)" in body
+    found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
+                                                               "exp-shown.data": data}))
+    assert "3 copies through pageable memory at 1.56 GB/s" in found
     lo, hi = report.profile.span_ns
     mid = (lo + hi) / 2e6
     out = dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"xaxis.range[0]": mid,

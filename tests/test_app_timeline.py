@@ -85,7 +85,6 @@ def test_zoom_events_become_windows(relayout, window):
 
 
 def test_the_recorded_nsys_export_draws_every_kind_of_lane(softmax_nsys_sqlite):
-    pytest.importorskip("coach.ingest.nsys_sqlite", reason="the Nsight Systems reader is not part of this version")
     from coach.ingest import load
 
     tl = load(softmax_nsys_sqlite)

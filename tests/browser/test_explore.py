@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from conftest import assert_clean_console, open_page, screenshot, wait_for, wait_idle
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -60,13 +58,14 @@ def test_a_corrupt_file_gives_one_clear_line(driver, live_app, tmp_path):
 
 
 def test_upload_nsys_sqlite_shows_the_timeline_and_findings(driver, live_app):
-    pytest.importorskip("coach.ingest.nsys_sqlite", reason="the Nsight Systems reader is not part of this version")
     open_page(driver, live_app, "/explore", "#exp-upload")
     upload(driver, NSYS_SQLITE)
     wait_for(driver, "#exp-summary", "torch_softmax_nvtx.sqlite")
     wait_for(driver, "#exp-timeline .main-svg")
     assert "events in view" in wait_for(driver, "#exp-timeline-note").text
-    wait_for(driver, "#exp-findings .finding, #exp-findings .alert")
+    table = wait_for(driver, "#exp-kernel-table", "cunn_SoftMaxForward")
+    assert "launches" in table.text
+    wait_for(driver, "#exp-findings .finding.top", "3 copies through pageable memory at 1.56 GB/s")
     wait_idle(driver)
     screenshot(driver, "explore-timeline")
     assert_clean_console(driver)

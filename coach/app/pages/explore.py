@@ -134,14 +134,20 @@ def kernel_table(profile: KernelProfile) -> Any:
     return data_table(ids.EXP_TABLE, frame, KERNEL_COLUMNS)
 
 
+#: Headers of the timeline summary's kernel table (``coach.analyze.timeline_summary.top_kernels``);
+#: a column it adds later is shown under its own name.
+TIMELINE_KERNEL_LABELS = {"name": "kernel", "count": "launches", "total_us": "total (µs)", "avg_us": "mean (µs)",
+                          "min_us": "min (µs)", "max_us": "max (µs)", "time_pct": "share of kernel time (%)",
+                          "demangled_name": "signature"}
+
+
 def timeline_kernel_table(timeline: Timeline) -> Any:
     table = analysis.timeline_kernels(timeline)
     if table is None:
         return empty("Kernel summary not available", "This version of coach has no timeline summary yet.")
     time_cols = [c for c in table.columns if c.endswith("_ns")]
     shown = table.with_columns([(pl.col(c) / 1e3).alias(c.removesuffix("_ns") + "_us") for c in time_cols])
-    labels = {c: c.replace("_us", " (µs)").replace("_pct", " (%)").replace("_", " ")
-              for c in shown.columns if c not in time_cols}
+    labels = {c: TIMELINE_KERNEL_LABELS.get(c, c.replace("_", " ")) for c in shown.columns if c not in time_cols}
     return data_table(ids.EXP_TABLE, shown, labels)
 
 
