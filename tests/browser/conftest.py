@@ -58,8 +58,10 @@ def live_app(tmp_path_factory) -> Iterator[LiveServer]:
     from app_support import strided_walkthrough
 
     from coach.app import Settings, create_app
+    from coach.app.walkthrough import scenario_walkthroughs
 
-    settings = Settings(walkthroughs=lambda: [strided_walkthrough()],
+    # the recorded copy pair, walked end to end, and the project's scenarios as they stand
+    settings = Settings(walkthroughs=lambda: [strided_walkthrough(), *scenario_walkthroughs()],
                         kernels_dir=tmp_path_factory.mktemp("no-ladders"))
     server = LiveServer(create_app(settings))
     yield server

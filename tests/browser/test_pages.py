@@ -30,3 +30,9 @@ def test_ladders_page_says_none_are_recorded(driver, live_app):
 def test_unknown_path_says_so(driver, live_app):
     open_page(driver, live_app, "/nowhere", "h1", "Page not found")
     assert_clean_console(driver)
+
+
+def test_a_scenario_not_yet_recorded_opens_with_its_words(driver, live_app):
+    open_page(driver, live_app, "/scenario/scenario-01", "#scn-body", "32-byte struct")
+    wait_for(driver, ".alert", "not recorded yet")
+    assert_clean_console(driver)
