@@ -150,6 +150,7 @@ def main() -> None:
 
     import dash
 
+    load_before = os.getloadavg()[0]
     tl = replicate(load(SOURCE), args.events)
     counts = {t: getattr(tl, t).height for t in DRAWN_TABLES}
     total = sum(counts.values())
@@ -171,7 +172,8 @@ def main() -> None:
         f"{total:,} drawable events: " + ", ".join(f"{n:,} {t}" for t, n in counts.items()) + "; saved as a coach "
         "profile (Parquet) and opened as a shipped trace",
         f"- machine: {os.cpu_count()} CPUs ({_cpu()}), Python {platform.python_version()}, polars {pl.__version__}, "
-        f"dash {dash.__version__}, {_version(['chromium', '--version'])}",
+        f"dash {dash.__version__}, {_version(['chromium', '--version'])}; load average {load_before:.1f} at the "
+        f"start, {os.getloadavg()[0]:.1f} at the end (the machine is shared: other work competes for both cores)",
         "",
         "| measurement | median | runs |",
         "|---|---|---|",

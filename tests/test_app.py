@@ -102,7 +102,7 @@ def test_uploading_the_ncu_report_opens_it_and_shows_its_findings(app):
     body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data})["exp-body"]["children"])
     assert "copy_strided" in body and "copy_coalesced" in body
     found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
-                                                               "exp-shown.data": data}))
+                                                               "exp-drawn.data": True, "exp-shown.data": data}))
     assert "Uncoalesced global loads: 32 sectors per request, ideal 4" in found
     assert "Nsight Compute's own rules" in found
     # the upload is deleted once read; only empty room is left in the private folder
@@ -321,8 +321,11 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
     assert "83 of 83 events in view" in body  # 11 kernels, 4 memcpy, 1 memset, 64 API calls, 3 NVTX ranges
     assert "cunn_SoftMaxForward" in body and "share of kernel time (%)" in body
     found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
-                                                               "exp-shown.data": data}))
+                                                               "exp-drawn.data": True, "exp-shown.data": data}))
     assert "3 copies through pageable memory at 1.56 GB/s" in found
+    waiting = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
+                                                                 "exp-drawn.data": None, "exp-shown.data": data}))
+    assert "Diagnosing once the timeline is drawn" in waiting
     lo, hi = report.profile.span_ns
     mid = (lo + hi) / 2e6
     out = dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"xaxis.range[0]": mid,

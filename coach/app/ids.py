@@ -50,3 +50,4 @@ EXP_PENDING = "exp-pending-upload"  # an upload within the size limit, on its wa
 EXP_LIMIT = "exp-upload-limit"
 EXP_SUMMARY = "exp-summary"
 EXP_SHOWN = "exp-shown"  # the report the body shows: {"token", "name"}
+EXP_DRAWN = "exp-drawn"  # set once the report's first plot is on screen: the diagnosis waits for it

@@ -220,7 +220,13 @@ def window_note(ev: timeline_view.Events, bars: pl.DataFrame) -> str:
 
 def report_body(report: OpenReport) -> html.Div:
     p = report.profile
-    parts: list[Any] = [dcc.Store(id=ids.EXP_SHOWN, data={"token": report.token, "name": report.name}), summary(report)]
+    parts: list[Any] = [
+        dcc.Store(id=ids.EXP_SHOWN, data={"token": report.token, "name": report.name}),
+        # A timeline's diagnosis can take seconds on a large trace: it starts once the timeline is
+        # drawn, so that it does not compete with drawing it for the CPU. A kernel profile's is quick.
+        dcc.Store(id=ids.EXP_DRAWN, data=None if isinstance(p, Timeline) else True),
+        summary(report),
+    ]
     if isinstance(p, Timeline):
         parts += [html.H2("Timeline"), card(guarded(lambda: timeline_section(report), "timeline")),
                   html.H2("Kernels"), card(guarded(lambda: timeline_kernel_table(p), "kernel table"))]
@@ -258,12 +264,19 @@ def register(app: Dash, ctx: Context) -> None:
             return no_update  # the layout drew the trace the URL names
         return render(ctx, data)
 
-    # Also runs when a report is drawn, so the timeline and tables show before the diagnosis is done.
-    @app.callback(Output(ids.EXP_FINDINGS, "children"), Input(ids.EXP_KERNEL, "value"), State(ids.EXP_SHOWN, "data"))
-    def filter_findings(kernel: str | None, data: dict[str, str] | None):
+    # The timeline reports its first draw (plotly's first relayout event) and only then is it diagnosed.
+    app.clientside_callback("function(relayout, drawn) { return drawn ? window.dash_clientside.no_update : true; }",
+                            Output(ids.EXP_DRAWN, "data"), Input(ids.EXP_TIMELINE, "relayoutData"),
+                            State(ids.EXP_DRAWN, "data"), prevent_initial_call=True)
+
+    @app.callback(Output(ids.EXP_FINDINGS, "children"), Input(ids.EXP_KERNEL, "value"), Input(ids.EXP_DRAWN, "data"),
+                  State(ids.EXP_SHOWN, "data"))
+    def filter_findings(kernel: str | None, drawn: bool | None, data: dict[str, str] | None):
         report = ctx.reports.get((data or {}).get("token"))
         if report is None:
             return no_update
+        if not drawn:
+            return html.P("Diagnosing once the timeline is drawn…", className="muted")
         return guarded(lambda: findings_view(report, kernel), "findings")
 
     @app.callback(Output(ids.EXP_TIMELINE, "figure"), Output(ids.EXP_TIMELINE_NOTE, "children"),
