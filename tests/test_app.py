@@ -9,7 +9,7 @@ import shutil
 import pytest
 from app_support import REPORT, WALKTHROUGH_ID, data_url, dispatch, strided_walkthrough
 
-from coach.app import Settings, create_app, ids
+from coach.app import Settings, create_app
 from coach.app import format as fmt
 from coach.app.app import PAGES, route
 from coach.app.pages import explore, scenario

@@ -9,7 +9,7 @@ The page only renders: reading is ``coach.ingest`` (through ``coach.app.uploads`
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 from dash import Dash, Input, Output, State, ctx as callback_ctx, dcc, html, no_update

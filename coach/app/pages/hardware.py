@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from dash import Dash, Input, Output, dcc, html
 
 from coach.analyze import hardware as hw
-from coach.analyze.predict import Prediction, PredictionError, Work, predict
+from coach.analyze.predict import Prediction, Work, predict
 from coach.app import format as fmt
 from coach.app import ids
 from coach.app.components import alert, badge, card, header, plain_table, stat
