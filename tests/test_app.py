@@ -335,3 +335,17 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
     assert "of 83 events in view" in out["exp-timeline-note"]["children"]
     assert dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"autosize": True},
                                                    "exp-shown.data": data}) == {}
+
+
+@pytest.mark.parametrize("path, kernels", [
+    ("ncu_strided_copy/nvidia/raw.csv", ("copy_strided", "copy_coalesced")),
+    ("kineto_torch_softmax/torch_softmax_kineto.json", ("cunn_SoftMaxForward",)),
+])
+def test_other_formats_open_in_the_explorer(app, data_dir, path, kernels):
+    file = data_dir / path
+    pending = {"contents": data_url(file.read_bytes()), "filename": file.name}
+    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": pending}, triggered="exp-pending-upload.data")
+    assert out["exp-message"]["children"] is None
+    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": out["report-store"]["data"]}))
+    for name in kernels:
+        assert name in body
