@@ -49,7 +49,7 @@ def _ids(component) -> set[str]:
 
 def test_every_id_a_callback_names_is_in_a_page(app):
     ctx = app.ctx
-    present = _ids(app.layout)
+    present = _ids(app.layout())
     for page in PAGES:
         present |= _ids(page.layout(ctx, f"/{WALKTHROUGH_ID}" if page is scenario else "", {}))
     kernels = ctx.reports.add("k", strided_walkthrough().before)
@@ -349,3 +349,11 @@ def test_other_formats_open_in_the_explorer(app, data_dir, path, kernels):
     body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": out["report-store"]["data"]}))
     for name in kernels:
         assert name in body
+
+
+def test_the_first_page_comes_with_the_layout(app):
+    client = app.server.test_client()
+    layout = client.get("/_dash-layout", headers={"Referer": "http://127.0.0.1:8050/hardware?gpu=h100-sxm"}).get_data(True)
+    assert "Hardware and predictions" in layout and '"value": "h100-sxm"' in layout.replace('":"', '": "')
+    assert "Page not found" in client.get("/_dash-layout", headers={"Referer": "http://x/nope"}).get_data(True)
+    assert "Open your own report" in client.get("/_dash-layout").get_data(True)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from urllib.parse import parse_qs
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import flask
 
 from dash import Dash, Input, Output, dcc, html
 
@@ -46,14 +49,38 @@ def _nav(active: str) -> html.Nav:
     ], className="nav", id=ids.NAV)
 
 
-def _shell() -> html.Div:
+def render(ctx: Context, pathname: str | None, search: str | None) -> tuple[Any, list[Any]]:
+    """The page for a URL, and the navigation links with the current one marked."""
+    page, rest = route(pathname)
+    active = page.PATH if page is not None and page in NAV else ""
+    if page is None:
+        return html.Div([header("Page not found", f"Nothing lives at {pathname}."),
+                         dcc.Link("Back to the start", href="/")]), _nav(active).children
+    query = {k: v[-1] for k, v in parse_qs((search or "").lstrip("?")).items()}
+    return page.layout(ctx, rest, query), _nav(active).children
+
+
+def _shell(ctx: Context, pathname: str, search: str) -> html.Div:
+    page, nav = render(ctx, pathname, search)
     return html.Div([
         dcc.Location(id=ids.URL, refresh="callback-nav"),
         dcc.Store(id=ids.REPORT, storage_type="session"),
-        html.Header([html.A(["coach", html.Span(" · GPU performance")], href="/", className="brand"), _nav("/")],
-                    className="topbar", id="topbar"),
-        html.Main(id=ids.PAGE, className="page"),
+        html.Header([html.A(["coach", html.Span(" · GPU performance")], href="/", className="brand"),
+                     html.Nav(nav, className="nav", id=ids.NAV)], className="topbar", id="topbar"),
+        html.Main(page, id=ids.PAGE, className="page"),
     ])
+
+
+def _requested_url() -> tuple[str, str]:
+    """The path and query of the page the browser shows, while it asks for the layout.
+
+    The renderer fetches the layout from the page itself, so the request's referrer is the page's
+    URL; drawing that page into the layout saves the round trip of a routing callback.
+    """
+    if not flask.has_request_context() or not flask.request.referrer:
+        return "/", ""
+    url = urlsplit(flask.request.referrer)
+    return url.path, f"?{url.query}" if url.query else ""
 
 
 def create_app(settings: Settings | None = None) -> Dash:
@@ -73,18 +100,13 @@ def create_app(settings: Settings | None = None) -> Dash:
         suppress_callback_exceptions=True,
     )
     app.server.config["MAX_CONTENT_LENGTH"] = int(ctx.settings.upload_limit_bytes * REQUEST_OVERHEAD) + REQUEST_SLACK_BYTES
-    app.layout = _shell()
+    app.layout = lambda: _shell(ctx, *_requested_url())
 
+    # Later moves between pages (links, back and forward): the first page comes with the layout.
     @app.callback(Output(ids.PAGE, "children"), Output(ids.NAV, "children"),
-                  Input(ids.URL, "pathname"), Input(ids.URL, "search"))
+                  Input(ids.URL, "pathname"), Input(ids.URL, "search"), prevent_initial_call=True)
     def render_page(pathname: str | None, search: str | None):
-        page, rest = route(pathname)
-        active = page.PATH if page is not None and page in NAV else ""
-        if page is None:
-            return html.Div([header("Page not found", f"Nothing lives at {pathname}."),
-                             dcc.Link("Back to the start", href="/")]), _nav(active).children
-        query = {k: v[-1] for k, v in parse_qs((search or "").lstrip("?")).items()}
-        return page.layout(ctx, rest, query), _nav(active).children
+        return render(ctx, pathname, search)
 
     for page in PAGES:
         page.register(app, ctx)

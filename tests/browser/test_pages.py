@@ -36,3 +36,17 @@ def test_a_scenario_not_yet_recorded_opens_with_its_words(driver, live_app):
     open_page(driver, live_app, "/scenario/scenario-01", "#scn-body", "32-byte struct")
     wait_for(driver, ".alert", "not recorded yet")
     assert_clean_console(driver)
+
+
+def test_the_navigation_moves_between_pages_without_reloading(driver, live_app):
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, live_app, "/", "#tile-explore")
+    driver.execute_script("window.__sameDocument = true;")
+    driver.find_element(By.ID, "nav-hardware").click()
+    wait_for(driver, "#hw-ridges", "BF16 tensor")
+    assert "active" in driver.find_element(By.ID, "nav-hardware").get_attribute("class")
+    driver.back()
+    wait_for(driver, "#tile-explore")
+    assert driver.execute_script("return window.__sameDocument === true;")
+    assert_clean_console(driver)
