@@ -10,7 +10,7 @@ Two measurements, each ``--repeat`` times with a fresh app (nothing cached), med
 
 - server: opening the saved profile, then building the explorer's page for it
   (``explore.report_body``: summary, the timeline's lanes and the merged bars of the whole span,
-  the kernel table) as the callbacks do;
+  the kernel table) as the page does, and redrawing the timeline for zoom windows (``ZOOMS``);
 - browser: headless Chromium (Debian's) opens ``/explore?trace=<it>``; the clock runs from the
   request until the timeline's bars are in the page.
 
@@ -52,6 +52,8 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
                   "--window-size=1440,900")
 DRAWN_TABLES = ("kernels", "memcpy", "memset", "api", "nvtx")
+#: Zoom windows timed on the server: a tenth, a thousandth and a millionth of the span.
+ZOOMS = (1e-1, 1e-3, 1e-6)
 
 
 def replicate(tl: Timeline, events: int) -> Timeline:
@@ -86,7 +88,15 @@ def server_once(traces: Path) -> dict[str, float]:
     t1 = time.perf_counter()
     explore.report_body(report).to_plotly_json()
     t2 = time.perf_counter()
-    return {"open_s": t1 - t0, "page_s": t2 - t1, "total_s": t2 - t0}
+    lo, hi = report.profile.span_ns
+    shown = {"token": report.token, "name": report.name}
+    zooms = []
+    for fraction in ZOOMS:
+        relayout = {"xaxis.range[0]": (lo + (hi - lo) * 0.5) / 1e6, "xaxis.range[1]": (lo + (hi - lo) * (0.5 + fraction)) / 1e6}
+        z0 = time.perf_counter()
+        explore.zoom_timeline(app.ctx, relayout, shown)
+        zooms.append(time.perf_counter() - z0)
+    return {"open_s": t1 - t0, "page_s": t2 - t1, "total_s": t2 - t0, "zoom_s": max(zooms)}
 
 
 def browser_once(traces: Path) -> float:
@@ -181,6 +191,8 @@ def main() -> None:
         f"| server: build the explorer page (lanes, merged bars, kernel table) | {med['page_s']:.2f} s | "
         f"{_runs(r['page_s'] for r in server)} |",
         f"| server: both | {med['total_s']:.2f} s | {_runs(r['total_s'] for r in server)} |",
+        f"| server: redraw for a zoom (slowest of 1/10, 1/1000, 1/10^6 of the span) | {med['zoom_s']:.2f} s | "
+        f"{_runs(r['zoom_s'] for r in server)} |",
     ]
     if browser:
         b = statistics.median(browser)
