@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from app_support import REPORT, WALKTHROUGH_ID, data_url, dispatch, strided_walkthrough
@@ -15,7 +16,7 @@ from coach.app.app import PAGES, route
 from coach.app.pages import explore, scenario
 from coach.app.reports import Reports, open_shipped, shipped_traces
 from coach.app.uploads import read_upload, receive, safe_name
-from coach.app.walkthrough import ANSWER_STEP, STEPS, side_by_side
+from coach.app.walkthrough import ANSWER_STEP, STEPS, scenario_walkthroughs, side_by_side
 from coach.errors import InputError
 from coach.model import Source, make_timeline
 
@@ -357,3 +358,17 @@ def test_the_first_page_comes_with_the_layout(app):
     assert "Hardware and predictions" in layout and '"value": "h100-sxm"' in layout.replace('":"', '": "')
     assert "Page not found" in client.get("/_dash-layout", headers={"Referer": "http://x/nope"}).get_data(True)
     assert "Open your own report" in client.get("/_dash-layout").get_data(True)
+
+
+def test_a_broken_scenario_is_named_and_the_others_still_listed(tmp_path):
+    scenarios_dir = tmp_path / "scenarios"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "scenarios" / "scenario-01-aos-particles",
+                    scenarios_dir / "scenario-01-aos-particles")
+    (scenarios_dir / "scenario-02-broken").mkdir()
+    (scenarios_dir / "scenario-02-broken" / "scenario.toml").write_text("id = [unclosed")
+    problems: list[str] = []
+    walks = scenario_walkthroughs(scenarios_dir, tmp_path, problems=problems)
+    assert [w.id for w in walks] == ["scenario-01"]
+    assert len(problems) == 1 and "scenario-02-broken/scenario.toml: is not valid TOML" in problems[0]
+    with pytest.raises(InputError):
+        scenario_walkthroughs(scenarios_dir, tmp_path)

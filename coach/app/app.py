@@ -18,7 +18,7 @@ import flask
 from dash import Dash, Input, Output, dcc, html
 
 from coach.app import ids
-from coach.app.components import header
+from coach.app.components import guarded, header
 from coach.app.context import Context, Settings
 from coach.app.pages import explore, hardware, home, ladders, scenario
 
@@ -57,7 +57,7 @@ def render(ctx: Context, pathname: str | None, search: str | None) -> tuple[Any,
         return html.Div([header("Page not found", f"Nothing lives at {pathname}."),
                          dcc.Link("Back to the start", href="/")]), _nav(active).children
     query = {k: v[-1] for k, v in parse_qs((search or "").lstrip("?")).items()}
-    return page.layout(ctx, rest, query), _nav(active).children
+    return guarded(lambda: page.layout(ctx, rest, query), page.TITLE), _nav(active).children
 
 
 def _shell(ctx: Context, pathname: str, search: str) -> html.Div:

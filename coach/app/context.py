@@ -34,6 +34,7 @@ class Context:
         self.upload_dir = Path(tempfile.mkdtemp(prefix="coach-dash-uploads-"))
         atexit.register(shutil.rmtree, self.upload_dir, True)
         self._views: dict[tuple[str, ...], Any] = {}
+        self.walkthrough_problems: list[str] = []  # scenarios that could not be read, one line each
         self._lock = threading.Lock()
 
     def view(self, key: tuple[str, ...], build: Callable[[], Any]) -> Any:
@@ -47,7 +48,8 @@ class Context:
 
     @functools.cached_property
     def _walkthroughs(self) -> dict[str, Walkthrough]:
-        make = self.settings.walkthroughs or (lambda: scenario_walkthroughs(traces=self.settings.traces_dir))
+        make = self.settings.walkthroughs or (
+            lambda: scenario_walkthroughs(traces=self.settings.traces_dir, problems=self.walkthrough_problems))
         return {w.id: w for w in make()}
 
     def walkthroughs(self) -> list[Walkthrough]:

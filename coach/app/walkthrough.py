@@ -226,8 +226,22 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
     return replace(walk, loader=load)
 
 
-def scenario_walkthroughs(scenarios_dir: Path | None = None, traces: Path | None = None) -> list[Walkthrough]:
-    """Every scenario under ``scenarios_dir`` (the project's by default), as walkthroughs."""
-    from coach import scenarios
+def scenario_walkthroughs(scenarios_dir: Path | None = None, traces: Path | None = None,
+                          problems: list[str] | None = None) -> list[Walkthrough]:
+    """Every scenario under ``scenarios_dir`` (the project's by default), as walkthroughs.
 
-    return [from_scenario(scn, traces) for scn in scenarios.all_scenarios(scenarios_dir)]
+    A scenario that cannot be read is left out and its one-line message added to ``problems``
+    (raised when no list is given), so one broken folder does not hide the others.
+    """
+    from coach import scenarios
+    from coach.errors import CoachError
+
+    walks = []
+    for folder in scenarios.discover(scenarios_dir):
+        try:
+            walks.append(from_scenario(scenarios.load(folder), traces))
+        except CoachError as err:
+            if problems is None:
+                raise
+            problems.append(str(err))
+    return walks

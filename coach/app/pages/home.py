@@ -6,7 +6,7 @@ from dash import Dash, dcc, html
 
 from coach.app import format as fmt
 from coach.app import ids
-from coach.app.components import badge, empty, header
+from coach.app.components import alert, badge, empty, header
 from coach.app.context import Context
 from coach.app.ladder_results import discover, read
 from coach.errors import CoachError
@@ -57,6 +57,7 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
                      href="/hardware", className="card tile", id="tile-hardware"),
         ], className="grid"),
         html.H2("Scenarios"),
+        *[alert(problem, "error") for problem in ctx.walkthrough_problems],
         html.Div(scenario_tiles, className="grid", id=ids.HOME_GALLERY) if scenario_tiles else html.Div(
             empty("No scenarios recorded yet", "Scenario walkthroughs appear here once their traces are recorded."),
             id=ids.HOME_GALLERY),
