@@ -90,7 +90,12 @@ def test_bad_calibration_files_are_refused(tmp_path, content, problem):
 
 def test_measured_h200_file_is_the_h200_ceilings():
     m = hw.measured(hw.get("h200"))
-    assert m is not None and m.provenance["date"] == "2026-11-30"
-    assert m.values == {"dram_copy_bandwidth_bytes_per_s": 4.25e12, "dram_read_bandwidth_bytes_per_s": 4.28e12,
-                        "fp32_simt_matmul_flop_per_s": 51e12, "tf32_tensor_matmul_flop_per_s": 386e12,
-                        "bf16_tensor_matmul_flop_per_s": 679e12}
+    assert m is not None and m.provenance["date"].startswith("2026-11-30") and m.provenance["gpu_name"] == "NVIDIA H200"
+    # the calibration run recorded on the H200 (coach.capture.calibrate), within 10% of the earlier
+    # measurements on this kind of machine: copy 4.25 TB/s, bf16 679, fp32 51, tf32 386 TFLOP/s
+    expected = {"dram_copy_bandwidth_bytes_per_s": 4.191e12, "dram_read_bandwidth_bytes_per_s": 4.195e12,
+                "fp32_simt_matmul_flop_per_s": 51.12e12, "tf32_tensor_matmul_flop_per_s": 355.9e12,
+                "bf16_tensor_matmul_flop_per_s": 683.0e12}
+    for key, value in expected.items():
+        assert m.values[key] == pytest.approx(value, rel=1e-3), key
+    assert m.values["launch_latency_s"] > m.values["graph_launch_latency_s"] > 0

@@ -1,8 +1,11 @@
 """The roofline of kernels with known floating-point work (tests/programs/roofline_kernels.cu),
 recorded on the H200 by scripts/record-roofline.sh into tests/data/ncu_roofline/.
 
-The expected FLOP counts follow from the program's definition (see its header), not from a run:
-Nsight Compute counts executed thread instructions exactly, so the roofline's FLOPs must equal them.
+The expected FLOP counts follow from the program's definition (see its header) and its machine code,
+not from a run: Nsight Compute counts executed thread instructions exactly, so the roofline's FLOPs
+must equal them. In the half2 kernels, nvcc 13.0 (-O3, sm_90) folds two of the six HADD2 and
+materialises three constants with HFMA2.MMA (a move that Nsight Compute counts as an HFMA2), so the
+machine code has 4K + 3 HFMA2 and 4 HADD2 per element (cuobjdump -sass): 16K + 20 FLOP, not 16K + 12.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from coach.analyze.roofline import pair, roofline
 from coach.ingest import load
 
 HERE = Path(__file__).parent / "data" / "ncu_roofline"
-REPORT = HERE / "roofline_kernels.ncu-rep"
+REPORT = HERE / "roofline_kernels"  # a saved coach profile of the .ncu-rep (see PROVENANCE.md)
 pytestmark = pytest.mark.skipif(not REPORT.exists(), reason="record it with scripts/record-roofline.sh (needs the H200)")
 
 N = 1 << 26  # elements of the element-wise chains
@@ -27,8 +30,8 @@ CHAINS = {
     "fp32_fma_high": ("fp32", 8 * 128 + 6, 8, "compute"),
     "fp64_fma_low": ("fp64", 8 * 2 + 6, 16, "memory"),
     "fp64_fma_high": ("fp64", 8 * 64 + 6, 16, "compute"),
-    "half2_fma_low": ("fp16", 16 * 2 + 12, 8, "memory"),
-    "half2_fma_high": ("fp16", 16 * 128 + 12, 8, "compute"),
+    "half2_fma_low": ("fp16", 16 * 2 + 20, 8, "memory"),
+    "half2_fma_high": ("fp16", 16 * 128 + 20, 8, "compute"),
 }
 
 
@@ -59,7 +62,9 @@ def test_gemms(rl):
     assert dram(rl, "wmma_bf16_gemm", "tensor_bf16")["flop"] == pytest.approx(2 * 4096**3, rel=1e-3)
     known = {*CHAINS, "sgemm_naive", "sgemm_tiled", "wmma_bf16_gemm"}
     cublas = rl.table.filter(~pl.col("kernel_name").is_in(list(known)) & (pl.col("level") == "DRAM") & (pl.col("precision") == "tensor_bf16"))
-    assert cublas["flop"].sum() == pytest.approx(2 * 8192**3, rel=1e-3)
+    # cuBLAS's kernel works in 320 x 128 tiles: 8192 / 320 = 25.6, so one dimension is padded to
+    # 26 x 320 = 8320 and the tensor pipe does 2 x 8320 x 8192 x 8192 operations, 1.6% more than 2 x 8192^3.
+    assert cublas["flop"].sum() == pytest.approx(2 * 8320 * 8192 * 8192, rel=1e-3)
     assert set(cublas.filter(pl.col("flop") > 0)["bound"]) == {"compute"}
 
 
@@ -68,7 +73,7 @@ def test_invariants(rl):
 
 
 def test_tiling_moves_the_sgemm_point(rl):
-    before, after = (roofline(load(HERE / f"{k}.ncu-rep")) for k in ("sgemm_naive", "sgemm_tiled"))
+    before, after = (roofline(load(HERE / k)) for k in ("sgemm_naive", "sgemm_tiled"))
     p = pair(before, after).filter((pl.col("level") == "DRAM") & (pl.col("precision") == "fp32")).row(0, named=True)
     assert (p["kernel_name_before"], p["kernel_name_after"]) == ("sgemm_naive", "sgemm_tiled")
     assert p["flop_after"] == pytest.approx(p["flop_before"], rel=1e-3)  # same work, so the point moves up

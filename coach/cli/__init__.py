@@ -26,6 +26,10 @@ COMMAND_MODULES = [
     "coach.cli.profile",
     "coach.cli.record",
     "coach.cli.run",
+    "coach.cli.quiz",
+    "coach.cli.drill",
+    "coach.cli.exercise",
+    "coach.cli.progress",
     "coach.cli.dash",
 ]
 

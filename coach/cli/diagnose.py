@@ -144,5 +144,7 @@ def _num(x: float | None, unit: str) -> str:
         for prefix, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
             if abs(x) >= size:
                 return f"{x / size:.3g} {prefix}{'B' if unit == 'byte' else 'B/s'}"
+    if unit == "ns":
+        return _time(x)
     text = f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
     return f"{text} {unit}".strip()

@@ -85,11 +85,20 @@ def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame) -> Fin
     one_time_ns = int(gaps["one_time_ns"].sum())
 
     where = f" inside {largest['range']}" if largest["range"] else ""
-    lead = (f"GPU {device} sat idle for {ns(idle_ns)} ({share_pct(idle_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} "
-            f"window) in {gaps.height} gap(s) longer than {ns(MIN_GAP_NS)}; it was busy {busy_pct:.1f}% of the window. "
-            f"The largest, {ns(largest['idle_ns'])} after {largest['after'] or 'the previous operation'}, came{where}."
+    after = largest["after"] or "the previous operation"
+    # Percentages are of the device's active span (first to last operation): the capture's edges
+    # before and after are start-up and shut-down, which a steady loop does not have.
+    edges = a.gaps.filter((pl.col("device_id") == device) & (pl.col("position") != "between"))
+    edges_ns = int(edges["dur_ns"].sum()) if edges.height else 0
+    span_ns = max(a.window_ns - edges_ns, 1)
+    idle_pct = share_pct(idle_ns, span_ns)
+    lead = (f"GPU {device} sat idle for {ns(idle_ns)} in {gaps.height} gap(s) longer than {ns(MIN_GAP_NS)}: "
+            f"{idle_pct:.1f}% of the {ns(span_ns)} from its first to its last operation. "
+            f"The largest, {ns(largest['idle_ns'])}, followed {after}{where}."
             + (f" One-time module loading ({ns(one_time_ns)}, see the warm-up finding) is left out of these figures."
-               if one_time_ns else ""))
+               if one_time_ns else "")
+            + (f" Outside that span the capture holds {ns(edges_ns)} more with no GPU work (start-up and shut-down); "
+               f"over the whole {ns(a.window_ns)} window the GPU was busy {busy_pct:.1f}%." if edges_ns > span_ns else ""))
     if host_bound:
         message = (f"{lead} The host spent only {in_api_pct:.0f}% of the gaps in CUDA calls: it was busy with its own work "
                    "while the GPU waited for the next launch.")
@@ -105,7 +114,7 @@ def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame) -> Fin
     return Finding(
         rule_id=SPEC.id,
         category=Bottleneck.HOST_BOUND if host_bound else Bottleneck.IDLE,
-        title=f"GPU {device} idle {share_pct(idle_ns, a.window_ns):.0f}% of the time: "
+        title=f"GPU {device} idle {idle_pct:.0f}% of the time between operations: "
               + ("host-bound" if host_bound else f"waiting in {largest['top_api']}"),
         message=message,
         next_step=next_step,

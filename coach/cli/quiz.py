@@ -1,0 +1,137 @@
+"""``coach quiz``: interview questions, graded by the concepts your answer names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from coach.cli.main import app
+from coach.cli.output import console, print_json
+from coach.errors import CoachError
+
+
+@app.command("quiz")
+def quiz_cmd(
+    topic: Optional[str] = typer.Option(None, "--topic", help="Only this topic (see --topics)."),
+    level: Optional[str] = typer.Option(None, "--level", help="Only this level: junior, mid, senior or staff."),
+    count: int = typer.Option(3, "--count", min=1, help="How many questions."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Pick the same questions again."),
+    question_id: Optional[str] = typer.Option(None, "--id", help="Ask this one question (e.g. perf-01)."),
+    answer: Optional[list[str]] = typer.Option(None, "--answer", help="Your answer; repeat once per question."),
+    answers_file: Optional[Path] = typer.Option(None, "--answers", help="Answers from a JSON or TOML file."),
+    show: bool = typer.Option(False, "--show", help="Show the questions and model answers, without grading."),
+    topics: bool = typer.Option(False, "--topics", help="List the topics and how many questions each has."),
+    no_save: bool = typer.Option(False, "--no-save", help="Do not record the attempts in your progress."),
+    as_json: bool = typer.Option(False, "--json", help="Write the results as JSON on stdout."),
+) -> None:
+    """Interview questions on GPU performance, graded by the concepts your answer names.
+
+    Each answer is checked for the strong signals a senior engineer would name and for red flags
+    (misconceptions); wording, case and plurals do not matter. You get a score, feedback on each
+    concept, and the model answer with its sources. Attempts go to your progress (`coach progress`).
+
+    Examples:
+
+        coach quiz --topic coalescing --count 2
+
+        coach quiz --level senior --seed 7
+
+        coach quiz --id perf-01 --answer "Intensity is FLOPs per byte; below the ridge it is memory-bound."
+
+        coach quiz --topics
+    """
+    from coach.exercises.answers import source
+    from coach.exercises.bank import LEVELS, load_bank
+
+    bank = load_bank()
+    if topics:
+        counts = {t: sum(q.topic == t for q in bank.questions) for t in bank.topics}
+        if as_json:
+            print_json([{"topic": t, "title": bank.topics[t].title, "questions": n} for t, n in counts.items()])
+        else:
+            for t, n in counts.items():
+                _say(f"{t:18} {n:3}  {bank.topics[t].title}")
+        return
+    if topic is not None and topic not in bank.topics:
+        raise CoachError(f"--topic: unknown topic '{topic}'; use one of {', '.join(bank.topics)}")
+    if level is not None and level not in LEVELS:
+        raise CoachError(f"--level: unknown level '{level}'; use one of {', '.join(LEVELS)}")
+    if question_id is not None:
+        try:
+            questions = [bank.question(question_id)]
+        except KeyError:
+            raise CoachError(f"--id: no question '{question_id}' (ids look like perf-01; see --show)") from None
+    else:
+        import random
+
+        seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+        questions = bank.select(topic=topic, level=level, count=count, seed=seed)
+    if not questions:
+        raise CoachError("no questions match --topic and --level")
+    if show:
+        _show(questions, as_json)
+        return
+    ask = source(answer, answers_file)
+    results = []
+    for i, q in enumerate(questions, 1):
+        if not as_json:
+            console.print(f"\nQuestion {i}/{len(questions)}  {q.id} · {q.topic} · {q.level}", style="bold", markup=False,
+                          highlight=False)
+            _say(q.question)
+        text = ask(f"Your answer to {q.id}:")
+        grade = q.grade(text)
+        results.append(_result(q, text, grade))
+        if not no_save:  # each answer is committed as soon as it is graded
+            _save(_attempt(q, text, grade))
+        if not as_json:
+            for line in grade.feedback():
+                _say(line, {"+": "green", "-": "yellow", "!": "red"}.get(line[0], "bold"))
+            _say("Model answer:", "bold")
+            _say(q.answer)
+            _say(f"Sources: {'; '.join(q.sources)}", "dim")
+    if as_json:
+        print_json(results)
+
+
+def _show(questions, as_json: bool) -> None:
+    if as_json:
+        print_json([{"id": q.id, "topic": q.topic, "level": q.level, "question": q.question, "answer": q.answer,
+                     "signals": [c.label for c in q.signals], "red_flags": [c.label for c in q.red_flags],
+                     "sources": list(q.sources)} for q in questions])
+        return
+    for q in questions:
+        _say(f"\n{q.id}  {q.topic} · {q.level}", "bold")
+        _say(q.question + "\n")
+        _say(q.answer)
+        _say(f"Strong signals: {'; '.join(c.label for c in q.signals)}", "green")
+        _say(f"Red flags: {'; '.join(c.label for c in q.red_flags)}", "red")
+
+
+def _say(text: str, style: str = "") -> None:
+    """Print text as it is (it holds brackets such as tile[32][33], which are not markup)."""
+    console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
+
+
+def _result(q, text: str, grade) -> dict:
+    return {"id": q.id, "topic": q.topic, "level": q.level, "question": q.question, "your_answer": text,
+            "score": grade.score, "max_score": grade.max_score,
+            "found": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.found],
+            "missed": [{"concept": c.id, "label": c.label} for c in grade.missed],
+            "red_flags": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.flags],
+            "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources)}
+
+
+def _save(attempt) -> None:
+    from coach.cli.progress import save
+
+    save([attempt])
+
+
+def _attempt(q, text: str, grade):
+    from coach.exercises.progress import Attempt
+
+    return Attempt(kind="quiz", item=q.id, topic=q.topic, score=grade.score, max_score=grade.max_score, answer=text,
+                   details={"found": [h.concept.id for h in grade.found], "missed": [c.id for c in grade.missed],
+                            "red_flags": [h.concept.id for h in grade.flags], "level": q.level})

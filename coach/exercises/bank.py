@@ -1,0 +1,157 @@
+"""The interview question bank and the concept library it grades with.
+
+The bank is data: ``coach/exercises/data/bank/<topic>.toml``, one file per topic, each holding the
+topic's concepts (``[concepts.<id>]``: label, explain, synonyms, patterns; red flags also an
+``example`` sentence that shows the misconception) and its questions (``[[questions]]``: id, level,
+question, answer, signals, red_flags, sources). Concept ids are one namespace across all files, so a
+question, or a scenario's rubric, can name a concept from any topic.
+
+Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
+file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from coach.errors import InputError
+from coach.exercises.grading import Concept, Grade, grade
+
+BANK_DIR = Path(__file__).resolve().parent / "data" / "bank"
+LEVELS = ("junior", "mid", "senior", "staff")
+RED_FLAG_PREFIX = "rf-"  # red-flag concepts are named rf-*, so a rubric cannot mix the two up
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    topic: str
+    level: str
+    question: str
+    answer: str  # the model answer, written to a senior engineer's standard
+    signals: tuple[Concept, ...]
+    red_flags: tuple[Concept, ...]
+    sources: tuple[str, ...]
+
+    def grade(self, text: str) -> Grade:
+        return grade(text, self.signals, self.red_flags)
+
+
+@dataclass(frozen=True)
+class Bank:
+    topics: dict[str, Topic]
+    concepts: dict[str, Concept]
+    examples: dict[str, str]  # red-flag id -> a sentence that shows the misconception
+    questions: tuple[Question, ...]
+
+    def question(self, qid: str) -> Question:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise KeyError(qid)
+
+    def select(self, *, topic: str | None = None, level: str | None = None, count: int | None = None,
+               seed: int | None = None) -> list[Question]:
+        """Questions matching ``topic`` and ``level``, shuffled by ``seed`` (bank order without one)."""
+        if topic is not None and topic not in self.topics:
+            raise KeyError(topic)
+        if level is not None and level not in LEVELS:
+            raise KeyError(level)
+        chosen = [q for q in self.questions
+                  if (topic is None or q.topic == topic) and (level is None or q.level == level)]
+        if seed is not None:
+            random.Random(seed).shuffle(chosen)
+        return chosen[:count] if count is not None else chosen
+
+    def concept(self, cid: str) -> Concept:
+        return self.concepts[cid]
+
+
+def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
+    allowed = {"label", "explain", "synonyms", "patterns", "example"}
+    if unknown := set(raw) - allowed:
+        raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
+    for key in ("label", "explain"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise InputError(path, f"concept {cid!r} needs a non-empty {key}")
+    example = raw.get("example", "")
+    if cid.startswith(RED_FLAG_PREFIX) and not example:
+        raise InputError(path, f"red flag {cid!r} needs an example sentence that shows the misconception")
+    try:
+        concept = Concept(cid, raw["label"].strip(), raw["explain"].strip(),
+                          tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())))
+    except (ValueError, TypeError) as err:
+        raise InputError(path, str(err)) from None
+    return concept, example
+
+
+def _question(path: Path, topic: str, raw: dict, concepts: dict[str, Concept]) -> Question:
+    qid = raw.get("id", "?")
+    required = ("id", "level", "question", "answer", "signals", "red_flags")
+    if missing := [k for k in required if not raw.get(k)]:
+        raise InputError(path, f"question {qid!r} lacks {', '.join(missing)}")
+    if raw["level"] not in LEVELS:
+        raise InputError(path, f"question {qid!r}: level {raw['level']!r} is not one of {', '.join(LEVELS)}")
+
+    def refs(key: str, want_flag: bool) -> tuple[Concept, ...]:
+        out = []
+        for cid in raw[key]:
+            if cid not in concepts:
+                raise InputError(path, f"question {qid!r}: {key} names unknown concept {cid!r}")
+            if cid.startswith(RED_FLAG_PREFIX) != want_flag:
+                raise InputError(path, f"question {qid!r}: {cid!r} cannot be one of its {key}")
+            out.append(concepts[cid])
+        return tuple(out)
+
+    return Question(qid, topic, raw["level"], raw["question"].strip(), raw["answer"].strip(),
+                    refs("signals", False), refs("red_flags", True), tuple(raw.get("sources", ())))
+
+
+@lru_cache(maxsize=4)
+def load_bank(folder: Path = BANK_DIR) -> Bank:
+    """Read and check every ``*.toml`` in ``folder``."""
+    files = sorted(folder.glob("*.toml"))
+    if not files:
+        raise InputError(folder, "no question files (*.toml) here")
+    raw_files: list[tuple[Path, dict]] = []
+    for path in files:
+        try:
+            raw_files.append((path, tomllib.loads(path.read_text(encoding="utf-8"))))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise InputError(path, f"not valid TOML: {err}") from None
+    topics: dict[str, Topic] = {}
+    concepts: dict[str, Concept] = {}
+    examples: dict[str, str] = {}
+    for path, data in raw_files:
+        tid = data.get("topic")
+        if not tid or not data.get("title"):
+            raise InputError(path, "needs a top-level topic and title")
+        if tid in topics:
+            raise InputError(path, f"topic {tid!r} is defined twice")
+        topics[tid] = Topic(tid, data["title"])
+        for cid, raw in data.get("concepts", {}).items():
+            if cid in concepts:
+                raise InputError(path, f"concept {cid!r} is defined twice")
+            concepts[cid], example = _concept(path, cid, raw)
+            if example:
+                examples[cid] = example
+    questions: list[Question] = []
+    seen: set[str] = set()
+    for path, data in raw_files:
+        for raw in data.get("questions", []):
+            q = _question(path, data["topic"], raw, concepts)
+            if q.id in seen:
+                raise InputError(path, f"question id {q.id!r} is used twice")
+            seen.add(q.id)
+            questions.append(q)
+    return Bank(topics, concepts, examples, tuple(questions))

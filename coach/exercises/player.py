@@ -1,0 +1,443 @@
+"""Guided exercises: a scenario played as the decisions a performance engineer makes.
+
+Every scenario gets an exercise built from its metadata alone, so a new scenario is playable the
+moment it exists. The generic decision points are
+
+1. **look-first**: where to look first, the scenario's own question (Nsight Compute on the slow
+   kernel, or the Nsight Systems timeline, by the scenario's primary tool);
+2. **meaning**: what the evidence says: which bottleneck class its metrics point to;
+3. **fix**: which fix, against the scenario's plausible wrong fix and other scenarios' fixes;
+4. **gain**: what speed-up to expect, from the scenario's bytes/FLOPs model.
+
+Each point has choices (a, b, c, ...) and room for a free-text answer. The free text of all points
+is graded together against the scenario's rubric (``coach.exercises.rubric``); a choice is one point.
+An exercise file (``exercise.toml`` in the scenario's folder, or
+``coach/exercises/data/scenarios/<scenario-id>.toml``) may add decision points and map rubric lines
+to bank concepts::
+
+    [[rubric]]                      # a rubric line, by its first words, and the bank concepts it means
+    line = "Checks sectors per request"
+    concepts = ["sectors-per-request", "ncu-access-pattern"]
+
+    fix_distractors = ["...", "..."]  # wrong fixes to offer instead of the scenario's wrong_fix
+
+    [[decision]]
+    prompt = "Nsight Compute reports 32 sectors per request. What would 4 mean?"
+    choices = ["a fully coalesced warp of 4-byte loads", "a bank conflict", "4 warps per SM"]
+    correct = "a"
+    explain = "32 lanes x 4 B = 128 B = four 32-byte sectors."
+    signals = ["warp-request-128b"]
+    red_flags = ["rf-conflicts-in-global"]
+
+An answer is text; "b: because ..." (or "b) ...", "b. ...", or just "b") picks a choice and adds text.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from coach.analyze.findings import Bottleneck
+from coach.errors import CoachError, InputError
+from coach.exercises.bank import RED_FLAG_PREFIX, Bank, load_bank
+from coach.exercises.grading import Concept, Grade, grade
+from coach.exercises.rubric import RubricLine, resolve, starts_with
+from coach.exercises.topics import BOTTLENECK_TOPICS
+from coach.scenarios import Scenario, all_scenarios, render
+
+EXERCISE_FILE = "exercise.toml"
+EXERCISE_KEYS = frozenset({"rubric", "decision", "fix_distractors"})
+OWN_EXERCISES = Path(__file__).resolve().parent / "data" / "scenarios"
+LETTERS = "abcdefgh"
+#: Speed-up buckets for the gain question (upper bounds): wide enough that a bytes model and a
+#: measurement of the same fix land in the same one, narrow enough that a wrong factor of 2-3 does not.
+GAIN_BUCKETS = ((1.2, "no real gain (under 1.2x)"), (2.0, "1.2x to 2x"), (5.0, "2x to 5x"), (20.0, "5x to 20x"),
+                (math.inf, "more than 20x"))
+#: A typed speed-up within this factor of the model's prediction counts as agreeing with it.
+GAIN_AGREEMENT = 1.5
+
+#: Bottleneck classes in words, as a choice reads them.
+BOTTLENECK_WORDS: dict[Bottleneck, str] = {
+    Bottleneck.DRAM: "DRAM bandwidth: the bytes the work must move",
+    Bottleneck.MEMORY_ACCESS: "the memory access pattern: far more bytes or sectors moved than the work needs",
+    Bottleneck.CACHE: "L1/L2 bandwidth",
+    Bottleneck.SHARED_MEMORY: "shared memory: bank conflicts or its pipe",
+    Bottleneck.LOCAL_MEMORY: "local memory: register spills or indexed per-thread arrays",
+    Bottleneck.FMA: "the FP32 FMA pipe",
+    Bottleneck.TENSOR: "the tensor cores (busy, or idle when they should not be)",
+    Bottleneck.SFU: "the special-function unit (exp, sin, rsqrt)",
+    Bottleneck.FP64: "FP64 arithmetic",
+    Bottleneck.DIVERGENCE: "warp divergence",
+    Bottleneck.ATOMICS: "contention on atomics",
+    Bottleneck.LATENCY: "latency: too little parallelism or too few bytes in flight",
+    Bottleneck.OCCUPANCY: "occupancy limited by registers, shared memory or block size",
+    Bottleneck.TAIL: "the tail effect: a last, nearly empty wave",
+    Bottleneck.LAUNCH: "launch overhead: kernels shorter than their launch",
+    Bottleneck.IDLE: "an idle GPU waiting on the CPU",
+    Bottleneck.HOST_SYNC: "host synchronisation points",
+    Bottleneck.PAGEABLE: "copies from pageable host memory",
+    Bottleneck.NO_OVERLAP: "copies and compute that do not overlap",
+    Bottleneck.TRANSFER: "transfer bandwidth over the host link",
+    Bottleneck.ALLOCATOR: "allocator churn: malloc and free in the loop",
+    Bottleneck.HOST_BOUND: "the host: CPU work sets the pace",
+    Bottleneck.MEASUREMENT: "a measurement artefact",
+    Bottleneck.OTHER: "something else",
+}
+_KERNEL_CLASSES = tuple(list(Bottleneck)[: list(Bottleneck).index(Bottleneck.LAUNCH) + 1])
+_TIMELINE_CLASSES = tuple(b for b in Bottleneck if b not in _KERNEL_CLASSES and b is not Bottleneck.OTHER)
+
+_LOOK_NCU = "Profile the slow kernel with Nsight Compute and start from Speed of Light, then the section for the unit it points to"
+_LOOK_NSYS = ("Take a timeline of the run (Nsight Systems, or the PyTorch profiler) and see what the GPU and the CPU do "
+              "over time: gaps, copies, syncs")
+_LOOK_WRONG = ("Check nvidia-smi: if GPU utilisation is high, the code is already efficient",
+               "Try other block sizes and launch configurations until it gets faster, then profile")
+_FIX_DISTRACTORS = ("Raise occupancy: larger blocks and more threads per SM",
+                    "Switch the arithmetic to fast-math intrinsics",
+                    "Move to a GPU with a higher FLOP rate")
+
+
+@dataclass(frozen=True)
+class DecisionPoint:
+    key: str
+    prompt: str
+    choices: tuple[str, ...]
+    correct: int  # index into choices
+    explain: str  # why the right choice is right
+    signals: tuple[Concept, ...] = ()  # this point's own concepts (exercise files)
+    red_flags: tuple[Concept, ...] = ()
+    expected_speedup: float | None = None  # the gain point: typed speed-ups are compared with it
+
+
+@dataclass(frozen=True)
+class Exercise:
+    scenario_id: str
+    title: str
+    topic: str
+    intro: str  # the symptom, with recorded and modelled values filled in
+    points: tuple[DecisionPoint, ...]
+    rubric_strong: tuple[RubricLine, ...]
+    rubric_flags: tuple[RubricLine, ...]
+    hints: tuple[str, ...] = ()
+
+    @property
+    def signals(self) -> tuple[Concept, ...]:
+        return tuple(r.concept for r in self.rubric_strong if r.concept is not None)
+
+    @property
+    def red_flags(self) -> tuple[Concept, ...]:
+        return tuple(r.concept for r in self.rubric_flags if r.concept is not None)
+
+
+@dataclass(frozen=True)
+class PointResult:
+    point: DecisionPoint
+    choice: int | None
+    text: str
+    grade: Grade | None  # the point's own concepts, if it has any
+    feedback: tuple[str, ...]
+
+    @property
+    def choice_correct(self) -> bool:
+        return self.choice == self.point.correct
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    exercise: Exercise
+    points: tuple[PointResult, ...]
+    rubric: Grade  # all free text against the scenario's rubric
+    feedback: tuple[str, ...] = field(default=())
+
+    @property
+    def score(self) -> int:
+        return (sum(p.choice_correct for p in self.points) + self.rubric.score
+                + sum(p.grade.score for p in self.points if p.grade is not None))
+
+    @property
+    def max_score(self) -> int:
+        return (len(self.points) + self.rubric.max_score
+                + sum(p.grade.max_score for p in self.points if p.grade is not None))
+
+
+# --------------------------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------------------------
+
+
+def scenarios() -> list[Scenario]:
+    """Every scenario the project has: each one has an exercise."""
+    return all_scenarios()
+
+
+def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others: Sequence[Scenario] = (),
+          bank: Bank | None = None, extras: Mapping[str, Any] | None = None) -> Exercise:
+    """The exercise for ``scenario``.
+
+    ``values`` fill the scenario's placeholders (from its recording; modelled values otherwise);
+    ``others`` are the other scenarios, whose fixes serve as distractors; ``extras`` is the parsed
+    exercise file (found next to the scenario, or in the package, when None).
+    """
+    bank = bank or load_bank()
+    values = recorded_values(scenario) if values is None else dict(values)
+    extras = _extras(scenario) if extras is None else extras
+    rng = random.Random(scenario.number)  # the same letters every time for a scenario
+    mapped = _mapping(scenario, extras, bank)
+    strong = resolve(tuple(render(t, values) for t in scenario.rubric.strong), bank, red_flags=False,
+                     mapped=mapped, prefix=scenario.id)
+    flags = resolve(tuple(render(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True,
+                    mapped=mapped, prefix=scenario.id)
+    points = [_look_first(scenario, rng), _meaning(scenario, values, rng),
+              _fix(scenario, others, rng, extras.get("fix_distractors", ())), _gain(scenario, values, rng)]
+    points += [_extra(scenario, i, raw, bank) for i, raw in enumerate(extras.get("decision", []))]
+    return Exercise(scenario_id=scenario.id, title=scenario.title, topic=BOTTLENECK_TOPICS[scenario.bottleneck],
+                    intro=_unfilled(render(scenario.symptom, values)), points=tuple(points),
+                    rubric_strong=tuple(strong), rubric_flags=tuple(flags),
+                    hints=tuple(_unfilled(render(h, values)) for h in scenario.hints))
+
+
+def recorded_values(scenario: Scenario) -> dict[str, Any]:
+    """The values a scenario's text names: from its recording in traces/ where there is one, else the
+    modelled ones only (sizes, floors); recording-only values stay unfilled."""
+    from coach.recordings import open_recording, placeholder_values
+
+    try:
+        values = open_recording(scenario).values()
+    except CoachError:
+        values = placeholder_values(scenario, {})
+    return {k: v for k, v in values.items() if v not in (None, "")}
+
+
+def _unfilled(text: str) -> str:
+    """Placeholders no recording could fill read as such, not as format strings."""
+    return re.sub(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}", "[not recorded]", text)
+
+
+def _shuffle(correct: str, wrong: Sequence[str], rng: random.Random) -> tuple[tuple[str, ...], int]:
+    items = [correct, *dict.fromkeys(w for w in wrong if w and w != correct)]
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    return tuple(items[i] for i in order), order.index(0)
+
+
+def _look_first(scenario: Scenario, rng: random.Random) -> DecisionPoint:
+    kernel = scenario.tool == "ncu"
+    right, other = (_LOOK_NCU, _LOOK_NSYS) if kernel else (_LOOK_NSYS, _LOOK_NCU)
+    choices, correct = _shuffle(right, [other, *_LOOK_WRONG], rng)
+    why = ("The symptom is one slow kernel: Nsight Compute's counters say which unit limits it and why; a timeline "
+           "would only confirm that the kernel is long." if kernel else
+           "The symptom is the whole step, not one kernel: a timeline shows where the time goes between the CPU, copies "
+           "and kernels, and what the GPU waits for, before any kernel is worth a counter-level profile.")
+    return DecisionPoint("look-first", f"{scenario.question}\nWhere do you look first?", choices, correct, why)
+
+
+def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+    lines = []
+    for e in scenario.evidence:
+        recorded = values.get(f"slow_{e.name}")
+        unit = f" {e.unit}" if e.unit else ""
+        if isinstance(recorded, (int, float)):
+            seen = f"{recorded:.4g}{unit} in the slow version (recorded)"
+        elif e.slow_range:
+            seen = f"expected between {e.slow_range[0]:g} and {e.slow_range[1]:g}{unit} in the slow version"
+        else:
+            seen = "measured on the slow version"
+        moves = {"down": "should fall after the fix", "up": "should rise after the fix",
+                 "same": "should stay about the same after the fix"}[e.direction]
+        lines.append(f"- {e.label}: {seen}; it {moves}")
+    pool = _KERNEL_CLASSES if scenario.bottleneck in _KERNEL_CLASSES else _TIMELINE_CLASSES
+    wrong = rng.sample([b for b in pool if b is not scenario.bottleneck], 3)
+    choices, correct = _shuffle(BOTTLENECK_WORDS[scenario.bottleneck], [BOTTLENECK_WORDS[b] for b in wrong], rng)
+    prompt = "The profile of the slow version shows:\n" + "\n".join(lines) + "\nWhat do these numbers point to, and what do they mean?"
+    why = (f"The evidence points to {BOTTLENECK_WORDS[scenario.bottleneck]} ({scenario.bottleneck.value}); the rule that "
+           f"should rank first is {scenario.first_rule}.")
+    return DecisionPoint("meaning", prompt, choices, correct, why)
+
+
+def _fix(scenario: Scenario, others: Sequence[Scenario], rng: random.Random, distractors: Sequence[str] = ()) -> DecisionPoint:
+    wrong = list(distractors) or ([_proposal(scenario.fix.wrong_fix)] if scenario.fix.wrong_fix else [])
+    same_kind = [o for o in others if o.id != scenario.id and o.tool == scenario.tool]
+    wrong += [o.fix.summary for o in sorted(same_kind, key=lambda o: o.number)[:2]]
+    wrong += list(_FIX_DISTRACTORS)
+    choices, correct = _shuffle(scenario.fix.summary, wrong[:3], rng)
+    why = scenario.fix.details.strip()
+    if scenario.fix.wrong_fix:
+        why += f"\nWhy not the tempting alternative: {scenario.fix.wrong_fix.strip()}"
+    return DecisionPoint("fix", "Which fix do you make?", choices, correct, why)
+
+
+def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
+    """The speed-up the scenario's model predicts, and how it was worked out."""
+    m = scenario.model
+    moved = m.moved_bytes
+    flops_s = m.value(m.flops) / m.flop_per_s if m.flop_per_s else 0.0
+    if "slow" in moved and "fixed" in moved and m.value(moved["slow"]) != m.value(moved["fixed"]):
+        slow_b, fixed_b = m.value(moved["slow"]), m.value(moved["fixed"])
+        slow_s, fixed_s = max(slow_b / m.bytes_per_s, flops_s), max(fixed_b / m.bytes_per_s, flops_s)
+        how = (f"the slow version moves {slow_b / 1e9:.3g} GB, the fixed one {fixed_b / 1e9:.3g} GB; at "
+               f"{m.bytes_per_s / 1e9:.4g} GB/s ({m.ceiling_source}) that is {slow_s * 1e3:.3g} ms against "
+               f"{fixed_s * 1e3:.3g} ms")
+        return slow_s / fixed_s, how
+    bytes_s = m.value(m.useful_bytes) / m.bytes_per_s
+    if flops_s and bytes_s:
+        how = (f"the same bytes move in both versions; in series the step costs bytes {bytes_s * 1e3:.3g} ms + compute "
+               f"{flops_s * 1e3:.3g} ms, overlapped the larger of the two ({m.ceiling_source})")
+        return (bytes_s + flops_s) / max(bytes_s, flops_s), how
+    return scenario.min_speedup, "the model gives no separate prediction; this is the speed-up the recording must reach"
+
+
+def _gain(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+    expected, how = predicted_speedup(scenario)
+    correct = next(i for i, (upper, _) in enumerate(GAIN_BUCKETS) if expected < upper)
+    why = f"The model predicts about {expected:.2g}x: {how}."
+    measured = values.get("speedup")
+    if isinstance(measured, (int, float)):
+        why += f" The recording measured {measured:.2f}x."
+    return DecisionPoint("gain", "What speed-up do you expect from the fix, and why?",
+                         tuple(label for _, label in GAIN_BUCKETS), correct, why, expected_speedup=expected)
+
+
+def _proposal(text: str) -> str:
+    """The wrong fix as a proposal: its first clause, before the explanation of why it fails."""
+    first = re.split(r"(?<=[.!?])\s", " ".join(text.split()), maxsplit=1)[0]
+    return re.split(r":\s|;\s|,?\s+but\s", first, maxsplit=1)[0].rstrip(".")
+
+
+def _extra(scenario: Scenario, i: int, raw: Mapping[str, Any], bank: Bank) -> DecisionPoint:
+    where = f"{scenario.id} exercise decision {i + 1}"
+    try:
+        choices = tuple(raw["choices"])
+        correct = raw["correct"]
+        correct = LETTERS.index(correct) if isinstance(correct, str) else int(correct)
+        if not 0 <= correct < len(choices):
+            raise ValueError("correct is not one of the choices")
+
+        def concepts(key: str, flag: bool) -> tuple[Concept, ...]:
+            ids = raw.get(key, [])
+            bad = [c for c in ids if c not in bank.concepts or c.startswith(RED_FLAG_PREFIX) != flag]
+            if bad:
+                raise ValueError(f"{key} names {bad[0]!r}, not a {'red-flag' if flag else 'signal'} concept of the bank")
+            return tuple(bank.concept(c) for c in ids)
+
+        return DecisionPoint(f"extra-{i + 1}", raw["prompt"], choices, correct, raw.get("explain", ""),
+                             concepts("signals", False), concepts("red_flags", True))
+    except (KeyError, ValueError, TypeError) as err:
+        raise CoachError(f"{where}: {err}") from None
+
+
+def _mapping(scenario: Scenario, extras: Mapping[str, Any], bank: Bank) -> dict[str, list[str]]:
+    """The exercise file's rubric mapping, checked: each entry names a line that exists, with bank
+    concepts of the line's kind (signals for strong lines, red flags for red-flag lines)."""
+    out = {}
+    for i, entry in enumerate(extras.get("rubric", [])):
+        where = f"{scenario.id} exercise rubric entry {i + 1}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("line"), str) or not entry.get("concepts"):
+            raise CoachError(f"{where}: needs line = \"<first words of a rubric line>\" and concepts = [...]")
+        strong = [t for t in scenario.rubric.strong if starts_with(t, entry["line"])]
+        flag = [t for t in scenario.rubric.red_flags if starts_with(t, entry["line"])]
+        if not strong and not flag:
+            raise CoachError(f"{where}: no rubric line of {scenario.id} starts with '{entry['line']}'")
+        for cid in entry["concepts"]:
+            if cid not in bank.concepts:
+                raise CoachError(f"{where}: unknown concept '{cid}'")
+            if cid.startswith(RED_FLAG_PREFIX) != bool(flag):
+                raise CoachError(f"{where}: '{cid}' is a {'red flag' if cid.startswith(RED_FLAG_PREFIX) else 'signal'}, "
+                                 f"but the line is a {'red flag' if flag else 'strong signal'}")
+        out[entry["line"]] = list(entry["concepts"])
+    return out
+
+
+def _extras(scenario: Scenario) -> dict[str, Any]:
+    """The exercise file for ``scenario``: in its folder, else in the package; {} when neither exists."""
+    for path in (scenario.folder / EXERCISE_FILE, OWN_EXERCISES / f"{scenario.id}.toml"):
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+                raise InputError(path, f"is not valid TOML ({err})") from None
+            if unknown := sorted(set(data) - EXERCISE_KEYS):
+                raise InputError(path, f"unknown key '{unknown[0]}' (known: {', '.join(sorted(EXERCISE_KEYS))})")
+            return data
+    return {}
+
+
+# --------------------------------------------------------------------------------------------
+# Playing
+# --------------------------------------------------------------------------------------------
+
+#: "b: ...", "b) ...", "(b) ...", "b. ...", "b - ...", "b, ...", a lone "b", or "b because ..." (any letter but
+#: "a", which also starts ordinary sentences: "a fused kernel ...").
+_CHOICE = re.compile(r"^\s*\(?([a-h])\)?\s*(?:[:.),-]|$)|^\s*([b-h])\s", re.IGNORECASE)
+
+
+def split_answer(text: str, n_choices: int) -> tuple[int | None, str]:
+    """'b: because ...' -> (1, 'because ...'); 'because ...' -> (None, 'because ...')."""
+    m = _CHOICE.match(text)
+    if m:
+        index = LETTERS.index((m.group(1) or m.group(2)).lower())
+        if index < n_choices:
+            return index, text[m.end():].strip()
+    return None, text.strip()
+
+
+def play(exercise: Exercise, ask: Callable[..., str], show: Callable[[str], None] = lambda line: None) -> ExerciseResult:
+    """Ask every decision point through ``ask(prompt)``, grade, and return the result.
+
+    ``show`` receives the text a player sees as it goes (the prompt, choices, and feedback per point).
+    """
+    show(exercise.intro)
+    results: list[PointResult] = []
+    for n, point in enumerate(exercise.points, 1):
+        show(f"\n[{n}/{len(exercise.points)}] {point.prompt}")
+        for letter, choice in zip(LETTERS, point.choices):
+            show(f"  {letter}) {choice}")
+        choice, text = split_answer(ask(f"Your answer to {n} (a letter, then your reasoning):"), len(point.choices))
+        result = _grade_point(point, choice, text)
+        for line in result.feedback:
+            show(line)
+        results.append(result)
+    texts = "\n\n".join(r.text for r in results if r.text)
+    rubric = grade(texts, exercise.signals, exercise.red_flags)
+    feedback = ["Against the scenario's rubric:"] + rubric.feedback()[:-1]
+    unresolved = [r.text for r in exercise.rubric_flags if r.concept is None]
+    feedback += [f"  (not graded automatically) avoid: {t}" for t in unresolved]
+    scored = ExerciseResult(exercise, tuple(results), rubric)
+    feedback.append(f"score {scored.score}/{scored.max_score}: {sum(r.choice_correct for r in results)}/{len(results)} "
+                    f"choices right, rubric {rubric.score}/{rubric.max_score}")
+    for line in feedback:
+        show(line)
+    return replace(scored, feedback=tuple(feedback))
+
+
+def _grade_point(point: DecisionPoint, choice: int | None, text: str) -> PointResult:
+    lines = []
+    right = point.choices[point.correct]
+    right = right.rstrip(".")
+    if choice is None:
+        lines.append(f"no choice made: the best one is ({LETTERS[point.correct]}) {right}.")
+    elif choice == point.correct:
+        lines.append(f"right: ({LETTERS[choice]}) {right}.")
+    else:
+        lines.append(f"not the best choice: you picked ({LETTERS[choice]}) {point.choices[choice].rstrip('.')}; "
+                     f"the best is ({LETTERS[point.correct]}) {right}.")
+    lines.append(f"why: {point.explain}")
+    if point.expected_speedup is not None and text:
+        lines.append(_gain_note(text, point.expected_speedup))
+    g = grade(text, point.signals, point.red_flags) if (point.signals or point.red_flags) else None
+    if g is not None:
+        lines += g.feedback()[:-1]
+    return PointResult(point, choice, text, g, tuple(lines))
+
+
+def _gain_note(text: str, expected: float) -> str:
+    m = re.search(r"(\d+(?:\.\d+)?)\s*(?:x|×|times)(?![a-z0-9])", text.lower())
+    if m is None:
+        return f"(say the speed-up as a number, 'about 2x', to compare your estimate with the model's {expected:.2g}x)"
+    said = float(m.group(1))
+    ok = said > 0 and 1 / GAIN_AGREEMENT <= said / expected <= GAIN_AGREEMENT
+    return (f"your {said:g}x {'agrees with' if ok else 'is far from'} the model's {expected:.2g}x"
+            f"{'' if ok else f' (more than {GAIN_AGREEMENT:g}x apart)'}.")

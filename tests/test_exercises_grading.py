@@ -1,0 +1,89 @@
+"""Concept matching: tolerant of wording, strict about meaning; negated red flags do not count."""
+
+from __future__ import annotations
+
+import pytest
+
+from coach.exercises.grading import Concept, grade, stem
+
+COALESCED = Concept("coalescing", "coalesced access", "Consecutive lanes, consecutive addresses.",
+                    ("coalesced", "contiguous accesses by consecutive threads", "128-byte transactions"))
+SECTORS = Concept("sectors", "sectors per request", "4 is ideal.", ("sectors per request",), (r"sectors?\s*/\s*request",))
+OCCUPANCY_MYTH = Concept("rf-occ", "higher occupancy is always better", "Occupancy only hides latency.",
+                         ("higher occupancy is always better", "maximize occupancy"))
+
+
+@pytest.mark.parametrize("text", [
+    "The loads are COALESCED.",
+    "it's coalescing now",
+    "we coalesce them",
+    "contiguous access by consecutive threads",
+    "Contiguous accesses made by the consecutive threads!",
+    "the warp issues 128 byte transactions",
+    "one 128-byte transaction",
+])
+def test_wording_case_punctuation_plurals_and_filler_words(text):
+    assert COALESCED.find(text) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "consecutive threads, contiguous accesses",  # words out of order
+    "the threads access memory",
+    "coal is black",
+])
+def test_other_meanings_do_not_match(text):
+    assert COALESCED.find(text) is None
+
+
+def test_patterns_match_what_phrases_cannot():
+    assert SECTORS.find("32 sectors/request on the strided kernel") == "sectors/request"
+
+
+def test_stem_is_consistent_across_word_forms():
+    assert stem("coalesced") == stem("coalescing") == stem("coalesce")
+    assert stem("bytes") == stem("byte") and stem("latencies") == stem("latency")
+    assert stem("GPUs".lower()) == stem("gpu") and stem("stalled") == stem("stalls") == stem("stall")
+
+
+@pytest.mark.parametrize("text, flagged", [
+    ("Higher occupancy is always better, so maximize occupancy.", True),
+    ("Higher occupancy is not always better.", False),  # negation inside the phrase
+    ("It is a myth that higher occupancy is always better.", False),  # negation before
+    ("Maximize occupancy is not the goal here.", False),  # negation right after
+    ("That does not matter much, maximize occupancy.", True),  # a comma ends the negation's reach
+])
+def test_negated_red_flags_do_not_count(text, flagged):
+    g = grade(text, [], [OCCUPANCY_MYTH])
+    assert bool(g.flags) is flagged
+
+
+def test_signals_ignore_negation():
+    assert grade("the loads are not coalesced", [COALESCED], []).score == 1
+
+
+def test_score_is_signals_found_minus_red_flags_and_feedback_explains_each():
+    g = grade("The accesses are coalesced. I would maximize occupancy.", [COALESCED, SECTORS], [OCCUPANCY_MYTH])
+    assert (g.score, g.max_score, len(g.found), len(g.missed), len(g.flags)) == (0, 2, 1, 1, 1)
+    assert g.fraction == 0.0
+    fb = g.feedback()
+    assert fb[0] == '+ coalesced access: you said "coalesced". Consecutive lanes, consecutive addresses.'
+    assert fb[1] == "- missing: sectors per request. 4 is ideal."
+    assert fb[2] == ('! red flag: higher occupancy is always better: you said "maximize occupancy". '
+                     "Occupancy only hides latency.")
+    assert fb[3] == "score 0/2 (1 signal found, 1 red flag)"
+
+
+def test_keyword_and_composite_concepts():
+    keys = Concept("k", "line", "", keywords=("pinned", "stream", "overlap"), min_keywords=2)
+    assert keys.find("pin the buffers and overlap") == "pinned, overlap"
+    assert keys.find("pin the buffers") is None
+    both = Concept("both", "soa and why", "", parts=(COALESCED, SECTORS), min_parts=2)
+    assert both.find("coalesced; 4 sectors per request") == "coalesced; sectors per request"
+    assert both.find("coalesced") is None
+
+
+def test_a_concept_needs_something_to_match():
+    with pytest.raises(ValueError):
+        Concept("empty", "nothing", "")
+    with pytest.raises(ValueError):
+        Concept("bad", "x", "", keywords=("a",), min_keywords=2)
