@@ -372,3 +372,30 @@ def test_a_broken_scenario_is_named_and_the_others_still_listed(tmp_path):
     assert len(problems) == 1 and "scenario-02-broken/scenario.toml: is not valid TOML" in problems[0]
     with pytest.raises(InputError):
         scenario_walkthroughs(scenarios_dir, tmp_path)
+
+
+def test_the_recorded_pilot_scenario_comes_with_its_numbers_and_code():
+    from coach.app.walkthrough import scenario_walkthroughs
+
+    listed = {w.id: w for w in scenario_walkthroughs()}["scenario-01"]  # traces/h200/scenario-01
+    assert listed.recorded and listed.before is None  # profiles are read only when it is opened
+    w = listed.complete()
+    assert w.slow_time_ns == pytest.approx(3_236_095.9, rel=1e-6)
+    assert fmt.ratio(w.speedup) == "2.13×"
+    sectors = w.evidence[0]
+    assert (sectors.label, sectors.slow, sectors.fixed, sectors.key) == ("global load sectors per request", 32.0, 4.0, True)
+    assert w.before.launches["kernel_name"].to_list() == ["drift_x_aos"]
+    assert w.after.launches["kernel_name"].to_list() == ["drift_x_soa"]
+    assert w.slow_timeline is not None and w.fixed_timeline is not None
+    assert w.source_label == "particles.cu: drift_x_aos and drift_x_soa"
+    assert "p[i].x + dt * p[i].vx" in w.slow_source and "x[i] + dt * vx[i]" in w.fixed_source
+
+
+def test_a_python_scenario_shows_its_two_variant_functions():
+    from coach.app.walkthrough import variant_sources
+
+    folder = Path(__file__).resolve().parents[1] / "scenarios" / "scenario-15-pageable-copies"
+    slow, fixed, label = variant_sources(folder, None, None)
+    assert label == "feed.py: epoch_slow and epoch_fixed"
+    assert slow.startswith("def epoch_slow() -> None:") and ".to(\"cuda\")" in slow and "def epoch_fixed" not in slow
+    assert fixed.startswith("def epoch_fixed() -> None:") and "prefetch(k + 1)" in fixed

@@ -220,10 +220,61 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
         def timeline(variant: str) -> Any:
             return rec.profile(variant, "nsys") or rec.profile(variant, "kineto")
 
-        return replace(walk, before=rec.profile("slow", "ncu"), after=rec.profile("fixed", "ncu"),
-                       slow_timeline=timeline("slow"), fixed_timeline=timeline("fixed"), loader=None)
+        before, after = rec.profile("slow", "ncu"), rec.profile("fixed", "ncu")
+
+        def kernel(profile: Any) -> str | None:
+            return None if profile is None or profile.launches.is_empty() else profile.launches["kernel_name"][0]
+
+        code = variant_sources(scn.folder, kernel(before), kernel(after))
+        sources = dict(zip(("slow_source", "fixed_source", "source_label"), code)) if code else {}
+        return replace(walk, before=before, after=after, slow_timeline=timeline("slow"),
+                       fixed_timeline=timeline("fixed"), loader=None, **sources)
 
     return replace(walk, loader=load)
+
+
+def _cuda_kernel(text: str, name: str) -> str | None:
+    m = re.search(rf"^[^\n]*__global__[^\n]*\b{re.escape(name)}\s*\(.*?^\}}[^\n]*$", text, re.M | re.S)
+    return m.group(0) if m else None
+
+
+def _python_function(lines: list[str], start: int) -> str:
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(line[indent:] for line in lines[start:end])
+
+
+_VARIANT_DEF = re.compile(r"^[ \t]*def (\w*?)slow(\w*)\(", re.M)
+
+
+def variant_sources(folder: Path, slow_kernel: str | None, fixed_kernel: str | None) -> tuple[str, str, str] | None:
+    """The slow and fixed code of a scenario, to show side by side, and where it is.
+
+    Kernel scenarios: the two ``__global__`` functions the profiles name, from the folder's ``.cu``
+    files. Others: a Python function named for the slow variant (``epoch_slow``) and its twin named
+    for the fixed one (``epoch_fixed``). None when neither is found.
+    """
+    if slow_kernel and fixed_kernel and slow_kernel != fixed_kernel:
+        for cu in sorted(folder.glob("*.cu")):
+            text = cu.read_text(encoding="utf-8", errors="replace")
+            slow, fixed = _cuda_kernel(text, slow_kernel), _cuda_kernel(text, fixed_kernel)
+            if slow and fixed:
+                return slow, fixed, f"{cu.name}: {slow_kernel} and {fixed_kernel}"
+    for py in sorted(folder.glob("*.py")):
+        text = py.read_text(encoding="utf-8", errors="replace")
+        lines = text.splitlines()
+        for m in _VARIANT_DEF.finditer(text):
+            twin = re.search(rf"^[ \t]*def {m.group(1)}fixed{m.group(2)}\(", text, re.M)
+            if twin:
+                slow_at, fixed_at = text.count("\n", 0, m.start()), text.count("\n", 0, twin.start())
+                slow_name, fixed_name = f"{m.group(1)}slow{m.group(2)}", f"{m.group(1)}fixed{m.group(2)}"
+                return (_python_function(lines, slow_at), _python_function(lines, fixed_at),
+                        f"{py.name}: {slow_name} and {fixed_name}")
+    return None
 
 
 def scenario_walkthroughs(scenarios_dir: Path | None = None, traces: Path | None = None,

@@ -32,9 +32,11 @@ def test_unknown_path_says_so(driver, live_app):
     assert_clean_console(driver)
 
 
-def test_a_scenario_not_yet_recorded_opens_with_its_words(driver, live_app):
-    open_page(driver, live_app, "/scenario/scenario-01", "#scn-body", "32-byte struct")
-    wait_for(driver, ".alert", "not recorded yet")
+def test_a_timeline_scenario_opens_on_its_slow_timeline(driver, live_app):
+    open_page(driver, live_app, "/scenario/scenario-15", "#scn-body", "One step takes 45.8 ms")
+    wait_for(driver, "#scn-body .js-plotly-plot .trace.bars")
+    wait_idle(driver)
+    screenshot(driver, "scenario-15-symptom")
     assert_clean_console(driver)
 
 
