@@ -29,7 +29,8 @@ def walkthrough():
 @pytest.fixture
 def app(tmp_path, walkthrough):
     return create_app(Settings(walkthroughs=lambda: [walkthrough], traces_dir=tmp_path / "traces",
-                               kernels_dir=tmp_path / "kernels", upload_limit_bytes=4 * 2**20))
+                               kernels_dir=tmp_path / "kernels", upload_limit_bytes=4 * 2**20,
+                               progress_path=tmp_path / "progress.sqlite"))
 
 
 def _ids(component) -> set[str]:
@@ -399,3 +400,40 @@ def test_a_python_scenario_shows_its_two_variant_functions():
     assert label == "feed.py: epoch_slow and epoch_fixed"
     assert slow.startswith("def epoch_slow() -> None:") and ".to(\"cuda\")" in slow and "def epoch_fixed" not in slow
     assert fixed.startswith("def epoch_fixed() -> None:") and "prefetch(k + 1)" in fixed
+
+
+# --------------------------------------------------------------------------------------------
+# Exercises: the rubric grades the first check; the gallery shows the user's progress
+# --------------------------------------------------------------------------------------------
+
+ANSWER = ("Sectors per request of the global loads, expecting 4 for coalesced 4-byte loads; "
+          "compare DRAM bytes read with the useful bytes.")
+
+
+def test_the_committed_answer_is_graded_against_the_scenario_rubric(tmp_path):
+    app = create_app(Settings(kernels_dir=tmp_path, progress_path=tmp_path / "progress.sqlite"))
+    out = dispatch(app, "..scn-stepper.children", {"scn-step-store.data": {"step": ANSWER_STEP, "answer": ANSWER},
+                                                   "scn-id.data": "scenario-01"})
+    body = json.dumps(out["scn-body"]["children"])
+    assert "Against the rubric: 3 of 4" in body
+    assert "missing: Estimates the floor from bytes over bandwidth" in body
+    assert "coach exercise scenario-01" in body
+
+
+def test_the_gallery_shows_each_exercise_best_score(tmp_path):
+    from coach.exercises.progress import Attempt, save
+
+    db = tmp_path / "progress.sqlite"
+    save([Attempt(kind="exercise", item="scenario-01", topic="memory", score=3, max_score=4),
+          Attempt(kind="exercise", item="scenario-01", topic="memory", score=1, max_score=4)], db)
+    app = create_app(Settings(kernels_dir=tmp_path, progress_path=db))
+    home = json.dumps(dispatch(app, "..page.children", {"url.pathname": "/", "url.search": ""}))
+    assert "exercise: best 75%, 2 tries" in home
+    assert "exercise not tried" in home  # scenario-15
+
+
+def test_reading_progress_never_creates_the_database(tmp_path):
+    from coach.app import analysis
+
+    assert analysis.exercise_status(tmp_path / "none.sqlite") == {}
+    assert not (tmp_path / "none.sqlite").exists()

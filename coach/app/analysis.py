@@ -9,6 +9,7 @@ analysis (a report without the metrics it needs) propagates: pages show its one-
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -22,8 +23,8 @@ DIAGNOSE = "coach.analyze.diagnose"
 ROOFLINE = "coach.analyze.roofline"
 ROOFLINE_PLOT = "coach.analyze.roofline_plot"
 TIMELINE_SUMMARY = "coach.analyze.timeline_summary"
-SCENARIOS = "coach.scenarios"
-EXERCISES = "coach.exercises"
+EXERCISE_PLAYER = "coach.exercises.player"
+EXERCISE_PROGRESS = "coach.exercises.progress"
 
 
 def optional(name: str) -> ModuleType | None:
@@ -79,3 +80,45 @@ def timeline_kernels(timeline: Timeline) -> pl.DataFrame | None:
     """Kernels of a timeline summarised by name (the timeline summary's own table)."""
     mod = optional(TIMELINE_SUMMARY)
     return None if mod is None else mod.top_kernels(timeline.kernels, top=10_000)
+
+
+def exercise(scenario_id: str) -> Any | None:
+    """The guided exercise of a scenario (``coach.exercises.player``); None if exercises are not
+    installed or ``scenario_id`` is not one of the project's scenarios."""
+    from coach import scenarios
+    from coach.errors import CoachError
+
+    player = optional(EXERCISE_PLAYER)
+    if player is None:
+        return None
+    try:
+        scn = scenarios.find(scenario_id)
+    except CoachError:
+        return None
+    return player.build(scn, others=[s for s in scenarios.all_scenarios() if s.id != scn.id])
+
+
+def grade(exercise: Any, answer: str) -> Any:
+    """``answer`` graded against the exercise's rubric (``coach.exercises.grading``)."""
+    from coach.exercises.grading import grade as grade_text
+
+    return grade_text(answer, exercise.signals, exercise.red_flags)
+
+
+def exercise_status(path: Path | None = None) -> dict[str, tuple[int, float]] | None:
+    """Per scenario id: how many exercise attempts the user made and the best share of the score.
+
+    Reads the progress database (``path``, or the user's default one) without creating it; None if
+    exercises are not installed.
+    """
+    progress = optional(EXERCISE_PROGRESS)
+    if progress is None:
+        return None
+    db = Path(path) if path is not None else progress.default_path()
+    if not db.is_file():
+        return {}
+    with progress.ProgressStore(db) as store:
+        attempts = store.attempts()
+    tried = (attempts.filter(pl.col("kind") == "exercise")
+             .group_by("item").agg(pl.len().alias("attempts"), pl.col("fraction").max().alias("best")))
+    return {item: (int(n), float(best)) for item, n, best in tried.iter_rows()}

@@ -22,6 +22,8 @@ class Settings:
     traces_dir: Path = field(default_factory=paths.traces_dir)
     kernels_dir: Path = field(default_factory=paths.kernels_dir)
     upload_limit_bytes: int = DEFAULT_LIMIT_BYTES
+    #: The user's exercise progress database; None for the default one (coach.exercises.progress).
+    progress_path: Path | None = None
     #: Where the scenario walkthroughs come from (called once, on first use): the project's
     #: scenarios/ and their recordings in traces/ unless a test or another catalogue says otherwise.
     walkthroughs: Callable[[], Sequence[Walkthrough]] | None = None

@@ -62,7 +62,8 @@ def live_app(tmp_path_factory) -> Iterator[LiveServer]:
 
     # the recorded copy pair, walked end to end, and the project's scenarios as they stand
     settings = Settings(walkthroughs=lambda: [strided_walkthrough(), *scenario_walkthroughs()],
-                        kernels_dir=tmp_path_factory.mktemp("no-ladders"))
+                        kernels_dir=tmp_path_factory.mktemp("no-ladders"),
+                        progress_path=tmp_path_factory.mktemp("progress") / "progress.sqlite")
     server = LiveServer(create_app(settings))
     yield server
     server.close()

@@ -23,9 +23,12 @@ def test_walk_scenario_01_through_every_step(driver, live_app):
     wait_for(driver, ".step.current", "Your first check")
     wait_idle(driver)
     assert not driver.find_element(By.ID, "scn-next").is_enabled(), "the evidence must wait for an answer"
-    driver.find_element(By.ID, "scn-answer").send_keys("Sectors per request of the global loads, expecting 4.")
+    driver.find_element(By.ID, "scn-answer").send_keys(
+        "Sectors per request of the global loads, expecting 4 for coalesced 4-byte loads; "
+        "compare DRAM bytes read with the useful bytes.")
     driver.find_element(By.ID, "scn-commit").click()
     wait_for(driver, "#scn-your-answer", "Sectors per request")
+    wait_for(driver, "#scn-grade", "Against the rubric: 3 of 4")
     wait_for(driver, "#scn-body", "What a strong answer names")
     screenshot(driver, "scenario-2-first-check")
 

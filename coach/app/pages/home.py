@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dash import Dash, dcc, html
 
+from coach.app import analysis
 from coach.app import format as fmt
 from coach.app import ids
 from coach.app.components import alert, badge, empty, header
@@ -18,12 +19,29 @@ TITLE = "coach"
 LEVEL_BADGE = {"beginner": "good", "intermediate": "warn", "advanced": "bad"}
 
 
+def exercise_badge(status: dict[str, tuple[int, float]] | None, wid: str) -> list[html.Span]:
+    """The user's exercise on this scenario: best score so far, or not tried yet."""
+    if status is None:
+        return []
+    if wid not in status:
+        return [badge("exercise not tried", "muted")]
+    attempts, best = status[wid]
+    tries = f"{attempts} {'try' if attempts == 1 else 'tries'}"
+    return [badge(f"exercise: best {fmt.pct(100 * best, 2)}, {tries}", "good" if best >= 0.7 else "warn")]
+
+
 def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
     walks = ctx.walkthroughs()
+    problems = list(ctx.walkthrough_problems)
+    try:
+        status = analysis.exercise_status(ctx.settings.progress_path)
+    except CoachError as err:
+        status, problems = None, [*problems, f"exercise progress: {err}"]
     scenario_tiles = [
         dcc.Link([
             html.Div([badge(w.level, LEVEL_BADGE.get(w.level, "")), badge(w.id, "muted"),
-                      *([] if w.recorded else [badge("not recorded yet", "muted")])], className="badges"),
+                      *([] if w.recorded else [badge("not recorded yet", "muted")]),
+                      *exercise_badge(status, w.id)], className="badges"),
             html.H3(w.title),
             html.P(w.one_line),
         ], href=f"/scenario/{w.id}", className="card tile", id=f"tile-{w.id}")
@@ -57,7 +75,7 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
                      href="/hardware", className="card tile", id="tile-hardware"),
         ], className="grid"),
         html.H2("Scenarios"),
-        *[alert(problem, "error") for problem in ctx.walkthrough_problems],
+        *[alert(problem, "error") for problem in problems],
         html.Div(scenario_tiles, className="grid", id=ids.HOME_GALLERY) if scenario_tiles else html.Div(
             empty("No scenarios recorded yet", "Scenario walkthroughs appear here once their traces are recorded."),
             id=ids.HOME_GALLERY),

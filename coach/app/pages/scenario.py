@@ -109,13 +109,21 @@ def symptom(ctx: Context, w: Walkthrough) -> list[Any]:
     return parts
 
 
-def first_check(w: Walkthrough, answer: str) -> list[Any]:
+def first_check(ctx: Context, w: Walkthrough, answer: str) -> list[Any]:
     parts: list[Any] = [html.H3(w.question)]
     if not answer:
         parts.append(html.P("Write down what you would check first and commit to it: the evidence comes after.",
                             className="muted"))
         return parts
     parts += [html.P("Your answer", className="small muted"), html.Div(answer, className="answer", id="scn-your-answer")]
+    exercise = ctx.view((w.id, "exercise"), lambda: analysis.exercise(w.id))
+    if exercise is not None:
+        graded = analysis.grade(exercise, answer)
+        parts += [html.H3(f"Against the rubric: {graded.score} of {graded.max_score}", style={"marginTop": "16px"},
+                          id="scn-grade"),
+                  html.Ul([html.Li(line) for line in graded.feedback()[:-1]], className="small"),
+                  html.P(["The whole exercise, with the fix and the expected gain: ",
+                          html.Code(f"coach exercise {w.id}")], className="small muted")]
     if w.strong:
         parts += [html.H3("What a strong answer names", style={"marginTop": "16px"}),
                   html.Ul([html.Li(s) for s in w.strong])]
@@ -201,7 +209,7 @@ def body(ctx: Context, w: Walkthrough, state: dict[str, Any]) -> list[Any]:
     if step == 0:
         return symptom(ctx, w)
     if step == ANSWER_STEP:
-        return first_check(w, state["answer"])
+        return first_check(ctx, w, state["answer"])
     if step == 2:
         return evidence(w)
     if step == 3:
