@@ -241,11 +241,11 @@ def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log
     log(f"{scenario.id}: importing {folder} -> {dest}")
     with staged_folder(dest, replace=True) as stage:
         profiles: dict[str, dict[str, Profile]] = {}
-        timings: dict[str, Any] = {}
+        timings: dict[str, Any] = {v: _plain_result(folder, variants[v], manifest_path, v) for v in VARIANTS}
+        _check_units(scenario, timings, folder, variants)
         kept: dict[str, dict[str, str]] = {}
         for variant in VARIANTS:
             files = variants[variant]
-            timings[variant] = _plain_result(folder, files, manifest_path, variant)
             profiles[variant], kept[variant] = {}, {}
             for tool in PROFILE_TOOLS:
                 if tool not in files:
@@ -280,6 +280,18 @@ def _plain_result(folder: Path, files: Mapping[str, str], manifest_path: Path, v
         raise InputError(folder / files["plain"], "records a run whose result check failed")
     keep = ("median_ms", "min_ms", "times_ms", "unit", "rel_error", "tolerance", "seed", "ok", "wall_s")
     return {k: data.get(k) for k in keep} | {k: data[k] for k in data if k not in keep and k != "coach_result"}
+
+
+def _check_units(scenario: Scenario, timings: Mapping[str, Any], folder: Path, files: Mapping[str, Any]) -> None:
+    """The speed-up is a ratio of times per unit of work: both variants must time the same unit
+    (the scenario's, when it names one: per token, the ratio is one of tokens per second)."""
+    units = {v: timings[v].get("unit") for v in VARIANTS}
+    wanted = scenario.unit or units["slow"]
+    for variant in VARIANTS:
+        if units[variant] != wanted:
+            raise InputError(folder / files[variant]["plain"],
+                             f"times one {units[variant]!r} where the {'scenario' if scenario.unit else 'slow variant'} "
+                             f"times one {wanted!r}: the speed-up compares times per the same unit of work")
 
 
 def _results(scenario: Scenario, manifest: Mapping[str, Any], timings: dict[str, Any],

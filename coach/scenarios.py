@@ -84,9 +84,15 @@ class ProfileSpec:
     kineto: bool
     ncu_set: str
     ncu_kernel: str | None  # a regular expression on kernel names, given to ncu as -k regex:...
-    ncu_launch_count: int
+    ncu_launch_count: int | Mapping[str, int]  # one count for both variants, or one per variant
     keep_ncu_rep: tuple[str, ...]  # variants whose full .ncu-rep is kept (for the source view)
     timeout_s: float
+
+    def launch_count(self, variant: str) -> int:
+        """The launches Nsight Compute profiles for ``variant`` (``-c N``): a slow chain of four
+        kernels and its fused replacement each profile one pass of the work."""
+        count = self.ncu_launch_count
+        return count if isinstance(count, int) else count[variant]
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,7 @@ class Scenario:
     bottleneck: Bottleneck
     first_rule: str
     min_speedup: float
+    unit: str | None  # what one timing covers (a launch, a step, a token); both programs must report it
     evidence: tuple[Evidence, ...]
     fix: Fix
     rubric: Rubric
@@ -437,6 +444,7 @@ def _scenario(f: _Fields, folder: Path) -> Scenario:
     if not RULE_ID_RE.match(first_rule):
         raise expected.error("first_rule", f"'{first_rule}' is not a rule id (lower-case words joined by '-')")
     min_speedup = expected.number("min_speedup", minimum=1.0)
+    unit = expected.text("unit", None, required=False) or None
     expected.done()
 
     fix_t = f.table("fix")
@@ -476,6 +484,7 @@ def _scenario(f: _Fields, folder: Path) -> Scenario:
         bottleneck=bottleneck,
         first_rule=first_rule,
         min_speedup=min_speedup,
+        unit=unit,
         evidence=evidence,
         fix=fix,
         rubric=rubric,
@@ -548,7 +557,7 @@ def _profile(f: _Fields, tool: str) -> ProfileSpec:
         kineto=f.flag("kineto", False),
         ncu_set=f.text("ncu_set", "full", required=False),
         ncu_kernel=f.text("ncu_kernel", None, required=False),
-        ncu_launch_count=f.integer("ncu_launch_count", DEFAULT_NCU_LAUNCH_COUNT, minimum=1),
+        ncu_launch_count=_launch_count(f),
         keep_ncu_rep=f.texts("keep_ncu_rep", required=False, nonempty=False),
         timeout_s=f.number("timeout_s", DEFAULT_TIMEOUT_S, minimum=1),
     )
@@ -567,6 +576,16 @@ def _profile(f: _Fields, tool: str) -> ProfileSpec:
         raise f.error(tool, f"must be true: the scenario's tool is {tool}")
     f.done()
     return spec
+
+
+def _launch_count(f: _Fields) -> int | dict[str, int]:
+    """``ncu_launch_count``: one integer, or a table with one for each variant."""
+    if not isinstance(f.data.get("ncu_launch_count"), dict):
+        return f.integer("ncu_launch_count", DEFAULT_NCU_LAUNCH_COUNT, minimum=1)
+    t = f.table("ncu_launch_count")
+    counts = {variant: t.integer(variant, minimum=1) for variant in VARIANTS}
+    t.done()
+    return counts
 
 
 def _evidence(f: _Fields) -> Evidence:

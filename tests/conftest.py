@@ -26,6 +26,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _no_user_calibrations(tmp_path_factory, monkeypatch):
+    """Tests never see the calibrations of whoever runs them: ceilings come from hardware/ alone."""
+    monkeypatch.setenv("COACH_HOME", str(tmp_path_factory.mktemp("coach_home")))
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA

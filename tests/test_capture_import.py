@@ -102,6 +102,9 @@ def test_evidence_that_does_not_move_is_reported(tmp_path):
     (lambda m, f: (f / "slow.plain.json").write_text('{"ok": false}'), "records a run whose result check failed"),
     (lambda m, f: (f / "slow.plain.json").write_text("{truncated"), "is not valid JSON"),
     (lambda m, f: m.update(scenario="scenario-42"), "unknown scenario 'scenario-42'"),
+    (lambda m, f: (f / "fixed.plain.json").write_text((f / "fixed.plain.json").read_text().replace('"launch"', '"batch"')),
+     "fixed.plain.json: times one 'batch' where the slow variant times one 'launch': the speed-up compares times "
+     "per the same unit of work"),
 ])
 def test_bad_raw_folder_is_refused_and_nothing_is_written(tmp_path, damage, message):
     raw = tmp_path / "raw"

@@ -9,7 +9,7 @@ import io
 import pytest
 from test_capture_support import build_raw_scenario_01, fake_bin, flat, run_cli, set_mode  # noqa: F401, F811  (fixtures)
 
-from coach import recordings
+from coach import recordings, scenarios
 
 
 @pytest.fixture
@@ -59,7 +59,8 @@ def test_run_interactive_shows_the_rubric_after_an_answer(traces, capsys, monkey
 def test_unknown_scenario_lists_the_known_ones(capsys):
     code, _, err = run_cli(["run", "scenario-42", "--no-interactive"], capsys)
     assert code == 2
-    assert err.strip() == "coach: error: unknown scenario 'scenario-42'; known scenarios: scenario-01, scenario-15"
+    known = ", ".join(s.id for s in scenarios.all_scenarios())
+    assert err.strip() == f"coach: error: unknown scenario 'scenario-42'; known scenarios: {known}"
     code, _, err = run_cli(["run", "not-a-scenario"], capsys)
     assert code == 2 and err.strip().endswith("'not-a-scenario' is not a scenario id (scenario-NN, or just NN)")
 

@@ -13,10 +13,10 @@ import pytest
 
 from coach.analyze.findings import Bottleneck
 from coach.analyze.kernel_metrics import DERIVED, with_derived
-from coach.analyze.kernel_rules import RULES, TREE, diagnose_launch, ncu_metric_names, specs
+from coach.analyze.kernel_rules import PROFILE_RULES, RULES, TREE, diagnose_launch, ncu_metric_names, run_all, specs
 from coach.analyze.kernel_rules._common import KernelContext
 from coach.analyze.kernel_rules.speed_of_light import verdict
-from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, conform
+from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, Source, conform, make_kernel_profile
 
 SYNTHETIC_DEVICE = {"device_id": 0, "name": "synthetic (H200 attributes)", "cc_major": 9, "cc_minor": 0,
                     "sm_count": 132, "memory_bandwidth_bytes_per_s": 4.8e12, "max_warps_per_sm": 64,
@@ -32,6 +32,15 @@ def launch(**columns) -> dict:
 def run(rule: str, **columns) -> list:
     row = launch(**columns)
     return RULES[rule].apply(row, KernelContext(verdict=verdict(row)))
+
+
+RULES_FUSION = PROFILE_RULES["fusion"]
+
+
+def model_profile(launches: pl.DataFrame):
+    """Synthetic: a kernel profile holding ``launches`` (canonical columns only) on the synthetic device."""
+    return make_kernel_profile(Source(path="synthetic.ncu-rep", format="ncu-rep", tool="Nsight Compute"),
+                               launches=launches.select(list(LAUNCHES)), devices=pl.DataFrame([SYNTHETIC_DEVICE]))
 
 
 MEMORY_BOUND = dict(duration_ns=1e6, sm_throughput_pct=10.0, memory_throughput_pct=85.0, dram_throughput_pct=85.0)
@@ -284,6 +293,30 @@ def test_atomics_contention_signature():
     assert g.details["hot_lines"] is False
 
 
+def test_contended_atomics_with_quiet_averages_rank_above_the_root():
+    # a histogram into a few bins: one atomic per load, nothing busy (the hot lines sit in a few L2
+    # slices), DRAM nearly idle; privatised, the kernel would stream its 1 GB in 0.21 ms
+    cols = dict(duration_ns=2e7, global_atomic_requests=8e6, global_load_requests=8e6, global_store_requests=0.0,
+                sm_throughput_pct=3.0, memory_throughput_pct=4.0, dram_throughput_pct=1.0, l2_throughput_pct=4.0,
+                dram_bytes=1e9)
+    found, _ = diagnose_launch(launch(**cols))
+    top = found[0]
+    assert top.rule_id == "atomics-contention" and top.details["hot_lines"] is True
+    assert top.estimated_saving_ns == pytest.approx(2e7 - 1e9 / 4.8e12 * 1e9)
+    root = next(f for f in found if f.rule_id == "speed-of-light")
+    assert root.estimated_saving_ns == pytest.approx(2e7 * 0.96)
+    assert root.estimated_saving_ns < top.estimated_saving_ns
+    assert "no unit is above 60%" in top.message
+
+
+def test_atomics_in_a_bandwidth_bound_kernel_are_not_contention():
+    cols = dict(MEMORY_BOUND, global_atomic_requests=1e6, global_load_requests=1e6, global_store_requests=0.0,
+                l2_throughput_pct=50.0)
+    (f,) = run("atomics", **cols)
+    assert f.details["hot_lines"] is False
+    assert f.estimated_saving_ns == pytest.approx(1e6 * 1.0 * 0.5)  # memory-bound: weight 1 x share 1/2
+
+
 def test_tail_effect_numbers():
     (f,) = run("tail_effect", **CASES["tail_effect"][0])
     # 1.05 waves take 2 wave-times: 0.95 of the second wave is idle
@@ -329,11 +362,20 @@ def test_root_gates_the_subtrees():
     assert [f.rule_id for f in found] == ["uncoalesced-global-access", "speed-of-light"]
 
 
-def test_causes_that_keep_the_work_rank_after_the_root_on_a_tie():
+def test_in_the_latency_regime_causes_that_explain_the_gap_lead_the_root():
+    # DRAM at 50%: below Nsight Compute's 60% latency mark, the root can only say "latency"
     found, _ = diagnose_launch(launch(**CASES["bytes_in_flight"][0]))
     ids = [f.rule_id for f in found]
-    assert ids[:3] == ["speed-of-light", "too-few-bytes-in-flight", "warp-stalls"]
+    assert ids[:3] == ["too-few-bytes-in-flight", "warp-stalls", "speed-of-light"]
     assert found[0].estimated_saving_ns == found[1].estimated_saving_ns == found[2].estimated_saving_ns
+
+
+def test_near_the_roof_the_root_leads_the_causes_it_ties():
+    # DRAM at 70%: the bound is the story; the same causes, capped at the gap, follow it
+    cols = dict(CASES["bytes_in_flight"][0], memory_throughput_pct=70.0, dram_throughput_pct=70.0)
+    found, _ = diagnose_launch(launch(**cols))
+    assert [f.rule_id for f in found][:3] == ["speed-of-light", "too-few-bytes-in-flight", "warp-stalls"]
+    assert found[0].estimated_saving_ns == found[1].estimated_saving_ns == pytest.approx(2e5 * 0.3)
 
 
 def test_without_the_root_every_subtree_runs():
@@ -351,3 +393,76 @@ def test_compare_with_ncu_names_its_lead():
     assert found[0].differs_from_ncu.startswith("Nsight Compute leads with IssueSlotUtilization (20%)")
     found, _ = diagnose_launch(launch(**CASES["uncoalesced"][0]), rules[2:])
     assert found[0].differs_from_ncu is None  # its first warning is ours
+
+
+# ---- rules over the whole profile: an unfused chain ------------------------------------------
+
+N_BYTES = 1.0e9  # synthetic: each element-wise kernel reads one 1 GB tensor and writes another
+
+
+def chain_launches(n: int = 4, changes: dict[int, dict] | None = None) -> pl.DataFrame:
+    """Synthetic: n element-wise launches in a row, each reading N_BYTES and writing N_BYTES at 85% of
+    DRAM peak; ``changes`` maps a launch index to the columns it has instead."""
+    base = dict(kernel_name="vectorized_elementwise_kernel", device_id=0, stream_id=7, duration_ns=4.9e5,
+                sm_throughput_pct=30.0, memory_throughput_pct=85.0, dram_throughput_pct=85.0,
+                dram_read_bytes=N_BYTES, dram_write_bytes=N_BYTES, dram_bytes=2 * N_BYTES,
+                global_load_sectors=N_BYTES / 32, global_store_sectors=N_BYTES / 32,
+                global_load_bytes_per_sector=32.0, global_store_bytes_per_sector=32.0)
+    rows = [{"launch_id": i, **base, **(changes or {}).get(i, {})} for i in range(n)]
+    return with_derived(conform(pl.DataFrame(rows), LAUNCHES), conform(pl.DataFrame([SYNTHETIC_DEVICE]), DEVICES))
+
+
+def test_unfused_chain_of_four():
+    (f,) = RULES_FUSION.apply_profile(chain_launches())
+    assert f.rule_id == "unfused-elementwise-chain" and f.category == Bottleneck.DRAM
+    assert f.launch_id is None and f.scope == "4 kernels, launches 0-3"
+    # 8 GB moved, 3 intermediates written and read back (6 GB): fused, 2 GB; 75% of 1.96 ms saved
+    assert f.details["intermediate_bytes"] == 6 * N_BYTES and f.details["fused_bytes"] == 2 * N_BYTES
+    assert f.estimated_saving_ns == pytest.approx(4 * 4.9e5 * 0.75)
+    assert f.estimated_gain_pct == pytest.approx(75.0)
+
+
+def test_unfused_chain_outranks_every_launch_of_it():
+    launches = chain_launches()
+    profile = model_profile(launches)
+    found = run_all(profile)
+    assert found[0].rule_id == "unfused-elementwise-chain"
+    assert all(f.estimated_saving_ns < found[0].estimated_saving_ns for f in found[1:] if f.estimated_saving_ns)
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({}, [4]),
+    ({2: dict(global_store_sectors=N_BYTES / 64, dram_write_bytes=N_BYTES / 2)}, [2]),  # a smaller output: no link either side
+    ({1: dict(global_load_sectors=8 * N_BYTES / 32, global_load_bytes_per_sector=4.0)}, [2]),  # uncoalesced: not a link
+    ({1: dict(sm_throughput_pct=90.0)}, [4]),  # the SM busy too: still a round trip through DRAM
+    ({1: dict(memory_throughput_pct=45.0, dram_throughput_pct=45.0)}, [2]),  # not streaming: not a member
+    ({2: dict(stream_id=8), 3: dict(stream_id=8)}, [2, 2]),  # another stream starts another chain
+    ({1: dict(dram_throughput_pct=70.0, l1_throughput_pct=85.0), 3: dict(dram_throughput_pct=50.0)}, []),
+])
+def test_unfused_chain_membership(changes, expected):
+    assert [f.details["kernels"] for f in RULES_FUSION.apply_profile(chain_launches(changes=changes))] == expected
+
+
+def test_one_launch_is_no_chain():
+    assert RULES_FUSION.apply_profile(chain_launches(1)) == []
+
+
+def test_the_recorded_copies_are_no_chain(data_dir):
+    # the strided copy moves 16x its useful bytes: its own problem, not a link in a chain
+    from coach.ingest import load
+
+    profile = load(data_dir / "ncu_strided_copy/copy_strided_vs_coalesced.ncu-rep")
+    assert RULES_FUSION.apply_profile(with_derived(profile.launches, profile.devices)) == []
+
+
+def test_a_tail_on_a_kernel_near_its_roof_is_capped_at_the_gap():
+    # 1.3 waves on a DRAM-bound kernel at 78%: the last wave cannot save 35% of a kernel 22% from its floor
+    cols = dict(duration_ns=1e6, waves_per_sm=1.3, grid_size=343, sm_throughput_pct=20.0,
+                memory_throughput_pct=78.0, dram_throughput_pct=78.0)
+    found, _ = diagnose_launch(launch(**cols))
+    assert [f.rule_id for f in found][:2] == ["speed-of-light", "tail-effect"]
+    assert found[1].estimated_saving_ns == found[0].estimated_saving_ns == pytest.approx(2.2e5)
+    # the small-grid estimate likewise
+    (g,) = run("launch_bound", duration_ns=1e6, grid_size=66, sm_count=132, sm_throughput_pct=20.0,
+               memory_throughput_pct=78.0, dram_throughput_pct=78.0)
+    assert g.estimated_saving_ns == pytest.approx(2.2e5)

@@ -17,7 +17,8 @@ from coach.recordings import placeholder_values
 
 def test_pilot_scenarios():
     found = scenarios.all_scenarios()
-    assert [s.id for s in found][:2] == ["scenario-01", "scenario-15"]
+    ids = [s.id for s in found]
+    assert ids == sorted(ids) and {"scenario-01", "scenario-15"} <= set(ids)
     s01, s15 = scenarios.find("1"), scenarios.find("scenario-15-pageable-copies")
     assert (s01.slug, s01.tool, s01.bottleneck, s01.first_rule) == ("aos-particles", "ncu",
                                                                     Bottleneck.MEMORY_ACCESS, "uncoalesced-global-access")
@@ -69,8 +70,10 @@ def test_every_placeholder_has_a_value(scenario):
 def test_find_and_ids():
     for ident in ("1", "01", "scenario-01", "scenario-01-aos-particles"):
         assert scenarios.find(ident).id == "scenario-01"
-    with pytest.raises(CoachError, match=r"^unknown scenario 'scenario-07'; known scenarios: scenario-01, scenario-15"):
-        scenarios.find("7")
+    known = ", ".join(s.id for s in scenarios.all_scenarios())
+    assert known.startswith("scenario-01, ")
+    with pytest.raises(CoachError, match=rf"^unknown scenario 'scenario-99'; known scenarios: {known}$"):
+        scenarios.find("99")
     with pytest.raises(CoachError, match="is not a scenario id"):
         scenarios.normalise_id("seven")
     assert scenarios.parse_only("01, 2,scenario-15,") == ["scenario-01", "scenario-02", "scenario-15"]
@@ -138,6 +141,12 @@ BAD = [
     ("ncu = true\nnsys = true", "ncu = false\nnsys = true", "field 'profile.ncu': must be true: the scenario's tool is ncu"),
     ("timeout_s = 60", "timeout_s = 0", "field 'profile.timeout_s': must be at least 1, not 0"),
     ("timeout_s = 60", 'keep_ncu_rep = ["faster"]', "field 'profile.keep_ncu_rep': 'faster' is not a variant"),
+    ("timeout_s = 60", "ncu_launch_count = { slow = 4 }", "field 'profile.ncu_launch_count.fixed': is missing"),
+    ("timeout_s = 60", "ncu_launch_count = { slow = 4, fixed = 0 }",
+     "field 'profile.ncu_launch_count.fixed': must be at least 1, not 0"),
+    ("timeout_s = 60", "ncu_launch_count = { slow = 4, fixed = 1, faster = 1 }",
+     "field 'profile.ncu_launch_count.faster': is not a known field"),
+    ("min_speedup = 1.5", "min_speedup = 1.5\nunit = 3", "field 'expected.unit': must be text, not an integer (3)"),
     ("hints = [", "hint = [", "field 'hints': is missing"),
 ]
 
@@ -166,6 +175,17 @@ def test_good_fake_scenario_loads(tmp_path):
     assert (s.id, s.number, s.slug, s.min_speedup) == ("scenario-99", 99, "fake", 1.5)
     assert s.evidence[0].slow_range == (16.0, 32.0) and s.evidence[0].agg == "sum"
     assert s.profile.ncu_set == "full" and s.profile.timeout_s == 60.0
+
+
+def test_launch_counts_per_variant_and_the_unit(tmp_path):
+    folder = tmp_path / "scenario-99-fake"
+    folder.mkdir()
+    (folder / "prog.py").write_text("")
+    text = FAKE_SCENARIO.replace("timeout_s = 60", "timeout_s = 60\nncu_launch_count = { slow = 4, fixed = 1 }")
+    (folder / "scenario.toml").write_text(text.replace("min_speedup = 1.5", 'min_speedup = 1.5\nunit = "token"'))
+    s = scenarios.load(folder)
+    assert (s.profile.launch_count("slow"), s.profile.launch_count("fixed"), s.unit) == (4, 1, "token")
+    assert scenarios.find("1").profile.launch_count("fixed") == 1 and scenarios.find("1").unit is None
 
 
 def test_other_bad_files(tmp_path):

@@ -8,11 +8,15 @@ installed wheel too):
 ``gpus/<id>.toml``              one GPU each: every value with its source, or why it is missing
 ``measured/<gpu>.{toml,json}``  ceilings measured by running a program (``coach.capture.calibrate``)
 
+and the user's own calibrations (``coach calibrate``) in ``coach.paths.calibration_dir()``, which
+take precedence: they were measured on the GPU at hand.
+
 ``gpus()`` gives typed, frozen ``GPU`` entries; ``table()`` the same as one Polars frame;
 ``match(name)`` finds the entry for a device name as tools print it; ``for_device(row)`` falls back
 to an approximate entry built from a report's own device attributes (a ``coach.model.DEVICES``
 row). ``ceilings(gpu)`` gives the bandwidths and compute rates the roofline and the predictions
-use: measured where a calibration exists, datasheet otherwise, each saying which.
+use: measured where a calibration exists (the user's, else the shipped one), datasheet otherwise,
+each saying which.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import polars as pl
 
 from coach.capture.calibrate import MEASUREMENTS, SCHEMA
 from coach.errors import CoachError, InputError
-from coach.paths import hardware_dir
+from coach.paths import calibration_dir, hardware_dir
 
 # Published figures carry two to four significant digits (the B200's "37 TFLOPS" FP64 is 37.5 at the
 # clock its FP32 figure implies), so a derived value must agree with its formula to within 2%.
@@ -494,12 +498,16 @@ def fallback(device: Mapping[str, Any]) -> GPU:
     for k in FIELDS:
         if k not in src:
             src[k] = Sourced(None, "missing", note="not derivable from the report's device attributes")
-    slug = re.sub(r"[^a-z0-9]+", "-", normalise_name(name)).strip("-") or "unknown"
-    text = {"id": f"device-{slug}", "name": name, "vendor": "NVIDIA" if cc_key else "unknown",
+    text = {"id": device_id(name), "name": name, "vendor": "NVIDIA" if cc_key else "unknown",
             "architecture": catalog().architectures.get(cc_key, "unknown") if cc_key else "unknown",
             "form_factor": "unknown", "memory_type": "unknown", "peer_link": "unknown"}
     cc_text = f"{d['cc_major']}.{d['cc_minor']}" if {"cc_major", "cc_minor"} <= d.keys() else None
     return _make_gpu(text, compute_capability=cc_text, sources=src, approximate=True)
+
+
+def device_id(device_name: str) -> str:
+    """The id of the approximate entry ``fallback`` builds for a device the tables lack."""
+    return "device-" + (re.sub(r"[^a-z0-9]+", "-", normalise_name(device_name)).strip("-") or "unknown")
 
 
 def _nearest_cc(major: Any, minor: Any) -> tuple[str | None, str]:
@@ -571,9 +579,30 @@ def read_measurements(path: str | Path) -> Measurements:
     return Measurements(path=path, provenance=provenance, values=values)
 
 
+def user_calibrations() -> dict[str, Measurements]:
+    """The calibrations the user ran (``coach calibrate``), the newest per GPU id: the JSON files in
+    ``coach.paths.calibration_dir()``. A GPU the tables lack is keyed by its approximate entry's id."""
+    folder = calibration_dir()
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return _read_user_calibrations(tuple((p, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.cache
+def _read_user_calibrations(files: tuple[tuple[Path, int], ...]) -> dict[str, Measurements]:
+    out: dict[str, Measurements] = {}
+    for path, _ in files:
+        m = read_measurements(path)
+        known = _match(m.gpu_name, catalog().gpus)
+        key = known.id if known is not None else device_id(m.gpu_name)
+        if key not in out or m.date > out[key].date:
+            out[key] = m
+    return out
+
+
 def measured(gpu: GPU) -> Measurements | None:
-    """The newest calibration stored in hardware/measured/ for this GPU, if any."""
-    return catalog().measured.get(gpu.id)
+    """The calibration this GPU's ceilings use: the user's own (``coach calibrate``) if there is one,
+    else the newest stored in hardware/measured/."""
+    return user_calibrations().get(gpu.id) or catalog().measured.get(gpu.id)
 
 
 # --------------------------------------------------------------------------------------------
@@ -625,13 +654,16 @@ class Ceilings:
                                           "ref": pl.Utf8, "source": pl.Utf8})
 
 
+_calibration_of = measured  # ``ceilings`` takes a parameter of the same name
+
+
 def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) -> Ceilings:
-    """The ceilings of ``gpu``: measured where a calibration exists (``measured=True`` looks in
-    hardware/measured/; pass a ``Measurements`` or a calibration file to use that one), datasheet
-    otherwise. ``measured=False`` gives datasheet numbers only."""
+    """The ceilings of ``gpu``: measured where a calibration exists (``measured=True`` takes the
+    user's own calibration, else hardware/measured/; pass a ``Measurements`` or a calibration file to
+    use that one), datasheet otherwise. ``measured=False`` gives datasheet numbers only."""
     gpu = get(gpu) if isinstance(gpu, str) else gpu
     if measured is True:
-        m = catalog().measured.get(gpu.id)
+        m = _calibration_of(gpu)
     elif measured is False:
         m = None
     elif isinstance(measured, Measurements):

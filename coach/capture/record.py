@@ -179,7 +179,7 @@ def _record_variant(scenario: Scenario, program: Program, stage: Path, paths: di
             jobs.append(("nsys", {"nsys": f"{variant}.sqlite", "nsys_rep": f"{variant}.nsys-rep"},
                          partial(nsys_capture, paths["nsys"], argv, scratch, variant, timeout=spec.timeout_s, env=env)))
         if spec.ncu and use["ncu"]:
-            options = NcuOptions(set=spec.ncu_set, kernel=spec.ncu_kernel, launch_count=spec.ncu_launch_count)
+            options = NcuOptions(set=spec.ncu_set, kernel=spec.ncu_kernel, launch_count=spec.launch_count(variant))
             jobs.append(("ncu", {"ncu": f"{variant}.ncu-rep"},
                          partial(ncu_capture, paths["ncu"], argv, scratch, variant, options, timeout=spec.timeout_s,
                                  env=env)))

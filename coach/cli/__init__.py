@@ -30,6 +30,12 @@ COMMAND_MODULES = [
     "coach.cli.drill",
     "coach.cli.exercise",
     "coach.cli.progress",
+    "coach.cli.ladder",
+    "coach.cli.diff",
+    "coach.cli.check",
+    "coach.cli.calibrate",
+    "coach.cli.join",
+    "coach.cli.explain",
     "coach.cli.dash",
 ]
 
@@ -55,7 +61,9 @@ def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type,
 def main(argv: list[str] | None = None) -> None:
     usage_errors, exits, aborts = _click_exceptions()
     try:
-        app(args=argv, prog_name="coach", standalone_mode=False)
+        code = app(args=argv, prog_name="coach", standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(code) comes back as a return value here
+            sys.exit(code)
     except CoachError as err:
         typer.echo(f"coach: error: {err}", err=True)
         sys.exit(err.exit_code)

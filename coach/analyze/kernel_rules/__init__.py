@@ -10,10 +10,16 @@ run, and the diagnosis says which evidence was missing instead.
     from coach.analyze.kernel_rules import run_all
     findings = run_all(profile)            # ranked: largest estimated saving first
 
+Rules over several launches (``PROFILE_RULES``: an unfused chain of kernels) run after the per-launch
+rules and are ranked with them.
+
 Ranking: by estimated time saved. The root's saving is the gap to the roof: what the launch gains
 with its busiest unit at peak. Causes whose fix keeps the bytes and instructions (occupancy,
-latency hiding) are capped at that gap and listed after the root on a tie: they explain the gap.
-Causes whose fix removes work (excess sectors, spills, FP64) can exceed it and rank above the root.
+latency hiding) are capped at that gap; they explain it. On a tie the root leads while a unit runs
+near its roof (60% of peak or more: the bound is the story, the cause a refinement worth at most
+the rest of the gap), and follows the tied causes in the latency regime, where Nsight Compute's
+SOLBottleneck rule itself says only "latency issue": there the cause names what the root cannot.
+Causes whose fix removes work (excess sectors, spills, FP64) can exceed the gap and rank above the root.
 """
 
 from __future__ import annotations
@@ -45,10 +51,14 @@ RULES: dict[str, ModuleType] = {
     name: importlib.import_module(f"{__name__}.{name}") for name in (ROOT, *(n for sub in TREE.values() for n in sub))
 }
 
+#: Rules over the whole profile rather than one launch: ``apply_profile(wide) -> list[Finding]``,
+#: where ``wide`` is every launch with its derived columns. Their findings are ranked with the rest.
+PROFILE_RULES: dict[str, ModuleType] = {name: importlib.import_module(f"{__name__}.{name}") for name in ("fusion",)}
+
 
 def specs() -> list[RuleSpec]:
-    """Every kernel rule's declaration, root first."""
-    return [m.SPEC for m in RULES.values()]
+    """Every kernel rule's declaration, root first, then the rules over the whole profile."""
+    return [m.SPEC for m in (*RULES.values(), *PROFILE_RULES.values())]
 
 
 def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
@@ -61,6 +71,8 @@ def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
         found, skipped = diagnose_launch(launch, ncu_rules.get(launch["launch_id"], ()), hardware)
         findings += found
         notes += skipped
+    for module in PROFILE_RULES.values():
+        findings += module.apply_profile(wide)
     return rank(findings) + notes
 
 
@@ -78,10 +90,21 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
             skipped.append(_not_checked(module.SPEC, launch, gone))
             continue
         found += module.apply(launch, ctx)
-    found = rank(found)
+    found = _root_after_tied_causes(rank(found), ctx)
     if found:
         found[0] = _compare_with_ncu(found[0], ctx.ncu_rules)
     return found, skipped
+
+
+def _root_after_tied_causes(found: list[Finding], ctx: KernelContext) -> list[Finding]:
+    """In the latency regime, move the root behind the causes whose saving equals its gap (a capped
+    saving is the gap itself, so the tie is exact); elsewhere the ranking stands."""
+    if not found or found[0].rule_id != RULES[ROOT].SPEC.id or not ctx.verdict or ctx.verdict.regime != "latency":
+        return found
+    ties = 0
+    while ties + 1 < len(found) and found[ties + 1].estimated_saving_ns == found[0].estimated_saving_ns is not None:
+        ties += 1
+    return [*found[1:ties + 1], found[0], *found[ties + 1:]]
 
 
 def _ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:

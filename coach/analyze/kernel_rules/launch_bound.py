@@ -38,7 +38,8 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     parts, evidence = [], []
     saving = None
     if small_grid:
-        saving = duration * (1 - grid / sms)
+        # Spreading the same work over more blocks keeps its bytes and instructions: capped at the gap.
+        saving = ctx.cap(duration * (1 - grid / sms), launch)
         parts.append(f"The grid has {grid:.0f} blocks for {sms:.0f} SMs: {sms - grid:.0f} SMs sit idle for the whole kernel.")
         evidence.append(ev("grid_size", grid, "block", f">= {sms:.0f} (one block per SM at least)", sms))
     if short:
@@ -54,8 +55,8 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         SPEC, launch, title="Launch-bound: " + " and ".join(
             t for t, on in (("tiny grid", small_grid), (f"{fmt_time(duration)} kernel", short)) if on),
         message=" ".join(parts), next_step=" ".join(steps), evidence=evidence, saving_ns=saving,
-        gain_model=(f"time x (1 - blocks/SMs): the work spread over every SM (Nsight Compute's model); saves "
-                    f"{fmt_time(saving)}" if saving is not None else
+        gain_model=(f"time x (1 - blocks/SMs): the work spread over every SM (Nsight Compute's model), capped at "
+                    f"the gap to the roof; saves {fmt_time(saving)}" if saving is not None else
                     "not estimated here: the launch cost lies outside the kernel; measure it on a timeline"),
         ncu=ctx.ncu("LaunchConfiguration", "SOLBottleneck"),
         details={"small_grid": small_grid, "short_kernel": short},

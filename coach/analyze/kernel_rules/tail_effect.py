@@ -2,7 +2,9 @@
 
 The GPU runs a grid in waves of (SMs x blocks per SM) blocks (Kernel Profiling Guide, "Launch
 Statistics": waves per SM). With blocks of equal length the last, partial wave takes as long as a
-full one, so a grid of 1.05 waves takes nearly as long as 2.
+full one, so a grid of 1.05 waves takes nearly as long as 2. Reshaping the grid keeps the bytes and
+instructions, so the saving is capped at the root's gap to the roof: a bandwidth-bound kernel's last
+wave gets the bandwidth the idle SMs leave, and the kernel cannot beat its DRAM floor by any grid.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     if waves < 1 or idle is None or idle < TAIL_SAVING_FRACTION:
         return []
     full, partial = launch["full_waves"], launch["tail_wave_fraction"]
-    saving = launch["duration_ns"] * idle
+    saving = ctx.cap(launch["duration_ns"] * idle, launch)
     grid = launch.get("grid_size")
     message = (f"The grid runs as {waves:.2f} waves: {full:.0f} full and a last wave only {100 * partial:.0f}% full, "
                f"which takes as long as a full one while {100 * (1 - partial):.0f}% of the SMs' block slots idle.")
@@ -48,7 +50,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
                   ev("tail_idle_fraction", idle, "", "near 0", TAIL_SAVING_FRACTION)],
         saving_ns=saving,
         gain_model=(f"time x (ceil(waves) - waves)/ceil(waves) = {100 * idle:.0f}%: the partial wave's idle share with "
-                    f"equal-length blocks; saves {fmt_time(saving)}"),
+                    f"equal-length blocks, capped at the gap to the roof; saves {fmt_time(saving)}"),
         ncu=ctx.ncu("LaunchConfiguration"),
         details={"waves": waves, "full_waves": full, "tail_fraction": partial},
     )]

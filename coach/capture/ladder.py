@@ -1,0 +1,912 @@
+"""Check and time every rung of a version ladder on the GPU, beside its PyTorch (and other) peers.
+
+    python -m coach.capture.ladder run NAME... --out DIR [--ncu]
+
+For each ladder (``kernels/<NAME>/ladder.toml``) and each rung in order:
+
+1. **Build.** A CUDA rung (``NN_<technique>.cu``) is compiled at run time by NVRTC through
+   ``cupy.RawModule`` for the device at hand (``-arch=sm_90`` on an H200, chosen by CuPy from the
+   device's compute capability) with ``--std=c++17``; the compiler's register and local-memory
+   figures of every kernel are recorded. A Triton rung (``NN_<technique>.py``) is imported; Triton
+   compiles it on the first call.
+2. **Check.** For each input distribution the ladder's ``problem.py`` names, fresh random inputs
+   (a new seed every run, never zeros), outputs poisoned with NaN, one call, then every output element
+   must have been written and ``||out - ref|| / ||ref||`` (float64) must be within the tolerance of
+   the output's dtype (``TOLERANCE``), or zero where the problem says the result is exact.
+3. **Time.** ``triton.testing.do_bench`` (median, with the 20th and 80th percentiles), cycling through
+   enough input sets that the L2 cannot serve one call's inputs to the next; the ladder's bytes model
+   turns the median into GB/s and a percentage of the measured ceiling
+   (``hardware/measured/<gpu>.{json,toml}``).
+
+The peers (``torch.sum``, ``torch.compile`` of the same function, CuPy, ...) are checked and timed
+the same way in the same run, so the "vs PyTorch" ratios compare numbers taken minutes apart on one
+machine. Each ladder runs in a child process that writes ``DIR/<NAME>/results.json`` after every
+rung: a kernel that faults poisons its CUDA context, and one that hangs never returns, so the parent
+restarts the child after the rung that failed (recording why) and the rest of the run goes on.
+
+With ``--ncu``, each ladder is then run once more under Nsight Compute (``profile`` below): every
+rung called once inside an NVTX range named ``<NAME>/<rung>``, only its kernels profiled
+(``-k regex:``), a short list of sections, clocks left alone. One Nsight Compute process per ladder,
+not per rung, because starting Python, torch and the profiler costs seconds each time.
+
+This module needs only the standard library at import; torch, triton and cupy are imported when a
+ladder runs, so its argument parsing, JSON writing and checking helpers are tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as _dt
+import importlib.util
+import itertools
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+
+from coach.capture.calibrate import describe_gpu, write_json
+from coach.ladders import RESULTS_SCHEMA, LadderDef, RungDef, load_definition
+from coach.paths import hardware_dir, kernels_dir
+
+# --------------------------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------------------------
+
+#: Largest ||out - ref|| / ||ref|| (float64 reference) accepted, by output dtype.
+#: - float32: unit round-off u = 2^-24 = 6e-8. A tree reduction of n terms errs by about
+#:   u * log2(n) (2e-6 at 2^28) and a chain of k dependent additions by about u * sqrt(k) at random
+#:   rounding (6e-5 at k = 2^20); float32 code "lands far under 1e-3" (the project's method notes).
+#:   1e-4 passes both and fails a wrong element of any weight above 1e-4 of the whole.
+#: - bfloat16: 8 significant bits, u = 2^-9 = 2e-3; rounding the output alone gives about u / sqrt(3)
+#:   = 1.1e-3 in this norm, and accumulating in float32 adds little; inputs in bf16 "land between
+#:   1e-3 and 1e-2", so 1e-2.
+#: - float16: 11 bits, u = 2^-12 = 2.4e-4; output rounding about 1.4e-4; 2e-3 leaves room for
+#:   accumulation.
+#: Exact problems (a transpose, sums of small integers) use 0: every element must match bit for bit.
+TOLERANCE: dict[str, float] = {"float64": 1e-12, "float32": 1e-4, "bfloat16": 1e-2, "float16": 2e-3}
+
+#: do_bench budget per rung, in ms. The slowest naive rungs take about 10 ms a call, so 300 ms still
+#: gives tens of repetitions; the fastest (about 0.1 ms) get thousands.
+WARMUP_MS = 50
+REP_MS = 300
+#: Input sets in rotation: enough that the inputs of ROTATION_L2_MULTIPLE calls exceed the L2, so no
+#: call finds its inputs left in L2 by the one before (the H200's L2 is 60 MB; every ladder's inputs
+#: are larger already, so two sets are used, but the rule holds for smaller sizes too).
+ROTATION_L2_MULTIPLE = 3
+MIN_SETS = 2
+#: Children: a ladder gets this long before its child is killed and restarted after the rung in
+#: progress (a hung kernel). A ladder takes 10-50 s when nothing hangs (torch.compile peers are most
+#: of it), so a hang costs at most this much of the run.
+CHILD_TIMEOUT_S = 150
+#: Nsight Compute: the sections recorded per rung (``--set full`` costs ~38 replay passes per kernel).
+NCU_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats")
+NCU_TIMEOUT_S = 150
+#: The whole run (measuring, then profiling) should end within this many seconds: profiling of a
+#: ladder starts only while time is left, and its time limit shrinks to what is left.
+RUN_BUDGET_S = 540
+#: Child exit code meaning "a rung failed and the CUDA context may be poisoned: restart me".
+EXIT_RESTART = 3
+#: Sizes: "h200" is what the ladder is measured at; "small" is for checks on a CPU (tests).
+SIZES = ("h200", "small")
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel signatures: CUDA rungs declare `extern "C" __global__ void name(params)`
+# --------------------------------------------------------------------------------------------
+
+_KERNEL = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)', re.S)
+_TRITON_KERNEL = re.compile(r"^@triton\.jit[^\n]*\ndef\s+(\w+)\s*\(", re.M)
+
+#: Pointer parameters: the pointee type -> the tensor dtypes it may point at (None: any; raw bytes).
+POINTEES: dict[str, frozenset[str] | None] = {
+    "float": frozenset({"float32"}), "float2": frozenset({"float32"}), "float4": frozenset({"float32"}),
+    "double": frozenset({"float64"}), "bf16": frozenset({"bfloat16"}),
+    "int": frozenset({"int32"}), "unsigned": frozenset({"int32", "uint32"}),
+    "unsigned int": frozenset({"int32", "uint32"}), "long long": frozenset({"int64"}),
+    "unsigned long long": frozenset({"int64", "uint64"}),
+    "uint2": None, "uint4": None, "void": None,
+}
+#: Scalar parameters: C type -> the fixed-width type the launch passes.
+SCALARS: dict[str, str] = {
+    "int": "int32", "unsigned": "uint32", "unsigned int": "uint32", "long long": "int64",
+    "unsigned long long": "uint64", "float": "float32",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: str  # "float", "bf16", "unsigned long long", ...
+    pointer: bool
+
+
+def kernel_signatures(source: str) -> dict[str, tuple[Param, ...]]:
+    """The ``extern "C" __global__`` kernels of a CUDA rung and their parameters, in order.
+
+    Rungs keep to pointers and plain scalars (``POINTEES``, ``SCALARS``), so the launch can check each
+    argument against its parameter: a float32 tensor passed where the kernel reads bf16 is an error
+    at the launch, not a silent wrong answer.
+    """
+    found: dict[str, tuple[Param, ...]] = {}
+    for name, params in _KERNEL.findall(_strip_comments(source)):
+        found[name] = tuple(_param(p) for p in params.split(",") if p.strip())
+    return found
+
+
+def triton_kernel_names(source: str) -> tuple[str, ...]:
+    """Names of the ``@triton.jit`` functions of a Triton rung (the names Nsight Compute shows)."""
+    return tuple(_TRITON_KERNEL.findall(source))
+
+
+def _strip_comments(source: str) -> str:
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+
+
+def _param(text: str) -> Param:
+    words = text.replace("*", " * ").split()
+    pointer = "*" in words
+    words = [w for w in words if w not in ("const", "__restrict__", "*", "volatile")]
+    if len(words) < 2:
+        raise ValueError(f"kernel parameter {text.strip()!r}: expected a type and a name")
+    ctype, name = " ".join(words[:-1]), words[-1]
+    known = POINTEES if pointer else SCALARS
+    if ctype not in known:
+        raise ValueError(f"kernel parameter {text.strip()!r}: type {ctype}{' *' if pointer else ''} "
+                         f"is not one the runner passes ({', '.join(known)})")
+    return Param(name=name, ctype=ctype, pointer=pointer)
+
+
+# --------------------------------------------------------------------------------------------
+# Builds and the context a launcher sees
+# --------------------------------------------------------------------------------------------
+
+
+class Build(Protocol):
+    """A compiled CUDA rung: its kernels, launchable by name."""
+
+    signatures: Mapping[str, tuple[Param, ...]]
+    resources: Mapping[str, Mapping[str, int]]  # kernel -> registers, local (spill) bytes, static smem
+
+    def launch(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: Sequence[tuple[Param, Any]], smem: int) -> None: ...
+
+
+Builder = Callable[[Path], Build]
+
+Dim = int | tuple[int, ...]
+
+
+class Context:
+    """What a rung's launcher gets: the CUDA build (if any), the device, and scratch buffers.
+
+    ``launch`` checks every argument against the kernel's declared parameters (count, tensor dtype
+    and device, integer range) before the launch; ``scratch`` hands out a named buffer that lives as
+    long as the rung (partial sums, tile flags), allocated on first use so it is not timed.
+    """
+
+    def __init__(self, torch: Any, device: str, sm_count: int, build: Build | None = None):
+        self.torch = torch
+        self.device = device
+        self.sm_count = sm_count
+        self.build = build
+        self._scratch: dict[str, Any] = {}
+
+    def launch(self, kernel: str, grid: Dim, block: Dim, *args: Any, smem: int = 0) -> None:
+        if self.build is None:
+            raise RuntimeError("this rung has no CUDA build to launch from")
+        params = self.build.signatures.get(kernel)
+        if params is None:
+            raise KeyError(f"no kernel {kernel!r} in this rung (it has {', '.join(self.build.signatures)})")
+        if len(args) != len(params):
+            raise TypeError(f"{kernel} takes {len(params)} arguments, got {len(args)}")
+        checked = [(p, _check_arg(self.torch, kernel, p, a, self.device)) for p, a in zip(params, args)]
+        g, b = _dim3(grid), _dim3(block)
+        if min(g) < 1 or min(b) < 1 or b[0] * b[1] * b[2] > 1024:
+            raise ValueError(f"{kernel}: bad launch grid {g} block {b}")
+        self.build.launch(kernel, g, b, checked, smem)
+
+    def scratch(self, name: str, numel: int, dtype: Any, *, zero: bool = False) -> Any:
+        """A buffer of at least ``numel`` elements, kept for later calls; zeroed when first made if
+        ``zero`` (a kernel that uses it as a counter must leave it zero for the next call)."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.numel() < numel or buf.dtype != dtype:
+            make = self.torch.zeros if zero else self.torch.empty
+            buf = make(numel, dtype=dtype, device=self.device)
+            self._scratch[name] = buf
+        return buf[:numel]
+
+
+def _dim3(d: Dim) -> tuple[int, int, int]:
+    t = (d,) if isinstance(d, int) else tuple(d)
+    if not 1 <= len(t) <= 3 or not all(isinstance(x, int) for x in t):
+        raise ValueError(f"launch dimension {d!r} must be 1 to 3 integers")
+    return (*t, *(1,) * (3 - len(t)))  # type: ignore[return-value]
+
+
+_INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-(2**63), 2**63 - 1),
+              "uint64": (0, 2**64 - 1)}
+
+
+def _check_arg(torch: Any, kernel: str, p: Param, a: Any, device: str) -> Any:
+    where = f"{kernel}({p.name})"
+    if p.pointer:
+        if not isinstance(a, torch.Tensor):
+            raise TypeError(f"{where}: expects a tensor, got {type(a).__name__}")
+        allowed = POINTEES[p.ctype]
+        dtype = str(a.dtype).removeprefix("torch.")
+        if allowed is not None and dtype not in allowed:
+            raise TypeError(f"{where}: {p.ctype} * cannot point at a {dtype} tensor")
+        if not a.is_contiguous():
+            raise ValueError(f"{where}: tensor must be contiguous")
+        if a.device.type != torch.device(device).type:
+            raise ValueError(f"{where}: tensor on {a.device}, rung runs on {device}")
+        return a
+    kind = SCALARS[p.ctype]
+    if kind == "float32":
+        if not isinstance(a, (int, float)):
+            raise TypeError(f"{where}: expects a number")
+        return float(a)
+    if not isinstance(a, int) or isinstance(a, bool):
+        raise TypeError(f"{where}: expects an integer, got {type(a).__name__}")
+    lo, hi = _INT_RANGE[kind]
+    if not lo <= a <= hi:
+        raise OverflowError(f"{where}: {a} does not fit {p.ctype}")
+    return a
+
+
+class CupyBuild:
+    """A CUDA rung compiled with NVRTC through CuPy, launched on torch's current stream."""
+
+    def __init__(self, path: Path):
+        import cupy
+        import numpy
+
+        self._np = numpy
+        source = path.read_text(encoding="utf-8")
+        self.signatures = kernel_signatures(source)
+        if not self.signatures:
+            raise ValueError(f"{path.name}: no extern \"C\" __global__ kernel found")
+        options = ("--std=c++17", f"-I{path.parent.parent / 'common'}")
+        self._module = cupy.RawModule(code=source, options=options, backend="nvrtc")
+        self._functions = {name: self._module.get_function(name) for name in self.signatures}  # compiles now
+        self.resources = {
+            name: {"registers": int(f.num_regs), "local_bytes": int(f.local_size_bytes),
+                   "static_smem_bytes": int(f.shared_size_bytes)}
+            for name, f in self._functions.items()
+        }
+
+    _NP = {"int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float32": "float32"}
+
+    def launch(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: Sequence[tuple[Param, Any]], smem: int) -> None:
+        np = self._np
+        values = tuple(np.uint64(a.data_ptr()) if p.pointer else getattr(np, self._NP[SCALARS[p.ctype]])(a)
+                       for p, a in args)
+        fn = self._functions[name]
+        if smem > 48 * 1024:  # above 48 KB a kernel must opt in to more dynamic shared memory
+            fn.max_dynamic_shared_size_bytes = smem
+        fn(grid, block, values, shared_mem=smem)
+
+
+def cupy_builder(path: Path) -> Build:
+    return CupyBuild(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Problems and rungs
+# --------------------------------------------------------------------------------------------
+
+
+def load_problem(defn: LadderDef) -> ModuleType:
+    """``kernels/<name>/problem.py``: sizes, inputs, reference, bytes model, peers, CUDA launchers."""
+    module = _import_file(defn.folder / "problem.py", f"coach_ladder_{defn.name}_problem")
+    for attr in ("SIZES", "INPUTS", "EXACT", "inputs", "outputs", "reference", "bytes_moved", "flops", "PEERS", "LAUNCH"):
+        if not hasattr(module, attr):
+            raise AttributeError(f"{defn.folder / 'problem.py'} lacks {attr}")
+    return module
+
+
+def _import_file(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Triton's JIT looks functions' modules up here
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A rung or peer ready to call: ``call(inputs, outputs)`` and what to record about it."""
+
+    call: Callable[[dict[str, Any], dict[str, Any]], Any]
+    writes_outputs: bool  # rungs write into the outputs given; peers return theirs
+    kernels: tuple[str, ...] = ()
+    resources: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
+    build_s: float = 0.0
+
+
+def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: Mapping[str, Any],
+                 builder: Builder) -> Prepared:
+    """Build a rung and bind its launcher to a fresh context."""
+    path = defn.path(rung)
+    t0 = time.perf_counter()
+    if rung.language == "cuda":
+        build = builder(path)
+        ctx = Context(build=build, **ctx_args)
+        launch = problem.LAUNCH.get(rung.key)
+        if launch is None:
+            raise KeyError(f"problem.py has no launcher for {rung.key} (LAUNCH[{rung.key!r}])")
+        kernels, resources = tuple(build.signatures), build.resources
+    else:
+        module = _import_file(path, f"coach_ladder_{defn.name}_{rung.key}")
+        ctx = Context(**ctx_args)
+        launch = getattr(module, "launch", None)
+        if launch is None:
+            raise AttributeError(f"{rung.file} defines no launch(ctx, inputs, outputs)")
+        kernels, resources = triton_kernel_names(path.read_text(encoding="utf-8")), {}
+    return Prepared(call=lambda inp, out: launch(ctx, inp, out), writes_outputs=True, kernels=kernels,
+                    resources=resources, build_s=time.perf_counter() - t0)
+
+
+def prepare_peer(problem: ModuleType, name: str) -> Prepared:
+    factory = problem.PEERS.get(name)
+    if factory is None:
+        raise KeyError(f"problem.py has no peer {name!r} (PEERS)")
+    fn = factory()
+    return Prepared(call=lambda inp, out: fn(inp), writes_outputs=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------------
+
+
+def poison(torch: Any, outputs: Mapping[str, Any]) -> None:
+    """Fill every output with a value no correct kernel writes: NaN for floats, the minimum integer
+    otherwise. An element still holding it after the call was never written."""
+    for t in outputs.values():
+        if t.dtype.is_floating_point:
+            t.fill_(float("nan"))
+        else:
+            t.fill_(torch.iinfo(t.dtype).min)
+
+
+def unwritten(torch: Any, t: Any) -> int:
+    """Elements of ``t`` still holding the poison (NaN; or the integer minimum)."""
+    if t.dtype.is_floating_point:
+        return int(torch.isnan(t).sum())
+    return int((t == torch.iinfo(t.dtype).min).sum())
+
+
+def tolerance_for(dtype: Any, exact: bool) -> float:
+    if exact:
+        return 0.0
+    name = str(dtype).removeprefix("torch.")
+    if name not in TOLERANCE:
+        raise KeyError(f"no tolerance for {name} outputs (TOLERANCE)")
+    return TOLERANCE[name]
+
+
+def compare(torch: Any, out: Any, ref: Any, tol: float) -> tuple[bool, float | None, int]:
+    """(passed, ||out - ref|| / ||ref|| in float64, elements never written). NaN never passes."""
+    if tuple(out.shape) != tuple(ref.shape) and out.numel() == ref.numel():
+        out = out.reshape(ref.shape)
+    if tuple(out.shape) != tuple(ref.shape):
+        raise ValueError(f"output shape {tuple(out.shape)} differs from the reference's {tuple(ref.shape)}")
+    missing = unwritten(torch, out)
+    o, r = out.to(torch.float64), ref.to(torch.float64)
+    if tol == 0.0:
+        exact = bool(torch.equal(o, r))
+        diff = float(torch.linalg.vector_norm(o - r)) if missing == 0 else None
+        rel = None if diff is None else diff / max(float(torch.linalg.vector_norm(r)), 1e-300)
+        return exact and missing == 0, rel, missing
+    norm = float(torch.linalg.vector_norm(r))
+    rel = float(torch.linalg.vector_norm(o - r)) / norm if norm > 0 else float(torch.linalg.vector_norm(o))
+    ok = missing == 0 and math.isfinite(rel) and rel <= tol
+    return ok, (rel if math.isfinite(rel) else None), missing
+
+
+def check(torch: Any, problem: ModuleType, prepared: Prepared, size: Mapping[str, int], device: str,
+          seed: int, sync: Callable[[], None]) -> list[dict[str, Any]]:
+    """Run ``prepared`` once per input distribution of the problem, on fresh inputs, and compare."""
+    results = []
+    for i, kind in enumerate(problem.INPUTS):
+        gen = torch.Generator(device=device).manual_seed(seed + i)
+        inp = problem.inputs(kind, device=device, generator=gen, **size)
+        out = problem.outputs(device=device, **size)
+        poison(torch, out)
+        produced = prepared.call(inp, out)
+        sync()
+        if not prepared.writes_outputs:
+            produced = produced if isinstance(produced, Mapping) else {next(iter(out)): produced}
+            out = dict(produced)
+        ref = problem.reference(inp)
+        passed, missing, worst, tolerance = True, 0, 0.0, 0.0
+        for name, r in ref.items():
+            tol = tolerance_for(out[name].dtype, kind in problem.EXACT)
+            ok, rel, miss = compare(torch, out[name], r, tol)
+            passed, missing, tolerance = passed and ok, missing + miss, max(tolerance, tol)
+            worst = None if rel is None or worst is None else max(worst, rel)
+        results.append({"name": kind, "passed": passed, "rel_err": worst, "tolerance": tolerance, "unwritten": missing})
+        del inp, out, ref
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
+
+
+def rotation_sets(bytes_per_set: int, l2_bytes: int) -> int:
+    """Input sets to cycle through so that no call finds its inputs in L2 (see ROTATION_L2_MULTIPLE)."""
+    return max(MIN_SETS, math.ceil(ROTATION_L2_MULTIPLE * l2_bytes / max(bytes_per_set, 1)))
+
+
+def rotating(fns: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+    """One callable that calls ``fns`` in turn, one per call."""
+    cycle = itertools.cycle(fns)
+    return lambda: next(cycle)()
+
+
+def time_call(torch: Any, problem: ModuleType, prepared: Prepared, size: Mapping[str, int], device: str,
+              seed: int, l2_bytes: int) -> dict[str, Any]:
+    """Median and quantiles of one call, cycling through fresh input sets (the last distribution)."""
+    from triton.testing import do_bench
+
+    kind = problem.INPUTS[-1]
+    n_sets = rotation_sets(problem.bytes_moved(**size), l2_bytes)
+    sets = []
+    for i in range(n_sets):
+        gen = torch.Generator(device=device).manual_seed(seed + 1000 + i)
+        sets.append((problem.inputs(kind, device=device, generator=gen, **size), problem.outputs(device=device, **size)))
+    fn = rotating([lambda i=i, o=o: prepared.call(i, o) for i, o in sets])
+    p50, p20, p80 = do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, quantiles=[0.5, 0.2, 0.8])
+    del sets, fn
+    return {"time_s": p50 * 1e-3, "p20_s": p20 * 1e-3, "p80_s": p80 * 1e-3, "input_sets": n_sets}
+
+
+# --------------------------------------------------------------------------------------------
+# One ladder (in a child process)
+# --------------------------------------------------------------------------------------------
+
+
+def measure_item(torch: Any, problem: ModuleType, prepared_fn: Callable[[], Prepared], size: Mapping[str, int],
+                 device: str, seed: int, sync: Callable[[], None], l2_bytes: int | None) -> dict[str, Any]:
+    """Build, check and (if correct, and ``l2_bytes`` is given) time one rung or peer.
+
+    Never raises for a problem of the rung itself: a build error, a launch error or a wrong answer
+    becomes the record's status and error, so one bad rung costs only itself.
+    """
+    record: dict[str, Any] = {"bytes": int(problem.bytes_moved(**size)), "flops": int(problem.flops(**size))}
+    try:
+        prepared = prepared_fn()
+        record.update(kernels=list(prepared.kernels), resources=dict(prepared.resources),
+                      build_s=round(prepared.build_s, 3))
+        checks = check(torch, problem, prepared, size, device, seed, sync)
+        record["checks"] = checks
+        if not all(c["passed"] for c in checks):
+            bad = next(c for c in checks if not c["passed"])
+            record.update(status="wrong", error=_describe_failure(bad))
+            return record
+        if l2_bytes is not None:
+            record.update(time_call(torch, problem, prepared, size, device, seed, l2_bytes))
+        record["status"] = "ok"
+    except Exception as err:  # noqa: BLE001 - any failure of a rung is recorded, not raised
+        record.update(status="error", error=f"{type(err).__name__}: {_first_lines(str(err))}",
+                      traceback=traceback.format_exc(limit=6))
+    return record
+
+
+def _describe_failure(c: Mapping[str, Any]) -> str:
+    if c["unwritten"]:
+        return f"{c['name']} inputs: {c['unwritten']} output elements never written"
+    if c["rel_err"] is None:
+        return f"{c['name']} inputs: output holds NaN or infinity"
+    return f"{c['name']} inputs: relative error {c['rel_err']:.3g} over tolerance {c['tolerance']:.3g}"
+
+
+def _first_lines(text: str, n: int = 12) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[:n]) + (" | ..." if len(lines) > n else "")
+
+
+def run_ladder_child(name: str, out_dir: Path, size_name: str, *, device: str = "cuda",
+                     builder: Builder = cupy_builder, timing: bool = True,
+                     describe: Callable[[], Mapping[str, Any]] | None = None) -> int:
+    """Measure what ``out_dir/<name>/results.json`` does not hold yet, saving after each item.
+
+    Returns 0 when every rung and peer is recorded, EXIT_RESTART when an item failed in a way that may
+    have poisoned the CUDA context (the parent starts a fresh child for the rest).
+    """
+    import torch
+
+    defn = load_definition(name)
+    problem = load_problem(defn)
+    size = dict(problem.SIZES[size_name])
+    path = out_dir / name / "results.json"
+    doc = _read_partial(path) or new_results(defn, problem, size, (describe or (lambda: describe_run(device)))())
+    on_gpu = device.startswith("cuda")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    sm_count = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 4
+    l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size if on_gpu else 0
+    if on_gpu:
+        _use_torch_stream(torch)
+    ctx_args = {"torch": torch, "device": device, "sm_count": sm_count}
+    items = [("rungs", r.key, (lambda r=r: prepare_rung(defn, r, problem, ctx_args, builder))) for r in defn.rungs]
+    items += [("peers", p, (lambda p=p: prepare_peer(problem, p))) for p in defn.peers]
+    for section, key, prep in items:
+        if any(m["key"] == key for m in doc[section]):
+            continue
+        if doc.get("in_progress") == key:  # the previous child died or hung on it
+            doc[section].append({"key": key, "status": "error", "checks": [], "bytes": problem.bytes_moved(**size),
+                                 "flops": problem.flops(**size), "error": doc.pop("in_progress_error", "the process died or hung on it")})
+            doc.pop("in_progress")
+            write_json(path, doc)
+            continue
+        doc["in_progress"] = key
+        write_json(path, doc)
+        print(f"[{name}] {key} ...", file=sys.stderr, flush=True)
+        record = {"key": key, **measure_item(torch, problem, prep, size, device, doc["seed"], sync,
+                                             l2_bytes if timing else None)}
+        doc[section].append(record)
+        doc.pop("in_progress")
+        write_json(path, doc)
+        _report(name, record)
+        if record["status"] == "error" and on_gpu and not _context_healthy(torch):
+            return EXIT_RESTART
+        if on_gpu:
+            torch.cuda.empty_cache()
+    doc.pop("in_progress", None)
+    write_json(path, doc)
+    return 0
+
+
+def _use_torch_stream(torch: Any) -> None:
+    """Make CuPy launch on torch's current stream, where do_bench records its events."""
+    try:
+        import cupy
+    except ImportError:
+        return
+    cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream).use()
+
+
+def _context_healthy(torch: Any) -> bool:
+    try:
+        torch.cuda.synchronize()
+        torch.ones(1, device="cuda").add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means the context is unusable
+        return False
+
+
+def _report(name: str, record: Mapping[str, Any]) -> None:
+    if record["status"] == "ok" and record.get("time_s"):
+        rate = record["bytes"] / record["time_s"]
+        print(f"[{name}] {record['key']}: {record['time_s'] * 1e6:9.1f} us  {rate / 1e9:7.0f} GB/s", file=sys.stderr)
+    else:
+        print(f"[{name}] {record['key']}: {record['status']}: {record.get('error', '')}", file=sys.stderr)
+
+
+def _read_partial(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return doc if doc.get("schema") == RESULTS_SCHEMA and doc.get("partial") else None
+
+
+def new_results(defn: LadderDef, problem: ModuleType, size: Mapping[str, int], provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The skeleton of a results.json, before any rung is measured (``kernels/README.md``)."""
+    ceiling_value, ceiling_source = read_ceiling(str(provenance.get("gpu_name", "")), defn.ceiling)
+    return {
+        "schema": RESULTS_SCHEMA,
+        "partial": True,
+        "ladder": defn.name,
+        "title": defn.title,
+        "gpu": provenance.get("gpu_name", "unknown"),
+        "size": dict(size),
+        "seed": int.from_bytes(os.urandom(4), "little"),
+        "ceiling": {"name": defn.ceiling, "bytes_per_s": ceiling_value, "source": ceiling_source},
+        "baseline": defn.baseline,
+        "timing": {"method": "triton.testing.do_bench median (p20, p80 too); the L2 is cleared before "
+                             "each repetition and input sets rotate", "warmup_ms": WARMUP_MS, "rep_ms": REP_MS},
+        "tolerance": TOLERANCE,
+        "provenance": dict(provenance),
+        "rungs": [],
+        "peers": [],
+    }
+
+
+def read_ceiling(gpu_name: str, ceiling: str, folder: Path | None = None) -> tuple[float | None, str | None]:
+    """The measured ceiling ``ceiling`` of the GPU named ``gpu_name`` from ``hardware/measured/``
+    (the JSON a calibration run writes, else the TOML carried from notes), and the file it came from."""
+    folder = folder or hardware_dir() / "measured"
+    slug = gpu_slug(gpu_name)
+    for path in (folder / f"{slug}.json", folder / f"{slug}.toml"):
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        doc = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        entry = doc.get("measurements", {}).get(ceiling)
+        if isinstance(entry, Mapping) and isinstance(entry.get("value"), (int, float)):
+            return float(entry["value"]), f"{folder.parent.name}/{folder.name}/{path.name}"
+    return None, None
+
+
+def gpu_slug(gpu_name: str) -> str:
+    """"NVIDIA H200" -> "h200": the file name of a GPU under hardware/measured/."""
+    name = gpu_name.strip().lower()
+    name = name.removeprefix("nvidia ").strip()
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-")
+
+
+def describe_run(device: str) -> dict[str, Any]:
+    """Provenance: the GPU and its software (as the calibration records it), CuPy, the git commit."""
+    index = int(device.split(":")[1]) if ":" in device else 0
+    prov = dict(describe_gpu(argparse.Namespace(device=index)))
+    try:
+        import cupy
+
+        prov["cupy"] = cupy.__version__
+    except ImportError:
+        prov["cupy"] = None
+    prov["method"] = "per rung: NVRTC (CuPy) or Triton build; checks on fresh random inputs; do_bench median"
+    prov.update(git_state())
+    return prov
+
+
+def git_state() -> dict[str, Any]:
+    """The commit the kernels came from, and whether the tree had uncommitted changes."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--", "kernels", "coach"], cwd=root,
+                                    capture_output=True, text=True, timeout=10, check=True).stdout.strip())
+        return {"git_commit": commit, "git_dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": os.environ.get("COACH_GIT_COMMIT", "unknown"), "git_dirty": None}
+
+
+# --------------------------------------------------------------------------------------------
+# The parent: one child per ladder, restarted past failures; then Nsight Compute
+# --------------------------------------------------------------------------------------------
+
+
+def run(names: Sequence[str], out_dir: Path, *, size: str = "h200", ncu: bool = False,
+        ncu_path: str | None = None, command: str = "", budget_s: float = RUN_BUDGET_S) -> int:
+    """Measure every ladder in ``names`` (each in child processes), then optionally profile them
+    while the time budget lasts; print a summary table last."""
+    started = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for name in names:
+        path = out_dir / name / "results.json"
+        path.unlink(missing_ok=True)
+        done = -1
+        while True:  # each restart records at least one more rung or peer, or the loop ends
+            rc, timed_out = _run_child(["measure", name, "--out", str(out_dir), "--size", size], CHILD_TIMEOUT_S)
+            if rc == 0:
+                break
+            doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            progress = -1 if doc is None else len(doc["rungs"]) + len(doc["peers"]) + ("in_progress" in doc)
+            if doc is None or progress <= done:
+                print(f"[{name}] the measuring process failed without progress (exit {rc}); giving up on this ladder",
+                      file=sys.stderr)
+                failed += 1
+                break
+            done = progress
+            if "in_progress" in doc:
+                doc["in_progress_error"] = (f"timed out after {CHILD_TIMEOUT_S} s (a hung kernel?)" if timed_out
+                                            else f"the process died during it (exit {rc})")
+                write_json(path, doc)
+        if path.is_file():
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc.pop("partial", None)
+            doc["provenance"]["command"] = command
+            write_json(path, doc)
+    if ncu:
+        for name in names:
+            if (out_dir / name / "results.json").is_file():
+                left = budget_s - (time.monotonic() - started)
+                profile_with_ncu(name, out_dir, size, ncu_path, timeout_s=min(NCU_TIMEOUT_S, max(left, 0.0)))
+    print(summary(out_dir, names))
+    return 1 if failed else 0
+
+
+def summary(out_dir: Path, names: Sequence[str]) -> str:
+    """A short table of every rung and peer measured: status, median time, TB/s, % of ceiling."""
+    lines = [f"{'ladder/rung':<42} {'status':<6} {'time':>10} {'TB/s':>6} {'%ceil':>6}"]
+    for name in names:
+        path = out_dir / name / "results.json"
+        if not path.is_file():
+            lines.append(f"{name:<42} no results")
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        ceiling = doc.get("ceiling", {}).get("bytes_per_s")
+        for m in [*doc["rungs"], *({**p, "key": f"[{p['key']}]"} for p in doc["peers"])]:
+            t = m.get("time_s")
+            rate = m.get("bytes", 0) / t if t else None
+            pct = f"{100 * rate / ceiling:6.1f}" if rate and ceiling else f"{'-':>6}"
+            lines.append(f"{name + '/' + m['key']:<42.42} {m['status']:<6} "
+                         + (f"{t * 1e6:8.1f}us {rate / 1e12:6.2f} {pct}" if t else f"{'-':>10} {'-':>6} {'-':>6}"))
+        if "ncu" in doc:
+            lines.append(f"{name + '/ncu':<42} {doc['ncu'].get('report') or doc['ncu'].get('error') or 'failed'}")
+    return "\n".join(lines)
+
+
+def _run_child(args: Sequence[str], timeout: float) -> tuple[int, bool]:
+    cmd = [sys.executable, "-m", "coach.capture.ladder", *args]
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2])
+    try:
+        return proc.wait(timeout=timeout), False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return -9, True
+
+
+def ncu_command(ncu: str, name: str, out_dir: Path, size: str, kernels: Sequence[str], rungs: Sequence[str]) -> list[str]:
+    """Nsight Compute over one ``profile`` child: the given rungs' kernels only, the short section list."""
+    sections = [a for s in NCU_SECTIONS for a in ("--section", s)]
+    regex = "regex:^(" + "|".join(re.escape(k) for k in sorted(set(kernels))) + ")$"
+    report = out_dir / name / "ncu" / name
+    return [ncu, "--clock-control", "none", *sections, "--nvtx", "-k", regex, "-f", "-o", str(report),
+            sys.executable, "-m", "coach.capture.ladder", "profile", name, "--size", size, "--rungs", *rungs]
+
+
+def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None, timeout_s: float = NCU_TIMEOUT_S) -> None:
+    """Run the ladder's rungs once each under Nsight Compute and note the report in results.json."""
+    path = out_dir / name / "results.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    # A rung that crashed or hung while measured would do it again under the profiler: leave it out.
+    rungs = [r for r in doc["rungs"] if r["status"] != "error" and r.get("kernels")]
+    kernels = [k for r in rungs for k in r["kernels"]]
+    ncu = ncu_path or shutil.which("ncu") or _find_ncu()
+    entry: dict[str, Any] = {"sections": list(NCU_SECTIONS)}
+    if ncu is None or not kernels or timeout_s < 10:
+        entry["error"] = ("ncu not found" if ncu is None else "no kernels to profile" if not kernels
+                          else "skipped: the run's time budget was spent")
+    else:
+        (out_dir / name / "ncu").mkdir(parents=True, exist_ok=True)
+        cmd = ncu_command(ncu, name, out_dir, size, kernels, [r["key"] for r in rungs])
+        entry["command"] = shlex.join(cmd)
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+                                  timeout=timeout_s)
+            entry["returncode"] = proc.returncode
+            entry["log_tail"] = proc.stdout[-2000:] + proc.stderr[-2000:]
+        except subprocess.TimeoutExpired:
+            entry["error"] = f"timed out after {timeout_s:.0f} s"
+        entry["elapsed_s"] = round(time.monotonic() - t0, 1)
+        report = out_dir / name / "ncu" / f"{name}.ncu-rep"
+        entry["report"] = f"ncu/{report.name}" if report.is_file() else None
+    doc["ncu"] = entry
+    write_json(path, doc)
+    print(f"[{name}] ncu: {entry.get('report') or entry.get('error') or 'failed'}", file=sys.stderr)
+
+
+def _find_ncu() -> str | None:
+    found = sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu")) + sorted(Path("/usr/local/cuda/bin").glob("ncu"))
+    return str(found[-1]) if found else None
+
+
+def profile_child(name: str, size_name: str, rungs: Sequence[str] | None = None, *, device: str = "cuda",
+                  builder: Builder = cupy_builder) -> int:
+    """Call every rung once, each inside an NVTX range ``<name>/<rung>``, for Nsight Compute to profile.
+
+    One input set for all rungs; no warm-up (it would be profiled too): Nsight Compute replays each
+    kernel with its caches flushed, so the first call is as good as any.
+    """
+    import torch
+
+    defn = load_definition(name)
+    problem = load_problem(defn)
+    size = dict(problem.SIZES[size_name])
+    _use_torch_stream(torch)
+    sm_count = torch.cuda.get_device_properties(device).multi_processor_count
+    ctx_args = {"torch": torch, "device": device, "sm_count": sm_count}
+    gen = torch.Generator(device=device).manual_seed(0)
+    inp = problem.inputs(problem.INPUTS[-1], device=device, generator=gen, **size)
+    out = problem.outputs(device=device, **size)
+    for rung in defn.rungs:
+        if rungs is not None and rung.key not in rungs:
+            continue
+        try:
+            prepared = prepare_rung(defn, rung, problem, ctx_args, builder)
+            with _nvtx(torch, f"{name}/{rung.key}"):
+                prepared.call(inp, out)
+            torch.cuda.synchronize()
+        except Exception as err:  # noqa: BLE001 - a broken rung is skipped; its record says why
+            print(f"[{name}] {rung.key}: {type(err).__name__}: {_first_lines(str(err), 3)}", file=sys.stderr)
+            if not _context_healthy(torch):
+                return EXIT_RESTART
+    return 0
+
+
+@contextlib.contextmanager
+def _nvtx(torch: Any, label: str) -> Iterator[None]:
+    torch.cuda.nvtx.range_push(label)
+    try:
+        yield
+    finally:
+        torch.cuda.nvtx.range_pop()
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m coach.capture.ladder",
+        description="Check and time version-ladder rungs beside their PyTorch peers on this GPU; write "
+                    "DIR/<ladder>/results.json (and Nsight Compute reports with --ncu).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="measure ladders (each in a child process), optionally profile them")
+    run_p.add_argument("names", nargs="+", metavar="NAME", help="ladders (folders under kernels/), or 'all'")
+    run_p.add_argument("--out", type=Path, required=True, help="folder for <NAME>/results.json and ncu/ reports")
+    run_p.add_argument("--ncu", action="store_true", help="then profile every rung once under Nsight Compute")
+    run_p.add_argument("--ncu-path", help="the ncu executable (default: found on PATH or under /opt/nvidia)")
+    run_p.add_argument("--size", choices=SIZES, default="h200", help="problem size (default h200)")
+    run_p.add_argument("--budget-s", type=float, default=RUN_BUDGET_S,
+                       help=f"start no Nsight Compute pass after this many seconds (default {RUN_BUDGET_S})")
+    for name, help_ in (("measure", "(internal) measure one ladder, resuming a partial results.json"),
+                        ("profile", "(internal) call each rung once for Nsight Compute")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("name")
+        p.add_argument("--size", choices=SIZES, default="h200")
+        if name == "measure":
+            p.add_argument("--out", type=Path, required=True)
+        else:
+            p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (file stems)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        known = _known_ladders()
+        if args.names == ["all"]:
+            args.names = known
+        unknown = [n for n in args.names if n not in known]
+        if unknown:
+            parser.error(f"unknown ladder(s) {', '.join(unknown)}; known: {', '.join(known) or 'none'}")
+    return args
+
+
+def _known_ladders() -> list[str]:
+    from coach.ladders import ladder_names
+
+    return ladder_names(kernels_dir())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.command == "run":
+        cmd = shlex.join([sys.executable, "-m", "coach.capture.ladder", *(argv if argv is not None else sys.argv[1:])])
+        started = _dt.datetime.now(_dt.timezone.utc)
+        rc = run(args.names, args.out, size=args.size, ncu=args.ncu, ncu_path=args.ncu_path, command=cmd,
+                 budget_s=args.budget_s)
+        print(f"done in {(_dt.datetime.now(_dt.timezone.utc) - started).total_seconds():.0f} s; results in {args.out}",
+              file=sys.stderr)
+        return rc
+    if args.command == "measure":
+        return run_ladder_child(args.name, args.out, args.size)
+    return profile_child(args.name, args.size, args.rungs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Every rung of every ladder computes the right answer at a small size on the CPU: CUDA rungs through
+the emulator (tests/ladder_emu), Triton rungs under TRITON_INTERPRET=1, both through the rung's real
+launcher and the runner's own check (fresh random inputs, poisoned outputs, per-dtype tolerance)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from coach.capture import ladder as runner  # noqa: E402
+from coach.ladders import ladder_names, load_definition  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ladder_emu import EmuBuild  # noqa: E402
+
+RUNGS = [(name, r) for name in ladder_names() for r in load_definition(name).rungs]
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found")
+SM_COUNT = 3  # a small "GPU": persistent grids still have several blocks, each looping several times
+
+
+def _measure(name, rung, monkeypatch, seed=11):
+
+    if rung.language == "triton":
+        # Before triton is first imported: it decides at import whether its own jit functions (tl.max,
+        # ...) are interpreted.
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        pytest.importorskip("triton")
+        import triton.language as tl
+
+        if type(tl.max).__name__ != "InterpretedFunction":
+            pytest.skip("triton was imported before TRITON_INTERPRET was set; run this file on its own")
+    defn = load_definition(name)
+    problem = runner.load_problem(defn)
+    ctx = {"torch": torch, "device": "cpu", "sm_count": SM_COUNT}
+    return runner.measure_item(torch, problem, lambda: runner.prepare_rung(defn, rung, problem, ctx, EmuBuild),
+                               problem.SIZES["small"], "cpu", seed, lambda: None, None)
+
+
+@needs_gxx
+@pytest.mark.parametrize("name, rung", RUNGS, ids=[f"{n}/{r.key}" for n, r in RUNGS])
+def test_rung_is_correct_at_a_small_size(name, rung, monkeypatch):
+    record = _measure(name, rung, monkeypatch)
+    assert record["status"] == "ok", record.get("error", "") + "\n" + record.get("traceback", "")
+    assert [c["name"] for c in record["checks"]] == list(runner.load_problem(load_definition(name)).INPUTS)
+
+
+# The emulator itself: warp exchanges, barriers, and the errors it must report.
+
+EMU_KERNELS = r"""
+extern "C" __global__ void shuffles(const float* x, float* out) {
+    const unsigned lane = threadIdx.x % 32;
+    const float v = x[threadIdx.x];
+    const unsigned base = threadIdx.x * 6;
+    out[base + 0] = __shfl_xor_sync(0xffffffffu, v, 1);
+    out[base + 1] = __shfl_down_sync(0xffffffffu, v, 3);
+    out[base + 2] = __shfl_up_sync(0xffffffffu, v, 2);
+    out[base + 3] = __shfl_sync(0xffffffffu, v, 5);
+    out[base + 4] = __shfl_xor_sync(0xffffffffu, v, 4, 8);
+    out[base + 5] = (float)__popc(__ballot_sync(0xffffffffu, lane % 3 == 0));
+}
+extern "C" __global__ void block_sum(const float* x, float* out) {
+    __shared__ float s[64];
+    s[threadIdx.x] = x[blockIdx.x * 64 + threadIdx.x];
+    __syncthreads();
+    for (unsigned k = 32; k > 0; k >>= 1) {
+        if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+extern "C" __global__ void deadlock(float* out) {
+    if (threadIdx.x < 16) __syncthreads();
+    else __syncwarp();
+    out[threadIdx.x] = 1.0f;
+}
+extern "C" __global__ void out_of_bounds(float* out, int n) {
+    out[threadIdx.x + n] = 1.0f;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    src = tmp_path_factory.mktemp("emu") / "kernels.cu"
+    src.write_text(EMU_KERNELS)
+    return EmuBuild(src)
+
+
+def _launch(build, name, grid, block, *args):
+    ctx = runner.Context(torch, "cpu", 1, build)
+    ctx.launch(name, grid, block, *args)
+
+
+@needs_gxx
+def test_emulator_shuffles_and_ballot(emu):
+    x = torch.arange(64, dtype=torch.float32) * 10
+    out = torch.full((64 * 6,), float("nan"))
+    _launch(emu, "shuffles", 1, 64, x, out)
+    got = out.reshape(64, 6)
+    lane = torch.arange(64) % 32
+    warp0 = torch.arange(64) - lane
+    v = lambda src: (warp0 + src).float() * 10  # noqa: E731
+    assert torch.equal(got[:, 0], v(lane ^ 1))
+    assert torch.equal(got[:, 1], v(torch.where(lane + 3 < 32, lane + 3, lane)))
+    assert torch.equal(got[:, 2], v(torch.where(lane >= 2, lane - 2, lane)))
+    assert torch.equal(got[:, 3], v(torch.full_like(lane, 5)))
+    assert torch.equal(got[:, 4], v(lane ^ 4)), "xor within groups of 8 lanes"
+    assert torch.equal(got[:, 5], torch.full((64,), 11.0)), "lanes 0, 3, ..., 30: 11 of 32"
+
+
+@needs_gxx
+def test_emulator_block_barriers(emu):
+    x = torch.randn(3 * 64)
+    out = torch.empty(3)
+    _launch(emu, "block_sum", 3, 64, x, out)
+    assert torch.allclose(out, x.reshape(3, 64).sum(1), atol=1e-5)
+
+
+@needs_gxx
+def test_emulator_reports_deadlock_and_out_of_bounds_writes(emu):
+    with pytest.raises(RuntimeError, match="deadlock"):
+        _launch(emu, "deadlock", 1, 32, torch.empty(32))
+    with pytest.raises(RuntimeError, match="wrote outside a tensor of 32"):
+        _launch(emu, "out_of_bounds", 1, 32, torch.empty(32), 1)
+    out = torch.empty(32)
+    _launch(emu, "out_of_bounds", 1, 32, out, 0)
+    assert torch.equal(out, torch.ones(32))
+
+
+@needs_gxx
+@pytest.mark.parametrize("rung_key", ["04_decoupled_lookback", "05_lookback_vec4"])
+def test_scan_look_back_adds_aggregates_across_windows(rung_key):
+    """Start the tile counter at 40 with tile 0 holding an inclusive prefix and tiles 1-39 only their
+    aggregates: the two tiles launched must look back over two windows of 32 and add them all."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    build = EmuBuild(defn.path(defn.rung(rung_key)))
+    tile, first = problem.TILE, 40
+    n = (first + 2) * tile
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    state = torch.zeros(first + 2 + 2, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    bits = aggregates.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # a status word: state << 32 | float bits
+    state[:first] = bits | (1 << 32)  # AGGREGATE
+    state[0] = bits[0] | (2 << 32)  # PREFIX: tile 0's inclusive prefix is its aggregate
+    counter = state[first + 2:].view(torch.int32)
+    counter[0] = first
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    kernel = next(iter(build.signatures))
+    ctx.launch(kernel, 2, 256, x, out, state[:first + 2], counter, n)
+    prefix = aggregates.sum()
+    expected = torch.cumsum(x[first * tile:], 0) + prefix
+    assert torch.equal(out[first * tile:], expected)
+    assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
+    assert (state[first: first + 2] >> 32).tolist() == [2, 2], "both tiles end holding their inclusive prefix"

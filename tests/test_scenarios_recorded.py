@@ -1,0 +1,53 @@
+"""Every scenario against its recording on the H200 (``traces/h200/scenario-NN/``): the fixed version
+is faster by at least the scenario's minimum, every evidence metric sits in its predicted range and
+moved the way the scenario says, and the diagnosis of the slow version's profile puts the planted
+problem first, with evidence. A scenario not recorded yet is skipped, and the skip says how to record it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from coach import recordings, scenarios
+from coach.analyze.diagnose import diagnose, is_not_checked
+
+GPU = "h200"
+
+
+def recording_of(scenario):
+    if GPU not in recordings.recorded_gpus(scenario.id):
+        pytest.skip(f"{scenario.id} has no {GPU} recording in traces/ yet: record it with "
+                    f"scripts/record-scenarios.sh DEBS_DIR RAW {scenario.id}, then coach record --import RAW")
+    return recordings.open_recording(scenario, gpu=GPU)
+
+
+@pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
+def test_fixed_is_faster_by_the_recorded_ratio(scenario):
+    results = recording_of(scenario).results
+    slow, fixed = (results["variants"][v]["median_ms"] for v in ("slow", "fixed"))
+    assert results["speedup"] == pytest.approx(slow / fixed)
+    assert results["speedup"] >= scenario.min_speedup, f"{scenario.id}: {results['speedup']:.2f}x"
+    assert results["variants"]["slow"]["unit"] == results["variants"]["fixed"]["unit"]
+
+
+@pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
+def test_evidence_moved_as_predicted(scenario):
+    evidence = recording_of(scenario).results["evidence"]
+    assert [e["name"] for e in evidence] == [e.name for e in scenario.evidence]
+    for e in evidence:
+        assert e["slow"] is not None and e["fixed"] is not None, e["name"]
+        assert e["slow_in_range"] in (True, None), f"{e['name']}: {e['slow']} outside {e['slow_range']}"
+        assert e["moved_as_expected"] is True, f"{e['name']}: {e['slow']} -> {e['fixed']} ({e['direction']})"
+
+
+@pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
+def test_diagnosis_puts_the_planted_problem_first(scenario):
+    recording = recording_of(scenario)
+    profile = recording.profile("slow", scenario.tool)
+    assert profile is not None, f"{scenario.id}: no {scenario.tool} profile of the slow version"
+    found = [f for f in diagnose(profile) if not is_not_checked(f)]
+    assert found, f"{scenario.id}: no findings"
+    top = found[0]
+    assert top.rule_id == scenario.first_rule, f"{scenario.id}: first is {top.rule_id}: {top.title}"
+    assert top.evidence and all(e.value is not None for e in top.evidence)
+    assert top.message and top.next_step
