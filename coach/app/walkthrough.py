@@ -64,6 +64,7 @@ class Walkthrough:
     fixed_bytes_per_s: float | None = None
     rate_label: str = "DRAM rate"  # what the bytes per second count
     recorded: bool = True  # False for a scenario whose traces are not recorded yet
+    scenario: bool = False  # one of the project's scenarios (so it has an exercise: `coach exercise ID`)
     #: Reads the profiles behind a walkthrough listed without them (the gallery lists scenarios
     #: without reading every trace); None when the walkthrough is already complete.
     loader: Callable[[], "Walkthrough"] | None = field(default=None, compare=False, repr=False)
@@ -211,7 +212,7 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
         red_flags=tuple(scn.rubric.red_flags), evidence=evidence,
         slow_time_ns=ms_to_ns("slow_ms"), fixed_time_ns=ms_to_ns("fixed_ms"),
         slow_bytes_per_s=rate("slow_gb_per_s"), fixed_bytes_per_s=rate("fixed_gb_per_s"),
-        rate_label="useful bytes/s", recorded=rec is not None,
+        rate_label="useful bytes/s", recorded=rec is not None, scenario=True,
     )
     if rec is None:
         return walk

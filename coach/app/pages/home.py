@@ -41,7 +41,7 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
         dcc.Link([
             html.Div([badge(w.level, LEVEL_BADGE.get(w.level, "")), badge(w.id, "muted"),
                       *([] if w.recorded else [badge("not recorded yet", "muted")]),
-                      *exercise_badge(status, w.id)], className="badges"),
+                      *(exercise_badge(status, w.id) if w.scenario else [])], className="badges"),
             html.H3(w.title),
             html.P(w.one_line),
         ], href=f"/scenario/{w.id}", className="card tile", id=f"tile-{w.id}")
