@@ -64,7 +64,7 @@ def test_calibrate_stores_and_ceilings_use_it(gpu_here, capsys):
 
 def test_user_calibration_comes_before_the_shipped_one(monkeypatch, capsys):
     shipped = hw.ceilings("h200").bandwidth["dram"]
-    assert shipped.ref == "h200.toml"
+    assert shipped.ref == "h200.json"
     monkeypatch.setitem(sys.modules, "torch", fake_torch("NVIDIA H200"))
     monkeypatch.setattr(calibrate, "measure_on_gpu", fake_measure)
     monkeypatch.setattr(calibrate, "describe_gpu", lambda args: {**fake_describe(args), "gpu_name": "NVIDIA H200"})

@@ -63,8 +63,8 @@ SPREAD_PCT = 10.0
 # first launches of 0.84-10.3 ms against ~10 us steady state: far beyond 2x).
 FIRST_RUN_FACTOR = 2.0
 # A rate above a measured ceiling by more than the measurement's own run-to-run spread is not DRAM:
-# the H200's read ceiling measured 4.13 and 4.28 TB/s in two runs (hardware/measured/h200.toml), a
-# 3.6% spread; 5% clears it.
+# the H200's read-only bandwidth measured 4.13 and 4.28 TB/s in two earlier runs and 4.19 TB/s in the
+# calibration kept in hardware/measured/h200.json: a 3.6% spread; 5% clears it.
 CEILING_MARGIN = 0.05
 # A timing that reads shorter than the GPU time of the work it times cannot have waited for it;
 # the GPU time is the span of the run's own operations, so a synchronised host timer reads at least
