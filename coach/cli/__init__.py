@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "coach.cli.calibrate",
     "coach.cli.join",
     "coach.cli.explain",
+    "coach.cli.dash",
 ]
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,254 @@
+"""Scenario walkthrough: symptom -> your first check -> evidence -> bottleneck -> fix -> result.
+
+A stepper over one ``coach.app.walkthrough.Walkthrough``. At "your first check" the user writes what
+they would look at first and commits to it before the evidence is shown; only then does the page
+show what a strong answer names and let them go on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import Dash, Input, Output, State, ctx as callback_ctx, dcc, html, no_update
+
+from coach.app import analysis, ids, timeline_view
+from coach.app import format as fmt
+from coach.app.components import alert, badge, card, empty, finding_card, guarded, header, plain_table, quantity, stat
+from coach.app.context import Context
+from coach.app.theme import fit
+from coach.app.walkthrough import ANSWER_STEP, STEPS, UNKNOWN, Walkthrough, side_by_side
+
+PREFIX = "/scenario/"
+PATH = "/scenario"
+NAV_LABEL = "Scenario"
+TITLE = "Scenario walkthrough"
+
+START = {"step": 0, "answer": ""}
+
+
+def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
+    wid = rest.strip("/")
+    walk = ctx.walkthrough(wid)
+    if walk is None:
+        known = ctx.walkthroughs()
+        return html.Div([
+            header(TITLE),
+            empty(f"No scenario '{wid}'" if wid else "No scenario chosen",
+                  ["Pick one from the ", dcc.Link("gallery", href="/"), "."] if known else
+                  "No scenario walkthroughs are recorded yet."),
+            *_controls(hidden=True),
+        ])
+    return html.Div([
+        html.Div([badge(walk.level), badge(walk.id, "muted")], className="badges"),
+        header(walk.title),
+        None if walk.recorded else alert("This scenario's traces are not recorded yet: its numbers show as "
+                                         f"{UNKNOWN} and its evidence, roofline and timelines appear once they are.",
+                                         "info"),
+        html.Div(id=ids.SCN_STEPPER),
+        html.Div(id=ids.SCN_BODY),
+        *_controls(hidden=False),
+        dcc.Store(id=ids.SCN_ID, data=walk.id),
+        dcc.Store(id=ids.SCN_STEP, data=dict(START)),
+    ])
+
+
+def _controls(hidden: bool) -> list[Any]:
+    style = {"display": "none"} if hidden else {}
+    answer = html.Div([
+        dcc.Textarea(id=ids.SCN_ANSWER, className="text",
+                     placeholder="What would you check first, and what number would confirm it?"),
+        html.Button("Commit my answer", id=ids.SCN_COMMIT, className="btn", n_clicks=0, style={"marginTop": "8px"}),
+    ], id=ids.SCN_ANSWER + "-box", style={"display": "none"})
+    actions = html.Div([
+        html.Button("← Back", id=ids.SCN_BACK, className="btn secondary", n_clicks=0),
+        html.Button("Next →", id=ids.SCN_NEXT, className="btn", n_clicks=0),
+    ], className="step-actions", style=style)
+    stores = [dcc.Store(id=ids.SCN_ID), dcc.Store(id=ids.SCN_STEP)] if hidden else []
+    return [answer, actions, *stores]
+
+
+# --------------------------------------------------------------------------------------------
+# The steps
+# --------------------------------------------------------------------------------------------
+
+
+def advance(state: dict[str, Any] | None, action: str, answer: str | None = None) -> dict[str, Any]:
+    """The stepper's next state. The answer step cannot be passed before an answer is committed."""
+    s = dict(START, **(state or {}))
+    if action == "commit" and (answer or "").strip() and s["step"] == ANSWER_STEP:
+        s["answer"] = answer.strip()
+    elif action == "next" and (s["step"] != ANSWER_STEP or s["answer"]):
+        s["step"] = min(s["step"] + 1, len(STEPS) - 1)
+    elif action == "back":
+        s["step"] = max(s["step"] - 1, 0)
+    return s
+
+
+def stepper(step: int) -> html.Ol:
+    return html.Ol([
+        html.Li([html.Span(f"step {i + 1}", className="n"), name],
+                className="step " + ("current" if i == step else "done" if i < step else ""))
+        for i, name in enumerate(STEPS)
+    ], className="stepper")
+
+
+def symptom(ctx: Context, w: Walkthrough) -> list[Any]:
+    parts: list[Any] = [card(dcc.Markdown(w.symptom))]
+    if w.slow_timeline is not None:
+        ev = ctx.view((w.id, "slow-events"), lambda: timeline_view.events(w.slow_timeline))
+        parts.append(card(dcc.Graph(figure=timeline_view.figure(ev)[0], config={"displaylogo": False})))
+    if w.before is not None:
+        row = w.before.launches.row(0, named=True)
+        parts.append(html.Div([
+            stat("kernel", row["kernel_name"] or fmt.MISSING),
+            stat("duration", fmt.duration_ns(row["duration_ns"])),
+            stat("DRAM throughput", fmt.pct(row["dram_throughput_pct"])),
+            stat("SM throughput", fmt.pct(row["sm_throughput_pct"])),
+        ], className="stats"))
+    parts.append(html.P([html.Strong("Before you go on: "), w.question]))
+    return parts
+
+
+def first_check(ctx: Context, w: Walkthrough, answer: str) -> list[Any]:
+    parts: list[Any] = [html.H3(w.question)]
+    if not answer:
+        parts.append(html.P("Write down what you would check first and commit to it: the evidence comes after.",
+                            className="muted"))
+        return parts
+    parts += [html.P("Your answer", className="small muted"), html.Div(answer, className="answer", id="scn-your-answer")]
+    exercise = ctx.view((w.id, "exercise"), lambda: analysis.exercise(w.id))
+    if exercise is not None:
+        graded = analysis.grade(exercise, answer)
+        parts += [html.H3(f"Against the rubric: {graded.score} of {graded.max_score}", style={"marginTop": "16px"},
+                          id="scn-grade"),
+                  html.Ul([html.Li(line) for line in graded.feedback()[:-1]], className="small"),
+                  html.P(["The whole exercise, with the fix and the expected gain: ",
+                          html.Code(f"coach exercise {w.id}")], className="small muted")]
+    if w.strong:
+        parts += [html.H3("What a strong answer names", style={"marginTop": "16px"}),
+                  html.Ul([html.Li(s) for s in w.strong])]
+    if w.red_flags:
+        parts += [html.H3("Red flags"), html.Ul([html.Li(s) for s in w.red_flags])]
+    if w.hints:
+        parts.append(html.Details([html.Summary("Hints"), html.Ul([html.Li(h) for h in w.hints])], className="more"))
+    return [card(*parts)]
+
+
+def evidence(w: Walkthrough) -> list[Any]:
+    if not w.evidence:
+        return [empty("No evidence recorded", "This scenario's traces are not recorded yet.")]
+    rows = [[e.label, html.Code(e.metric), quantity(e.slow, e.unit), quantity(e.fixed, e.unit), e.healthy or fmt.MISSING]
+            for e in w.evidence]
+    return [card(
+        html.P("The numbers that decide it, highlighted; the fixed version shows what healthy looks like.",
+               className="muted"),
+        plain_table(["what", "metric", "slow", "fixed", "healthy"], rows,
+                    numeric=[False, False, True, True, False], highlight=[e.key for e in w.evidence]),
+        id="scn-evidence",
+    )]
+
+
+def bottleneck(ctx: Context, w: Walkthrough) -> list[Any]:
+    parts: list[Any] = [card(html.Div([badge(w.bottleneck, "bad")], className="badges"),
+                             html.P(f"The bottleneck: {w.bottleneck.replace('-', ' ')}."))]
+    if w.before is not None:
+        found = ctx.view((w.id, "findings"), lambda: analysis.findings(w.before))
+        top = [f for f in found or [] if not analysis.is_note(f)]
+        if top:
+            parts += [html.H3("What coach finds in the slow version", style={"marginTop": "16px"}),
+                      finding_card(top[0], top=True)]
+        elif found is None:
+            parts.append(html.P("coach's own diagnosis is not part of this version.", className="small muted"))
+    return parts
+
+
+def fix(w: Walkthrough) -> list[Any]:
+    left, right = side_by_side(w.slow_source, w.fixed_source)
+
+    def code(lines):
+        return html.Pre(html.Div([html.Span(line.text or " ", className=f"ln {line.change}".strip()) for line in lines],
+                                 className="lines"))
+
+    parts: list[Any] = [card(html.H3(w.fix_summary), dcc.Markdown(w.fix_details) if w.fix_details else None)]
+    if w.slow_source or w.fixed_source:
+        parts.append(card(
+            html.Div([html.Div([html.H3(f"slow: {w.source_label}"), code(left)]),
+                      html.Div([html.H3(f"fixed: {w.source_label}"), code(right)])], className="diff"),
+            id="scn-diff"))
+    if w.wrong_fix:
+        parts.append(card(html.H3("A fix that does not help"), dcc.Markdown(w.wrong_fix)))
+    return parts
+
+
+def result(ctx: Context, w: Walkthrough) -> list[Any]:
+    stats = html.Div([
+        stat("slow", fmt.duration_ns(w.slow_time_ns)), stat("fixed", fmt.duration_ns(w.fixed_time_ns)),
+        stat("speed-up", fmt.ratio(w.speedup)),
+        stat(f"{w.rate_label}, slow", fmt.si(w.slow_bytes_per_s, "B/s")),
+        stat(f"{w.rate_label}, fixed", fmt.si(w.fixed_bytes_per_s, "B/s")),
+    ], className="stats", id="scn-result-stats")
+    parts: list[Any] = [stats]
+    if w.before is not None and w.after is not None:
+        def roof():
+            fig = ctx.view((w.id, "roofline"), lambda: analysis.roofline_figure(w.before, compare=w.after,
+                                                                              title="Before → after"))
+            if fig is None:
+                return empty("Roofline not available", "This version of coach has no roofline analysis yet.")
+            return dcc.Graph(figure=fit(fig, 520), config={"displaylogo": False}, id="scn-roofline")
+        parts.append(card(guarded(roof, "roofline")))
+    for label, tl in (("slow", w.slow_timeline), ("fixed", w.fixed_timeline)):
+        if tl is not None:
+            ev = ctx.view((w.id, f"{label}-events"), lambda tl=tl: timeline_view.events(tl))
+            fig = timeline_view.figure(ev)[0].update_layout(title=f"Timeline, {label}")
+            parts.append(card(dcc.Graph(figure=fig, config={"displaylogo": False})))
+    return parts
+
+
+def body(ctx: Context, w: Walkthrough, state: dict[str, Any]) -> list[Any]:
+    step = state["step"]
+    if step == 0:
+        return symptom(ctx, w)
+    if step == ANSWER_STEP:
+        return first_check(ctx, w, state["answer"])
+    if step == 2:
+        return evidence(w)
+    if step == 3:
+        return bottleneck(ctx, w)
+    if step == 4:
+        return fix(w)
+    return result(ctx, w)
+
+
+# --------------------------------------------------------------------------------------------
+# Callbacks
+# --------------------------------------------------------------------------------------------
+
+ACTIONS = {ids.SCN_NEXT: "next", ids.SCN_BACK: "back", ids.SCN_COMMIT: "commit"}
+
+
+def register(app: Dash, ctx: Context) -> None:
+    @app.callback(Output(ids.SCN_STEP, "data"),
+                  Input(ids.SCN_NEXT, "n_clicks"), Input(ids.SCN_BACK, "n_clicks"), Input(ids.SCN_COMMIT, "n_clicks"),
+                  State(ids.SCN_ANSWER, "value"), State(ids.SCN_STEP, "data"), prevent_initial_call=True)
+    def move(_next, _back, _commit, answer, state):
+        action = ACTIONS.get(callback_ctx.triggered_id)
+        return no_update if action is None else advance(state, action, answer)
+
+    @app.callback(Output(ids.SCN_STEPPER, "children"), Output(ids.SCN_BODY, "children"),
+                  Output(ids.SCN_NEXT, "disabled"), Output(ids.SCN_BACK, "disabled"),
+                  Output(ids.SCN_ANSWER + "-box", "style"),
+                  Input(ids.SCN_STEP, "data"), State(ids.SCN_ID, "data"))
+    def show(state, wid):
+        return render_step(ctx, wid, state)
+
+
+def render_step(ctx: Context, wid: str | None, state: dict[str, Any] | None):
+    w = ctx.walkthrough(wid or "")
+    if w is None:
+        return no_update, no_update, no_update, no_update, no_update
+    s = dict(START, **(state or {}))
+    step = s["step"]
+    locked = step == ANSWER_STEP and not s["answer"]
+    answer_box = {"display": "block", "marginTop": "12px"} if locked else {"display": "none"}
+    content = guarded(lambda: body(ctx, w, s), STEPS[step].lower())
+    return stepper(step), content, locked or step == len(STEPS) - 1, step == 0, answer_box

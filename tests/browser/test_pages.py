@@ -1,0 +1,54 @@
+"""Each page loads in headless Chromium, shows what it is for, and leaves the console clean."""
+
+from __future__ import annotations
+
+from conftest import assert_clean_console, open_page, screenshot, wait_for, wait_idle
+
+
+def test_home_lists_the_walkthrough_and_the_way_to_your_own_report(driver, live_app):
+    open_page(driver, live_app, "/", "#tile-strided-copy", "A gather that reads every 33rd float")
+    assert "Open your own report" in wait_for(driver, "#tile-explore").text
+    screenshot(driver, "home")
+    assert_clean_console(driver)
+
+
+def test_hardware_page_draws_the_h200_roofline_and_predicts(driver, live_app):
+    open_page(driver, live_app, "/hardware", "#hw-roofline .main-svg")
+    wait_for(driver, "#hw-ridges", "BF16 tensor")
+    wait_idle(driver)
+    assert "memory (dram)" in wait_for(driver, "#hw-prediction", "bound by").text
+    screenshot(driver, "hardware")
+    assert_clean_console(driver)
+
+
+def test_ladders_page_says_none_are_recorded(driver, live_app):
+    open_page(driver, live_app, "/ladders", "#lad-body", "No ladder results are recorded yet")
+    screenshot(driver, "ladders")
+    assert_clean_console(driver)
+
+
+def test_unknown_path_says_so(driver, live_app):
+    open_page(driver, live_app, "/nowhere", "h1", "Page not found")
+    assert_clean_console(driver)
+
+
+def test_a_timeline_scenario_opens_on_its_slow_timeline(driver, live_app):
+    open_page(driver, live_app, "/scenario/scenario-15", "#scn-body", "One step takes 45.8 ms")
+    wait_for(driver, "#scn-body .js-plotly-plot .trace.bars")
+    wait_idle(driver)
+    screenshot(driver, "scenario-15-symptom")
+    assert_clean_console(driver)
+
+
+def test_the_navigation_moves_between_pages_without_reloading(driver, live_app):
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, live_app, "/", "#tile-explore")
+    driver.execute_script("window.__sameDocument = true;")
+    driver.find_element(By.ID, "nav-hardware").click()
+    wait_for(driver, "#hw-ridges", "BF16 tensor")
+    assert "active" in driver.find_element(By.ID, "nav-hardware").get_attribute("class")
+    driver.back()
+    wait_for(driver, "#tile-explore")
+    assert driver.execute_script("return window.__sameDocument === true;")
+    assert_clean_console(driver)
