@@ -13,7 +13,6 @@
 
 constexpr int THREADS = 1024;
 constexpr int WARP = 32;
-constexpr float INV_TWO_PI = 0.15915494309189535f;
 constexpr unsigned FULL = 0xffffffffu;
 
 // Sum over the block of f(x_j) = sin(w x_j), x_j = (j + 0.5) h, for j in [first, first + count).
