@@ -13,7 +13,8 @@ import pytest
 
 from coach.analyze.findings import Bottleneck
 from coach.analyze.kernel_metrics import DERIVED, with_derived
-from coach.analyze.kernel_rules import PROFILE_RULES, RULES, TREE, diagnose_launch, ncu_metric_names, run_all, specs
+from coach.analyze.kernel_rules import (PROFILE_RULES, RANKED_BY, RULES, TREE, diagnose_launch, ncu_metric_names,
+                                        run_all, specs)
 from coach.analyze.kernel_rules._common import KernelContext
 from coach.analyze.kernel_rules.speed_of_light import verdict
 from coach.model import DEVICES, LAUNCH_METRICS, LAUNCHES, Source, conform, make_kernel_profile
@@ -466,3 +467,58 @@ def test_a_tail_on_a_kernel_near_its_roof_is_capped_at_the_gap():
     (g,) = run("launch_bound", duration_ns=1e6, grid_size=66, sm_count=132, sm_throughput_pct=20.0,
                memory_throughput_pct=78.0, dram_throughput_pct=78.0)
     assert g.estimated_saving_ns == pytest.approx(2.2e5)
+
+
+# ---- launch-configuration limits ranked with the gap -------------------------------------------
+
+# Synthetic: a latency-bound launch (both halves far below 60%) whose registers allow 2 blocks of
+# 256 threads (25% theoretical occupancy), with warps waiting on memory 90% of the time.
+REGISTER_LIMITED = dict(duration_ns=1e6, sm_throughput_pct=8.0, memory_throughput_pct=20.0, dram_throughput_pct=20.0,
+                        theoretical_occupancy_pct=25.0, achieved_occupancy_pct=24.0, blocks_limit_registers=2.0,
+                        blocks_limit_shared_mem=32.0, blocks_limit_warps=8.0, blocks_limit_sm=32.0, block_size=256,
+                        registers_per_thread=72, warp_cycles_per_issued_inst=100.0, stall_long_scoreboard=90.0,
+                        issue_active_pct=8.0)
+
+
+def test_occupancy_limit_leads_in_the_latency_regime():
+    found, _ = diagnose_launch(launch(**REGISTER_LIMITED))
+    assert [f.rule_id for f in found][:3] == ["occupancy-limit", "warp-stalls", "speed-of-light"]
+    occupancy, stalls, root = found[:3]
+    # its own estimate is kept (time x (1 - 25%)), below the stall share's, which is capped at the 80% gap
+    assert occupancy.estimated_saving_ns == pytest.approx(7.5e5)
+    assert stalls.estimated_saving_ns == root.estimated_saving_ns == pytest.approx(8e5)
+    assert occupancy.details[RANKED_BY] == root.estimated_saving_ns
+    assert RANKED_BY not in root.details and RANKED_BY not in stalls.details
+
+
+def test_occupancy_limit_is_ranked_by_its_estimate_near_the_roof_or_when_measured():
+    # DRAM at 70%: near the roof the bound leads, and the occupancy finding keeps its (capped) estimate
+    found, _ = diagnose_launch(launch(**dict(REGISTER_LIMITED, memory_throughput_pct=70.0, dram_throughput_pct=70.0)))
+    assert found[0].rule_id == "speed-of-light" and not any(RANKED_BY in f.details for f in found)
+    # achieved occupancy short of a full theoretical one is behaviour, not a launch setting
+    cols = dict(REGISTER_LIMITED, theoretical_occupancy_pct=100.0, achieved_occupancy_pct=50.0, blocks_limit_registers=8.0)
+    found, _ = diagnose_launch(launch(**cols))
+    assert [f.rule_id for f in found][:3] == ["warp-stalls", "speed-of-light", "occupancy-limit"]
+    assert not any(RANKED_BY in f.details for f in found)
+
+
+def test_a_partial_wave_leads_a_compute_kernel_below_its_roof():
+    # 1.0038 waves of compute-bound blocks: averaged over the idle tail the SMs are 64% busy, so the
+    # partial wave's 49.8% is capped at the 36% gap, and it is what keeps the kernel from its roof
+    cols = dict(duration_ns=1.5e6, sm_throughput_pct=64.0, memory_throughput_pct=2.0, waves_per_sm=265 / 264,
+                grid_size=265)
+    found, _ = diagnose_launch(launch(**cols))
+    assert [f.rule_id for f in found][:2] == ["tail-effect", "speed-of-light"]
+    assert found[0].estimated_saving_ns == found[1].estimated_saving_ns == pytest.approx(1.5e6 * 0.36)
+    assert found[0].details[RANKED_BY] == pytest.approx(1.5e6 * 0.36)
+
+
+def test_promotion_survives_the_ranking_across_launches():
+    other = dict(REGISTER_LIMITED, theoretical_occupancy_pct=100.0, blocks_limit_registers=8.0, duration_ns=9.5e5)
+    rows = pl.DataFrame([{"launch_id": 0, "kernel_name": "limited", "device_id": 0, **REGISTER_LIMITED},
+                         {"launch_id": 1, "kernel_name": "other", "device_id": 0, **other}])
+    found = [f for f in run_all(model_profile(conform(rows, LAUNCHES))) if not f.rule_id.startswith("not-checked")]
+    # launch 0's occupancy finding ranks with its root's 800 us gap, ahead of launch 1's 760 us
+    assert [(f.scope, f.rule_id) for f in found][:4] == [
+        ("limited", "occupancy-limit"), ("limited", "warp-stalls"), ("limited", "speed-of-light"),
+        ("other", "warp-stalls")]

@@ -20,6 +20,19 @@ near its roof (60% of peak or more: the bound is the story, the cause a refineme
 the rest of the gap), and follows the tied causes in the latency regime, where Nsight Compute's
 SOLBottleneck rule itself says only "latency issue": there the cause names what the root cannot.
 Causes whose fix removes work (excess sectors, spills, FP64) can exceed the gap and rank above the root.
+
+A finding that names a limit set by the launch configuration alone (the resource that caps
+theoretical occupancy, a partial last wave) is ranked with the gap, ahead of the root and of the
+causes tied with it, where that limit is what keeps the kernel from its roof: in the latency regime,
+and, for a partial wave, on a launch that is not memory-bound (its idle SMs are compute lost; a
+memory-bound launch's last wave takes the bandwidth the idle SMs leave, so near its roof the bound
+stays the story). Such a limit caps every other latency remedy: more bytes in flight or fewer stalls
+per warp cannot make up for warps the SM may not hold, or for SMs the grid leaves idle. Its own
+estimate (Nsight Compute's models: time x (1 - theoretical occupancy), the partial wave's idle share)
+is almost always below the gap, because the busiest unit of a kernel held to a fraction of its warps
+or SMs runs below that fraction; by estimate alone, the measurements of the symptom (stall shares,
+bytes in flight: the gap itself) would rank above the setting to change. The estimate is kept;
+``details[RANKED_BY]`` records the gap it is ranked with.
 """
 
 from __future__ import annotations
@@ -34,10 +47,12 @@ import polars as pl
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import speed_of_light
-from coach.analyze.kernel_rules._common import KernelContext, fmt_time, missing
+from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, Verdict, fmt_time, missing
 from coach.model import KernelProfile
 
 ROOT = "speed_of_light"
+#: details key of a launch-configuration finding ranked with the root's gap: that gap, in ns.
+RANKED_BY = "ranked_by_saving_ns"
 
 #: subtree -> rule modules, in the order they run (and break ties in the ranking).
 TREE: dict[str, tuple[str, ...]] = {
@@ -73,7 +88,7 @@ def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
         notes += skipped
     for module in PROFILE_RULES.values():
         findings += module.apply_profile(wide)
-    return rank(findings) + notes
+    return _rank_launches(findings) + notes
 
 
 def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] = (),
@@ -90,7 +105,7 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
             skipped.append(_not_checked(module.SPEC, launch, gone))
             continue
         found += module.apply(launch, ctx)
-    found = _root_after_tied_causes(rank(found), ctx)
+    found = _launch_limits_first(_root_after_tied_causes(rank(found), ctx), ctx.verdict)
     if found:
         found[0] = _compare_with_ncu(found[0], ctx.ncu_rules)
     return found, skipped
@@ -105,6 +120,40 @@ def _root_after_tied_causes(found: list[Finding], ctx: KernelContext) -> list[Fi
     while ties + 1 < len(found) and found[ties + 1].estimated_saving_ns == found[0].estimated_saving_ns is not None:
         ties += 1
     return [*found[1:ties + 1], found[0], *found[ties + 1:]]
+
+
+def _launch_limits_first(found: list[Finding], v: Verdict | None) -> list[Finding]:
+    """Rank the launch-configuration limits that keep the kernel from its roof with the root's gap,
+    ahead of the root and of the causes tied with it (see the module docstring)."""
+    root = next((f for f in found if f.rule_id == RULES[ROOT].SPEC.id), None)
+    gap = root.estimated_saving_ns if root else None
+    if v is None or gap is None:
+        return found
+    limits = [i for i, f in enumerate(found) if _holds_back(f, v) and (f.estimated_saving_ns or 0.0) <= gap]
+    if not limits:
+        return found
+    rest = [f for i, f in enumerate(found) if i not in limits]
+    at = next(i for i, f in enumerate(rest) if f.estimated_saving_ns is None or f.estimated_saving_ns <= gap)
+    promoted = [replace(found[i], details={**found[i].details, RANKED_BY: gap}) for i in limits]
+    return rest[:at] + promoted + rest[at:]
+
+
+def _holds_back(f: Finding, v: Verdict) -> bool:
+    """Whether launch-limit finding ``f`` is what keeps a launch with verdict ``v`` from its roof."""
+    kind = f.details.get(LAUNCH_LIMIT)
+    if kind is None or v.regime == "at-roof":
+        return False
+    return v.regime == "latency" or (kind == PARTIAL_WAVE and v.side != "memory")
+
+
+def _rank_launches(findings: list[Finding]) -> list[Finding]:
+    """Every launch's findings in one ranking: by saving, a promoted launch limit by the gap it was
+    ranked with; the sort is stable, so each launch keeps its own order on a tie."""
+
+    def saving(f: Finding) -> float | None:
+        return f.details.get(RANKED_BY, f.estimated_saving_ns)
+
+    return sorted(findings, key=lambda f: (saving(f) is None, -(saving(f) or 0.0)))
 
 
 def _ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
@@ -154,12 +203,16 @@ def _compare_with_ncu(top: Finding, ncu_rules: tuple[dict[str, Any], ...]) -> Fi
     if {first["rule_id"], biggest["rule_id"]} <= SYMPTOM_RULES:
         text += "; those describe idle issue slots, pipes or warps, which are symptoms here"
     text += ". "
+    if RANKED_BY in top.details:
+        why = ("it names the launch setting that keeps the kernel below its roof "
+               f"({fmt_time(top.details[RANKED_BY])} from it)")
+    else:
+        why = f"its fix saves the most time ({fmt_time(top.estimated_saving_ns)})"
     if top.ncu_rule:
         own = _ncu_label({"rule_id": top.ncu_rule, "speedup_pct": top.ncu_speedup_pct})
-        text += (f"Its {own} matches this finding, which we put first because its fix saves the most time "
-                 f"({fmt_time(top.estimated_saving_ns)}).")
+        text += f"Its {own} matches this finding, which we put first because {why}."
     else:
-        text += f"We put this finding first because its fix saves the most time ({fmt_time(top.estimated_saving_ns)})."
+        text += f"We put this finding first because {why}."
     merged = f"{top.differs_from_ncu} {text}" if top.differs_from_ncu else text
     return replace(top, differs_from_ncu=merged)
 

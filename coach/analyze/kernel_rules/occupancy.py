@@ -13,7 +13,7 @@ from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import WARP_SIZE
-from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_time
+from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, OCCUPANCY_LIMIT, KernelContext, ev, finding, fmt_time
 
 SPEC = RuleSpec(
     id="occupancy-limit",
@@ -96,7 +96,7 @@ def _theoretical(launch: dict[str, Any], ctx: KernelContext, theo: float) -> Fin
         gain_model=(f"time x (1 - {theo:.0f}%), capped at the gap to the roof: a latency-bound kernel speeds up at "
                     f"most in proportion to the warps added (Nsight Compute's model); saves {fmt_time(saving)}"),
         ncu=ctx.ncu("TheoreticalOccupancy", "AchievedOccupancy"),
-        details={"limiters": [_LIMITS[c][0] for c in limiters], "blocks_per_sm": blocks},
+        details={"limiters": [_LIMITS[c][0] for c in limiters], "blocks_per_sm": blocks, LAUNCH_LIMIT: OCCUPANCY_LIMIT},
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
-from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_time
+from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, ev, finding, fmt_time
 
 SPEC = RuleSpec(
     id="tail-effect",
@@ -52,5 +52,5 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         gain_model=(f"time x (ceil(waves) - waves)/ceil(waves) = {100 * idle:.0f}%: the partial wave's idle share with "
                     f"equal-length blocks, capped at the gap to the roof; saves {fmt_time(saving)}"),
         ncu=ctx.ncu("LaunchConfiguration"),
-        details={"waves": waves, "full_waves": full, "tail_fraction": partial},
+        details={"waves": waves, "full_waves": full, "tail_fraction": partial, LAUNCH_LIMIT: PARTIAL_WAVE},
     )]
