@@ -12,8 +12,11 @@
 #   kineto-cases        tests/data/kineto_timeline_cases/record_kineto_cases.py (PyTorch profiler)
 #   profile-examples    `coach profile` on tests/programs: a Triton kernel under ncu --set full and
 #                       nsys, and a four-stream torch pipeline under nsys, with NVIDIA's own outputs
+#   profile-diagnose    `coach profile --nsys --ncu full` of the Triton program with the whole CLI,
+#                       which reads and diagnoses the reports there (needs polars and adbc importable)
 #   ranks               scripts/record-ranks.sh (8 per-rank nsys reports), when that script exists
-#   hygiene             scripts/record-hygiene.sh (benchmarks measured right and wrong), when present
+#   hygiene             scripts/record-hygiene.sh (benchmarks measured right and wrong, and a joined
+#                       nsys + ncu recording)
 #   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all)
 #   ladders:A,B,...     python3 -m coach.capture.ladder run A B ... --ncu, when that module exists
 #
@@ -49,11 +52,14 @@ run_step() {
             --out "$dir/triton_softmax" -- python3 "$root/tests/programs/triton_softmax.py" &&
         python3 -m coach profile --nsys --out "$dir/torch_multistream" -- \
             python3 "$root/tests/programs/torch_multistream.py" &&
-        for rep in "$dir"/*/*.nsys-rep; do
-            "$root/scripts/export-nvidia-outputs.sh" "$dir/nvidia" "$rep"
+        for name in triton_softmax torch_multistream; do
+            "$root/scripts/export-nvidia-outputs.sh" "$dir/nvidia/$name" "$dir/$name/report.nsys-rep"
         done ;;
+    profile-diagnose)  # the whole coach CLI on the GPU machine: profile, export, read, diagnose
+        python3 -m coach profile --nsys --ncu full --kernel softmax_kernel --launch-count 1 \
+            --out "$dir/triton_softmax" -- python3 "$root/tests/programs/triton_softmax.py" ;;
     ranks) [ -x "$root/scripts/record-ranks.sh" ] && "$root/scripts/record-ranks.sh" "$dir" ;;
-    hygiene) [ -x "$root/scripts/record-hygiene.sh" ] && "$root/scripts/record-hygiene.sh" "$dir" ;;
+    hygiene) "$root/scripts/record-hygiene.sh" "$debs" "$dir" ;;
     scenarios)
         if [ "$arg" = all ] || [ "$arg" = scenarios ]; then set -- --all; else set -- ${arg//,/ }; fi
         "$root/scripts/record-scenarios.sh" "$debs" "$dir" "$@" ;;
