@@ -83,6 +83,7 @@ class ProfileSpec:
     nsys: bool
     ncu: bool
     kineto: bool
+    nsys_timed_only: bool  # Nsight Systems records only the timed repetitions (harness.time_cuda)
     ncu_set: str
     ncu_kernel: str | None  # a regular expression on kernel names, given to ncu as -k regex:...
     ncu_launch_count: int | Mapping[str, int]  # one count for both variants, or one per variant
@@ -593,6 +594,7 @@ def _profile(f: _Fields, tool: str) -> ProfileSpec:
         nsys=f.flag("nsys", False),
         ncu=f.flag("ncu", False),
         kineto=f.flag("kineto", False),
+        nsys_timed_only=f.flag("nsys_timed_only", False),
         ncu_set=f.text("ncu_set", "full", required=False),
         ncu_kernel=f.text("ncu_kernel", None, required=False),
         ncu_launch_count=_launch_count(f),
@@ -607,6 +609,8 @@ def _profile(f: _Fields, tool: str) -> ProfileSpec:
             re.compile(spec.ncu_kernel)
         except re.error as err:
             raise f.error("ncu_kernel", f"is not a regular expression ({err})") from None
+    if spec.nsys_timed_only and not spec.nsys:
+        raise f.error("nsys_timed_only", "is true, but nsys is false (it limits what Nsight Systems records)")
     if spec.ncu and not spec.ncu_kernel:
         raise f.error("ncu_kernel", "is missing (profile only the scenario's kernels: Nsight Compute replays each one)")
     primary = {"ncu": spec.ncu, "nsys": spec.nsys, "kineto": spec.kineto}[tool]

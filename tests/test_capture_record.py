@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_capture_support import fake_bin, fake_data_root, run_cli, set_mode  # noqa: F401, F811  (fixtures)
+from test_capture_support import FAKE_PROGRAM, fake_bin, fake_data_root, run_cli, set_mode  # noqa: F401, F811  (fixtures)
 
 from coach import scenarios
 from coach.capture import harness
@@ -86,6 +86,50 @@ def test_skip_existing_and_time_budget(fake_bin, fake_data_root, tmp_path):
     outcomes = record([_scenario()], tmp_path / "raw2", time_budget_s=0, log=lines.append)
     assert [(o.status, o.message) for o in outcomes] == [("not started", "time budget spent")]
     assert lines[-1] == "time budget of 0 s spent; not started: scenario-99 (run again with --skip-existing)"
+
+
+def test_timed_only_scenario_captures_the_timed_repetitions(fake_bin, fake_data_root, tmp_path):
+    """nsys_timed_only: nsys gets the capture range, and the profiled program the variable that makes
+    harness.time_cuda call cudaProfilerStart/Stop; the plain and ncu runs get neither."""
+    folder = fake_data_root / "scenarios" / "scenario-99-fake"
+    toml = folder / "scenario.toml"
+    toml.write_text(toml.read_text().replace("timeout_s = 60", "timeout_s = 60\nnsys_timed_only = true"))
+    (folder / "prog.py").write_text("import os\nprint('timed only:', os.environ.get('COACH_NSYS_TIMED_ONLY'))\n"
+                                    + FAKE_PROGRAM)
+    out = tmp_path / "raw"
+    record([_scenario()], out, log=lambda line: None)
+    raw = out / "scenario-99"
+    flags = "--trace=cuda,nvtx --sample=none --cpuctxsw=none --capture-range=cudaProfilerApi --capture-range-end=stop"
+    assert json.loads((raw / MANIFEST).read_text())["profile"]["nsys_flags"] == flags
+    nsys_log = (raw / "slow.nsys.log").read_text()
+    assert flags in nsys_log and "timed only: 1" in nsys_log
+    assert "timed only: None" in (raw / "slow.plain.log").read_text()
+    assert "timed only: None" in (raw / "fixed.ncu.log").read_text()
+
+
+def test_timed_capture_brackets_only_when_asked(monkeypatch):
+    torch = pytest.importorskip("torch")
+    calls = []
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: calls.append("start"))
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: calls.append("stop"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append("sync"))
+    monkeypatch.delenv(harness.TIMED_CAPTURE_ENV, raising=False)
+    with harness.timed_capture():
+        calls.append("work")
+    assert calls == ["work"]
+    monkeypatch.setenv(harness.TIMED_CAPTURE_ENV, "1")
+    calls.clear()
+    with harness.timed_capture():
+        calls.append("work")
+    assert calls == ["start", "work", "sync", "stop"]
+
+
+def test_nvtx_ranges_are_skipped_without_cuda(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: pytest.fail("no NVTX without CUDA"))
+    with harness.nvtx("step 0"):
+        pass
 
 
 def test_no_nsys_no_ncu(fake_bin, fake_data_root, tmp_path):

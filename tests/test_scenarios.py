@@ -153,6 +153,8 @@ BAD = [
     ("timeout_s = 60", "ncu_launch_count = { slow = 4, fixed = 1, faster = 1 }",
      "field 'profile.ncu_launch_count.faster': is not a known field"),
     ("min_speedup = 1.5", "min_speedup = 1.5\nunit = 3", "field 'expected.unit': must be text, not an integer (3)"),
+    ("ncu = true\nnsys = true", "ncu = true\nnsys = false\nnsys_timed_only = true",
+     "field 'profile.nsys_timed_only': is true, but nsys is false"),
     ("hints = [", "hint = [", "field 'hints': is missing"),
 ]
 
@@ -180,7 +182,7 @@ def test_good_fake_scenario_loads(tmp_path):
     s = scenarios.load(folder / "scenario.toml")
     assert (s.id, s.number, s.slug, s.min_speedup) == ("scenario-99", 99, "fake", 1.5)
     assert s.evidence[0].slow_range == (16.0, 32.0) and s.evidence[0].agg == "sum"
-    assert s.profile.ncu_set == "full" and s.profile.timeout_s == 60.0
+    assert s.profile.ncu_set == "full" and s.profile.timeout_s == 60.0 and s.profile.nsys_timed_only is False
 
 
 def test_launch_counts_per_variant_and_the_unit(tmp_path):

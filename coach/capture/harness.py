@@ -31,6 +31,10 @@ WARMUP = 3
 REPEAT = 20
 #: Set by ``coach record`` for scenarios profiled with the PyTorch profiler: where to write the trace.
 KINETO_ENV = "COACH_KINETO_OUT"
+#: Set by ``coach record`` when Nsight Systems records only the timed repetitions (a scenario's
+#: ``nsys_timed_only``): ``time_cuda`` then brackets them with cudaProfilerStart/Stop, which nsys,
+#: run with ``--capture-range=cudaProfilerApi``, takes as the start and end of its capture.
+TIMED_CAPTURE_ENV = "COACH_NSYS_TIMED_ONLY"
 RESULT_KEY = "coach_result"
 
 
@@ -57,9 +61,15 @@ def sizes(script: str | Path) -> dict[str, float]:
 
 @contextmanager
 def nvtx(name: str) -> Iterator[None]:
-    """An NVTX push/pop range (shown on the Nsight Systems timeline, and used by ncu filters)."""
+    """An NVTX push/pop range (shown on the Nsight Systems timeline, and used by ncu filters).
+
+    Without CUDA (a CPU-only torch, where the NVTX functions are missing) the range is skipped, so
+    that a program's correctness path can run on a machine without a GPU."""
     import torch
 
+    if not torch.cuda.is_available():
+        yield
+        return
     torch.cuda.nvtx.range_push(name)
     try:
         yield
@@ -77,15 +87,34 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int, repeat: int, label: str = "
             fn()
     torch.cuda.synchronize()
     times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        with nvtx(label):
-            start.record()
-            fn()
-            end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    with timed_capture():
+        for _ in range(repeat):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            with nvtx(label):
+                start.record()
+                fn()
+                end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
     return times
+
+
+@contextmanager
+def timed_capture() -> Iterator[None]:
+    """Bracket the block with cudaProfilerStart/Stop when ``coach record`` asks for a capture of the
+    timed repetitions only (``$COACH_NSYS_TIMED_ONLY``): start-up, module loading, the check and the
+    warm-up then stay out of the Nsight Systems timeline, which shows the steady state alone."""
+    if os.environ.get(TIMED_CAPTURE_ENV) != "1":
+        yield
+        return
+    import torch
+
+    torch.cuda.profiler.start()
+    try:
+        yield
+    finally:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
 
 
 def relative_error(out: Any, ref: Any) -> float:

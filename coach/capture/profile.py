@@ -27,6 +27,10 @@ from coach.errors import CoachError, ToolError
 #: sampling and context switches are off: with them a 5-second Python run made a 2 GB capture on
 #: the H200 machine, and the analysis does not read them.
 NSYS_PROFILE_FLAGS = ("--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none")
+#: Record only between the program's cudaProfilerStart and cudaProfilerStop (``harness.time_cuda``
+#: makes those calls around the timed repetitions), and let the program run on to its end afterwards
+#: (the default, ``stop-shutdown``, would end it before it prints its result).
+NSYS_TIMED_ONLY_FLAGS = ("--capture-range=cudaProfilerApi", "--capture-range-end=stop")
 #: Nsight Compute locks clocks to base by default; ``none`` measures the GPU as it runs (and leaves
 #: a shared machine's clock settings alone).
 NCU_FIXED_FLAGS = ("--clock-control", "none", "--import-source", "yes")
@@ -72,10 +76,11 @@ def resolve_command(command: Sequence[str], cwd: Path | None = None) -> list[str
 
 
 def nsys_capture(nsys: str, command: list[str], scratch: Path, name: str, *, timeout: float,
-                 env: dict[str, str]) -> list[Path]:
-    """``nsys profile`` then ``nsys export --type=sqlite``: returns [report, export, log] in scratch."""
+                 env: dict[str, str], extra_flags: Sequence[str] = ()) -> list[Path]:
+    """``nsys profile`` then ``nsys export --type=sqlite``: returns [report, export, log] in scratch.
+    ``extra_flags`` follow the standard ones (e.g. ``NSYS_TIMED_ONLY_FLAGS``)."""
     what = f"{_short(command)} under nsys"
-    argv = [nsys, "profile", *NSYS_PROFILE_FLAGS, "--force-overwrite=true", f"--output={name}", *command]
+    argv = [nsys, "profile", *NSYS_PROFILE_FLAGS, *extra_flags, "--force-overwrite=true", f"--output={name}", *command]
     done = tools.run(argv, what=what, timeout=timeout, cwd=scratch, env=env, check=False)
     log = _write_log(scratch / f"{name}.nsys.log", done)
     report = scratch / f"{name}.nsys-rep"

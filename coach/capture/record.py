@@ -32,7 +32,7 @@ import coach
 from coach import scenarios
 from coach.capture import harness, probe, tools
 from coach.capture.doctor import NSYS_ENV_FIX
-from coach.capture.profile import NSYS_PROFILE_FLAGS, NcuOptions, ncu_capture, nsys_capture
+from coach.capture.profile import NSYS_PROFILE_FLAGS, NSYS_TIMED_ONLY_FLAGS, NcuOptions, ncu_capture, nsys_capture
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, ToolError
 from coach.paths import kernels_dir
@@ -154,7 +154,7 @@ def _record_one(scenario: Scenario, final: Path, machine: dict[str, Any], paths:
             "gpu": probe.gpu_slug(machine["gpu"]["name"]),
             "provenance": machine,
             "commands": {v: ["python", scenario.programs[v].script.name, *scenario.programs[v].args] for v in variants},
-            "profile": {"nsys_flags": " ".join(NSYS_PROFILE_FLAGS) if spec.nsys else None,
+            "profile": {"nsys_flags": " ".join(NSYS_PROFILE_FLAGS + _nsys_extra_flags(spec)) if spec.nsys else None,
                         "ncu": {"set": spec.ncu_set, "kernel": spec.ncu_kernel, "launch_count": spec.ncu_launch_count}
                         if spec.ncu else None},
             "variants": files,
@@ -176,8 +176,10 @@ def _record_variant(scenario: Scenario, program: Program, stage: Path, paths: di
         jobs: list[tuple[str, dict[str, str], Callable[[], list[Path]]]] = [
             ("plain run", {"plain": f"{variant}.plain.json"}, partial(_plain, scenario, program, argv, scratch, env, log))]
         if spec.nsys and use["nsys"]:
+            nsys_env = {**env, harness.TIMED_CAPTURE_ENV: "1"} if spec.nsys_timed_only else env
             jobs.append(("nsys", {"nsys": f"{variant}.sqlite", "nsys_rep": f"{variant}.nsys-rep"},
-                         partial(nsys_capture, paths["nsys"], argv, scratch, variant, timeout=spec.timeout_s, env=env)))
+                         partial(nsys_capture, paths["nsys"], argv, scratch, variant, timeout=spec.timeout_s,
+                                 env=nsys_env, extra_flags=_nsys_extra_flags(spec))))
         if spec.ncu and use["ncu"]:
             options = NcuOptions(set=spec.ncu_set, kernel=spec.ncu_kernel, launch_count=spec.launch_count(variant))
             jobs.append(("ncu", {"ncu": f"{variant}.ncu-rep"},
@@ -199,6 +201,12 @@ def _record_variant(scenario: Scenario, program: Program, stage: Path, paths: di
             named.update(names)
             log(f"{variant}: {name} done in {seconds:.1f} s")
     return named
+
+
+def _nsys_extra_flags(spec: scenarios.ProfileSpec) -> tuple[str, ...]:
+    """Nsight Systems flags beyond the standard ones: the capture range of a scenario that records
+    only its timed repetitions."""
+    return NSYS_TIMED_ONLY_FLAGS if spec.nsys_timed_only else ()
 
 
 def _plain(scenario: Scenario, program: Program, argv: list[str], scratch: Path, env: dict[str, str],
