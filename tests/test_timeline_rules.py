@@ -88,11 +88,33 @@ def test_idle_fires_host_bound_on_the_recorded_trace(kineto):
     [f] = run(gpu_idle, kineto)
     assert f.category == Bottleneck.HOST_BOUND and f.scope == "GPU 0"
     e = evidence(f)
-    # five gaps between operations, minus the 8.94 ms module load inside the largest
-    assert (e["idle_in_gaps_ns"], e["largest_gap_ns"]) == (19482684, 17021628)
-    assert e["host_in_cuda_api_pct"] == pytest.approx(100 * 1869748 / 19482684)
-    assert f.estimated_saving_ns == 19482684 - 5 * gpu_idle.MIN_GAP_NS
+    # five gaps between operations, minus the 8.94 ms module load inside the largest; the two that a
+    # synchronisation returned into (550.6 us and 89.8 us, 434.4 us of it in CUDA calls) are host-sync's
+    assert (e["idle_in_gaps_ns"], e["largest_gap_ns"]) == (19482684 - 550624 - 89760, 17021628)
+    assert e["host_in_cuda_api_pct"] == pytest.approx(100 * (1869748 - 403710 - 30708) / (19482684 - 640384))
+    assert f.estimated_saving_ns == 19482684 - 640384 - 3 * gpu_idle.MIN_GAP_NS
     assert "aten::sum" in f.message and "8.937 ms" in f.message
+    assert "So are 2 gap(s) that followed a host synchronisation (640 us" in f.message
+
+
+def _synchronised_steps(with_syncs: bool):
+    """Ten 900 us kernels 1 ms apart; after each of the first nine the host waits in
+    cudaStreamSynchronize (100 us to 905 us into the step), so each 100 us gap follows a sync."""
+    starts = [i * 1000 for i in range(10)]
+    tables = {"kernels": kernels(starts, [s + 900 for s in starts])}
+    if with_syncs:
+        tables["api"] = {"pid": [1] * 9, "tid": [1] * 9, "name": ["cudaStreamSynchronize"] * 9,
+                         "start_ns": [(s + 100) * US for s in starts[:9]], "end_ns": [(s + 905) * US for s in starts[:9]]}
+    return synthetic_timeline(**tables)
+
+
+def test_idle_leaves_the_gaps_after_a_synchronisation_to_host_sync():
+    tl = _synchronised_steps(with_syncs=True)
+    assert run(gpu_idle, tl) == []
+    [f] = run(host_sync, tl)
+    assert f.estimated_saving_ns == 9 * (100 * US - host_sync.LAUNCH_LATENCY_NS)
+    [f] = run(gpu_idle, _synchronised_steps(with_syncs=False))
+    assert f.estimated_saving_ns == 9 * (100 * US - gpu_idle.MIN_GAP_NS) and "synchronisation" not in f.message
 
 
 def _waiting_in_malloc(with_host_tables: bool):

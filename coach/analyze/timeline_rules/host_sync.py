@@ -70,16 +70,22 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
     return pl.concat([syncs, blocking]).sort("start_ns")
 
 
+def returned_into(gaps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
+    """The GPU gaps (``device_id, start_ns, end_ns, gap_ns``) that a synchronisation point returned
+    into, once each: the host waited, the queue drained, and the GPU stayed idle until the host
+    launched again."""
+    return interval_join(
+        gaps.select("device_id", "start_ns", "end_ns", gap_ns="dur_ns"),
+        points.select(start_ns="end_ns", end_ns="end_ns", point_name="name"),
+        "contains",
+    ).unique(subset=["device_id", "start_ns"])
+
+
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     points = sync_points(a)
     if points.is_empty() or a.gaps.is_empty():
         return []
-    returned_into = interval_join(
-        a.gaps.select("device_id", "start_ns", "end_ns", gap_ns="dur_ns"),
-        points.select(start_ns="end_ns", end_ns="end_ns", point_name="name"),
-        "contains",
-    )
-    bubbles = returned_into.unique(subset=["device_id", "start_ns"]).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS)
+    bubbles = returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS)
     bubble_ns = int(bubbles["gap_ns"].sum())
     saving_ns = float((bubbles["gap_ns"] - LAUNCH_LATENCY_NS).sum())
     if not reportable(saving_ns, a.window_ns):
