@@ -362,6 +362,35 @@ def test_warmup_counts_a_load_inside_a_launch_once():
     assert f.estimated_saving_ns == 5 * MS and evidence(f)["module_load_calls"] == 1
 
 
+def _jit_compiled(with_load: bool):
+    """A 1 ms kernel, then 800 ms of host time with no GPU work, the load of a run-time compiled
+    module (or a query call), and a 1 ms kernel launched right after."""
+    second = 802 * MS
+    names = ["cudaLaunchKernel", "cuDeviceGetAttribute", "cuModuleLoadData" if with_load else "cuCtxGetCurrent",
+             "cuLaunchKernelEx"]
+    return synthetic_timeline(
+        api={"pid": [1] * 4, "tid": [1] * 4, "correlation_id": [1, None, None, 2], "name": names,
+             "start_ns": [0, 700 * MS, 801 * MS, second], "end_ns": [8 * US, 700 * MS + 2 * US, 801 * MS + 500 * US,
+                                                                     second + 6 * US]},
+        kernels={**kernels([10, (second + 10 * US) // US], [1010, (second + 1010 * US) // US]), "correlation_id": [1, 2]},
+    )
+
+
+def test_warmup_counts_run_time_compilation_before_a_module_load():
+    [f] = run(warmup, _jit_compiled(with_load=True))
+    # from the end of the first launch call to the start of the launch after the load
+    assert f.estimated_saving_ns == 802 * MS - 8 * US
+    assert evidence(f)["run_time_compile_ns"] == 802 * MS - 8 * US and evidence(f)["module_load_calls"] == 1
+    assert "compilation and module loading" in f.title and "compiled at run time" in f.message
+    assert run(gpu_idle, _jit_compiled(with_load=True)) == []  # the idle GPU waited for the compiler: set aside
+
+
+def test_warmup_quiet_without_a_run_time_load():
+    assert run(warmup, _jit_compiled(with_load=False)) == []
+    [f] = run(gpu_idle, _jit_compiled(with_load=False))
+    assert f.category == Bottleneck.HOST_BOUND
+
+
 def test_warmup_quiet_for_fast_launches():
     assert run(warmup, _launched(40, kernel_us=100)) == []
 

@@ -2,9 +2,12 @@
 
 With lazy loading (the default since CUDA 12.2) a module is loaded when one of its kernels is first
 launched: the driver's ``cuLibraryLoadData``/``cuModuleLoad*`` calls, or a first launch call that
-takes milliseconds instead of microseconds. A profile that starts before the program is warm
-measures those one-time costs as if they were part of every step, and the GPU sits idle while they
-run. They are the measurement's problem, not the program's: the other rules set them aside.
+takes milliseconds instead of microseconds. A kernel compiled while the program runs (Triton,
+TorchInductor, NVRTC through CuPy) is compiled on the host first, then loaded from memory with
+``cuModuleLoadData``: that compilation is one-time host work as well. A profile that starts before
+the program is warm measures those one-time costs as if they were part of every step, and the GPU
+sits idle while they run. They are the measurement's problem, not the program's: the other rules set
+them aside.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, merge_intervals
+from coach.analyze.timeline import TimelineAnalysis, merge_intervals, with_launch_call
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
 
 SPEC = RuleSpec(
@@ -28,6 +31,12 @@ SPEC = RuleSpec(
 )
 
 LOADING_CALLS = r"^cu(Module|Library)Load"
+# Code compiled at run time reaches the driver as an image in memory: Triton's launcher
+# (backends/nvidia/driver.c), CuPy's RawModule and ElementwiseKernel (NVRTC) and TorchInductor (through
+# Triton) load it with cuModuleLoadData(Ex). Kernels built ahead of time (PyTorch's own, cuBLAS) are
+# registered fat binaries that lazy loading brings in with cuLibraryLoadData instead.
+RUN_TIME_LOAD_CALLS = r"^cuModuleLoadData(Ex)?$"
+COMPILE = "compiling before cuModuleLoadData"
 
 # A launch call ten times the steady-state cost (one launch latency, ~10 us on the H200) is not
 # launch overhead. On a kernel's first launch it is module loading: the H200 recordings show first
@@ -36,8 +45,8 @@ SLOW_FIRST_LAUNCH_NS = 10 * LAUNCH_LATENCY_NS
 
 
 def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
-    """Module-loading calls and slow first launches of each kernel: ``pid, tid, start_ns, end_ns,
-    name``."""
+    """Module-loading calls, run-time compilation and slow first launches of each kernel: ``pid,
+    tid, start_ns, end_ns, name``."""
     loads = (
         a.timeline.api.filter(base_api_name(pl.col("name")).str.contains(LOADING_CALLS))
         .select("pid", "tid", "start_ns", "end_ns", "name")
@@ -47,7 +56,37 @@ def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
         .filter(pl.struct("pid", "name").is_first_distinct() & (pl.col("launch_ns") >= SLOW_FIRST_LAUNCH_NS))
         .select("pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", name="api_name")
     )
-    return pl.concat([loads, first_launches]).sort("start_ns")
+    return pl.concat([loads, run_time_compilation(a), first_launches]).sort("start_ns")
+
+
+def run_time_compilation(a: TimelineAnalysis) -> pl.DataFrame:
+    """For each load of run-time compiled code (``RUN_TIME_LOAD_CALLS``), the host time around it on
+    its thread between the last call that issued GPU work before it and the first one after it: the
+    compiler ran there (and the launcher was built), with no GPU work issued meanwhile. ``pid, tid,
+    start_ns, end_ns, name``; a load with no issuing call before (after) it starts (ends) there."""
+    loads = a.timeline.api.filter(base_api_name(pl.col("name")).str.contains(RUN_TIME_LOAD_CALLS)).select(
+        "pid", "tid", "start_ns", "end_ns")
+    if loads.is_empty():
+        return pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
+                                    "name": pl.Utf8})
+    issuing = (
+        with_launch_call(a.work, a.timeline.api)
+        .select("pid", "tid", call_start_ns="api_start_ns", call_end_ns="api_end_ns")
+        .unique()
+        .filter(pl.col("tid").is_not_null())
+    )
+    before = issuing.select("pid", "tid", "call_end_ns").sort("call_end_ns")
+    after = issuing.select("pid", "tid", "call_start_ns").sort("call_start_ns")
+    return (
+        loads.sort("start_ns")
+        .join_asof(before, left_on="start_ns", right_on="call_end_ns", by=["pid", "tid"], strategy="backward",
+                   check_sortedness=False)  # each side sorted by time; within a thread too
+        .sort("end_ns")
+        .join_asof(after, left_on="end_ns", right_on="call_start_ns", by=["pid", "tid"], strategy="forward",
+                   check_sortedness=False)
+        .select("pid", "tid", start_ns=pl.coalesce("call_end_ns", "start_ns"),
+                end_ns=pl.coalesce("call_start_ns", "end_ns"), name=pl.lit(COMPILE))
+    )
 
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
@@ -62,14 +101,18 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     durations = calls["dur_ns"]
     by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     names = ", ".join(f"{n} x {name} ({ns(t)})" for name, n, t in by_name.iter_rows())
+    compile_ns = int(calls.filter(pl.col("name") == COMPILE)["dur_ns"].sum())
     return [Finding(
         rule_id=SPEC.id,
         category=SPEC.category,
-        title=f"The profile includes {ns(saving_ns)} of one-time module loading",
+        title=f"The profile includes {ns(saving_ns)} of one-time "
+              + ("compilation and module loading" if compile_ns else "module loading"),
         message=(f"The profiled window includes one-time start-up work: {names}; {ns(saving_ns)} in all "
                  f"({share_pct(saving_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window). With lazy loading the first "
-                 "launch of each kernel loads its module; the GPU waits meanwhile, and a step that contains it is not "
-                 "a steady-state step."),
+                 "launch of each kernel loads its module"
+                 + ("; a kernel compiled at run time (Triton, torch.compile, NVRTC) is compiled on the host before its "
+                    "module is loaded" if compile_ns else "")
+                 + "; the GPU waits meanwhile, and a step that contains it is not a steady-state step."),
         next_step=("Warm up before measuring: run a few iterations first and profile after them (torch.profiler "
                    "schedule(wait=1, warmup=1, active=3), or cudaProfilerStart() after warm-up with nsys "
                    "--capture-range=cudaProfilerApi); time only steady-state iterations."),
@@ -81,11 +124,13 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
             Evidence("longest_one_time_call_ns", float(durations.max()), "ns",
                      healthy=f"launch calls near one launch latency ({ns(LAUNCH_LATENCY_NS)})", threshold=SLOW_FIRST_LAUNCH_NS,
                      source=a.timeline.source.tool),
+            Evidence("run_time_compile_ns", compile_ns, "ns", healthy="0: kernels compiled (or loaded from the "
+                     "compiler's cache) before the measured region", source=a.timeline.source.tool),
         ),
         scope="timeline",
         estimated_gain_pct=share_pct(saving_ns, a.window_ns),
         estimated_saving_ns=saving_ns,
-        gain_model=("time in module loading and slow first launches, merged per host thread: warming up moves it out "
-                    "of the measured region; the program's steady state does not get faster"),
+        gain_model=("time in module loading, run-time compilation and slow first launches, merged per host thread: "
+                    "warming up moves it out of the measured region; the program's steady state does not get faster"),
         details={"calls": by_name.to_dicts()},
     )]
