@@ -101,7 +101,11 @@ def measure(scenario: Scenario, evidence: Evidence, profile: Profile) -> float |
                                             f"canonical {evidence.table} table")
     lf = frame.lazy()
     if evidence.kernel and name_col:
-        lf = lf.filter(pl.col(name_col).str.contains(evidence.kernel))
+        match = pl.col(name_col).str.contains(evidence.kernel)
+        signature = scenarios.SIGNATURE_COLUMNS.get(evidence.table)
+        if signature in frame.columns:
+            match = match.fill_null(False) | pl.col(signature).str.contains(evidence.kernel).fill_null(False)
+        lf = lf.filter(match)
     for key, value in evidence.where:
         lf = lf.filter(pl.col(key) == value)
     metric = pl.col(evidence.metric).cast(pl.Float64)

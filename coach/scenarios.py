@@ -48,6 +48,10 @@ KERNEL_TABLES = ("launches",)
 TIMELINE_TABLES = ("kernels", "memcpy", "memset", "api", "sync", "nvtx")
 #: The column an evidence entry's ``kernel`` expression is matched against, per table.
 NAME_COLUMNS = {"launches": "kernel_name", "kernels": "name", "api": "name", "nvtx": "text"}
+#: Kernels are matched against their full signature as well: PyTorch's element-wise kernels share a
+#: few short names (``elementwise_kernel``, ``vectorized_elementwise_kernel``), and only the
+#: signature tells a copy (``direct_copy_kernel_cuda``) from an addition.
+SIGNATURE_COLUMNS = {"launches": "demangled_name", "kernels": "demangled_name"}
 #: Which ceiling the bytes of the model count against.
 BOUNDS = ("dram", "pcie", "compute")
 
@@ -113,7 +117,7 @@ class Evidence:
     per: str | None
     agg: str
     where: tuple[tuple[str, Any], ...]
-    kernel: str | None  # regular expression on the name column of the table (NAME_COLUMNS)
+    kernel: str | None  # regular expression on the name column (NAME_COLUMNS) or the signature (SIGNATURE_COLUMNS)
     direction: str
     slow_range: tuple[float, float] | None
     scale: float

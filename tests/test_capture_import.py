@@ -186,5 +186,11 @@ def test_measure_on_a_real_nsys_export(softmax_nsys_sqlite):
     assert recordings.measure(scenario, ev(table="api", metric="dur_ns", agg="max", kernel="^cudaMemcpyAsync",
                                            scale=1e-6), timeline) == pytest.approx(longest * 1e-6)
     assert recordings.measure(scenario, ev(table="kernels", metric="dur_ns", agg="count"), timeline) == 11
+    # a kernel expression matches the signature too: three of the six vectorized_elementwise_kernel
+    # launches multiply (the other three add)
+    assert recordings.measure(scenario, ev(table="kernels", metric="dur_ns", agg="count",
+                                           kernel="MulFunctor"), timeline) == 3
+    assert recordings.measure(scenario, ev(table="kernels", metric="dur_ns", agg="count",
+                                           kernel="^vectorized_elementwise_kernel$"), timeline) == 6
     with pytest.raises(InputError, match="'bytez' is not a column of the canonical memcpy table"):
         recordings.measure(scenario, ev(table="memcpy", metric="bytez"), timeline)
