@@ -1,0 +1,115 @@
+"""Scenario 20: how long does a Triton softmax take? Two benchmarks of the same kernel.
+
+    python bench.py --variant slow     # time.perf_counter() around the first calls, no warm-up, no sync
+    python bench.py --variant fixed    # warm-up, CUDA events, a median over repetitions, rotating inputs
+
+The kernel is a row-wise softmax over a `rows` x `cols` fp32 matrix, one Triton program per row. The
+slow program measures it the way a first benchmark is often written: the wall-clock time of the first
+`calls` calls divided by `calls`, with no warm-up and no synchronisation. The fixed program compiles
+the kernel in a warm-up, then times each of `repeat` calls with CUDA events on the stream,
+synchronises before reading them, reports the median, and cycles over `rotate` input buffers so that
+every call reads its input from DRAM as it would in a real model (they are far larger than the L2
+anyway). Both check the kernel's output against float64 on a poisoned (NaN) buffer and print one JSON
+line (coach.capture.harness.emit): the per-call times each benchmark reports. NVTX ranges mark the
+timed regions ("timed") and the warm-up; Nsight Systems records the whole run, compilation included.
+
+slow reports the Triton compiler (the first call compiles the kernel and builds its launcher, hundreds
+of milliseconds on the host) spread over `calls` calls, and none of the kernel's own run time: the
+timer stops as soon as the last launch is queued. fixed reports the kernel: its median agrees with the
+kernel durations Nsight Systems records.
+
+The kernel runs under TRITON_INTERPRET=1 on a CPU, so its correctness is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from coach.capture import harness
+
+#: fp32 exponentials and a sum over 8192 terms against float64: ~1e-7 relative per element; a row
+#: normalised by the wrong sum is off by order 1.
+TOLERANCE = 1e-5
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(out_ptr + row * out_row_stride + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Row-wise softmax of a 2-D fp32 tensor: one program per row, the whole row in registers."""
+    rows, cols = x.shape
+    out = torch.empty_like(x) if out is None else out
+    block = triton.next_power_of_2(cols)
+    softmax_kernel[(rows,)](out, x, x.stride(0), out.stride(0), cols, BLOCK=block, num_warps=min(16, max(1, block // 512)))
+    return out
+
+
+def error(out: torch.Tensor, x: torch.Tensor) -> float:
+    return harness.relative_error(out, torch.softmax(x.double(), dim=1))
+
+
+def draw(size: dict, n: int, device: torch.device, seed: int) -> list[torch.Tensor]:
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return [torch.randn(size["rows"], size["cols"], generator=gen, device=device) * 4 for _ in range(n)]
+
+
+def naive(size: dict, seed: int) -> tuple[list[float], float]:
+    """The first benchmark: wall-clock time of the first calls, per call."""
+    x, = draw(size, 1, torch.device("cuda"), seed)
+    out = torch.full_like(x, float("nan"))  # poison: what the kernel does not write fails the check
+    with harness.nvtx("timed"):
+        start = time.perf_counter()
+        for _ in range(size["calls"]):
+            softmax(x, out)
+        elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return [elapsed / size["calls"] * 1e3], error(out, x)
+
+
+def careful(size: dict, seed: int, warmup: int, repeat: int) -> tuple[list[float], float]:
+    """Warm-up, then CUDA events around each call on rotating inputs; the times of every repetition."""
+    inputs = draw(size, size["rotate"], torch.device("cuda"), seed)
+    outputs = [torch.full_like(x, float("nan")) for x in inputs]
+    calls = iter(range(warmup + repeat))
+
+    def one_call() -> None:
+        i = next(calls) % len(inputs)
+        softmax(inputs[i], outputs[i])
+
+    times = harness.time_cuda(one_call, warmup=warmup, repeat=repeat, label="timed")
+    torch.cuda.synchronize()
+    return times, max(error(o, x) for o, x in zip(outputs, inputs))
+
+
+def main() -> None:
+    size = harness.sizes(__file__)
+    args = harness.parse_args(__doc__.splitlines()[0], warmup=3, repeat=50)
+    # A cold start, as in a fresh container or a CI job: Triton's on-disk cache is empty, so the first
+    # call compiles (with a warm cache it would only load the cubin, and the naive number would change
+    # from one run to the next: a measurement that depends on the state of a cache is a bad one too).
+    with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
+        os.environ["TRITON_CACHE_DIR"] = cache
+        if args.variant == "slow":
+            times, err = naive(size, args.seed)
+        else:
+            times, err = careful(size, args.seed, args.warmup, args.repeat)
+    harness.emit(variant=args.variant, times_ms=times, unit="call", rel_error=err, tolerance=TOLERANCE,
+                 seed=args.seed, device=torch.cuda.get_device_name(), triton=triton.__version__)
+
+
+if __name__ == "__main__":
+    main()
