@@ -12,6 +12,11 @@ from coach import recordings, scenarios
 from coach.analyze.diagnose import diagnose, is_not_checked
 
 GPU = "h200"
+#: Scenarios whose careful measurement must agree with the profiler: the evidence entry holding the
+#: kernel's mean duration in the fixed profile (us). CUDA events around one launch add the launch
+#: latency (a few microseconds) to a kernel of a few hundred: 10% covers it.
+AGREES_WITH_PROFILER = {"scenario-20": "kernel_us"}
+AGREEMENT = 0.10
 
 
 def recording_of(scenario):
@@ -51,3 +56,10 @@ def test_diagnosis_puts_the_planted_problem_first(scenario):
     assert top.rule_id == scenario.first_rule, f"{scenario.id}: first is {top.rule_id}: {top.title}"
     assert top.evidence and all(e.value is not None for e in top.evidence)
     assert top.message and top.next_step
+
+
+@pytest.mark.parametrize("sid", sorted(AGREES_WITH_PROFILER))
+def test_careful_measurement_agrees_with_the_profiler(sid):
+    results = recording_of(scenarios.find(sid)).results
+    kernel_us = next(e for e in results["evidence"] if e["name"] == AGREES_WITH_PROFILER[sid])["fixed"]
+    assert results["variants"]["fixed"]["median_ms"] * 1e3 == pytest.approx(kernel_us, rel=AGREEMENT)
