@@ -77,7 +77,8 @@ def draw(size: dict, device: torch.device, seed: int) -> tuple[Weights, torch.Te
     n = size["blocks"]
     w = Weights(ln1=[norm(channels) for _ in range(n)], time1=[linear(size["time_hidden"], steps) for _ in range(n)],
                 time2=[linear(steps, size["time_hidden"]) for _ in range(n)], ln2=[norm(channels) for _ in range(n)],
-                chan1=[linear(size["ff"], channels) for _ in range(n)], chan2=[linear(channels, size["ff"]) for _ in range(n)],
+                chan1=[linear(size["ff"], channels) for _ in range(n)],
+                chan2=[linear(channels, size["ff"]) for _ in range(n)],
                 head=linear(size["horizon"], steps))
     x = torch.randn(size["batch"], steps, channels, generator=gen, device=device)
     return w.to(torch.bfloat16, parameters=True), x.to(torch.bfloat16)
