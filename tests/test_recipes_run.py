@@ -225,7 +225,7 @@ def test_cli_check_sets_coach_beside_nvidia(fake_nsys, report, capsys):
     assert "coach and NVIDIA agree on 24 of 24 values (4 items) of cuda_gpu_kern_sum." in capsys.readouterr().out
 
 
-def test_cli_without_nsys_says_what_is_missing(report, tmp_path, monkeypatch, capsys):
+def test_cli_without_nsys_says_what_is_missing(report, softmax_nsys_sqlite, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("COACH_NCU_ROOT", str(tmp_path / "no-ncu"))
     with pytest.raises(SystemExit) as exit_:
@@ -233,6 +233,10 @@ def test_cli_without_nsys_says_what_is_missing(report, tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert exit_.value.code == 3 and err.count("\n") == 1
     assert err.startswith("coach: error: nsys recipes need Nsight Systems, which is not installed here")
+    coach_main(["load", str(softmax_nsys_sqlite), "--json"])  # everything else still works
+    assert json.loads(capsys.readouterr().out)["kind"] == "timeline"
+    coach_main(["diagnose", str(softmax_nsys_sqlite), "--json"])
+    assert "pageable-memcpy" in capsys.readouterr().out
 
 
 def test_cli_list_works_without_nsys(tmp_path, monkeypatch, capsys):
