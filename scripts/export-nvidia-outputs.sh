@@ -7,7 +7,8 @@
 #     scripts/export-nvidia-outputs.sh OUT_DIR REPORT...
 #     scripts/export-nvidia-outputs.sh --together NAME OUT_DIR REPORT.nsys-rep...
 #
-# Writes OUT_DIR/<report-stem>/... per report. With --together, runs the recipes once over all the
+# Writes OUT_DIR/<report-stem>/... per report, and refuses to write into one that exists (the
+# outputs of two reports of one name must not mix). With --together, runs the recipes once over all the
 # .nsys-rep reports given (their multi-report mode: one rank per report) into OUT_DIR/NAME/; set
 # RECIPE_MODE (none, concurrent, dask-futures) to choose how nsys runs them, and RECIPES (a
 # space-separated list) to run other recipes than the default set.
@@ -47,8 +48,17 @@ run_recipes() {
     done
 }
 
+# fresh DEST: refuse to mix the outputs of two reports (say, two reports named "report") in one folder
+fresh() {
+    if [ -e "$1" ]; then
+        echo "export-nvidia-outputs.sh: $1 exists: each report needs a folder of its own (remove it to redo it)" >&2
+        exit 1
+    fi
+    mkdir -p "$1"
+}
+
 if [ -n "$together" ]; then
-    dest="$out/$together"; mkdir -p "$dest"
+    dest="$out/$together"; fresh "$dest"
     nsys --version > "$dest/nsys_version.txt" 2>&1
     scratch="$(mktemp -d)"; inputs=()
     for rep in "$@"; do
@@ -63,7 +73,7 @@ fi
 for rep in "$@"; do
     rep="$(cd "$(dirname "$rep")" && pwd)/$(basename "$rep")"
     stem="$(basename "$rep")"; stem="${stem%.*}"
-    dest="$out/$stem"; mkdir -p "$dest"
+    dest="$out/$stem"; fresh "$dest"
     case "$rep" in
     *.ncu-rep)
         ncu --version > "$dest/ncu_version.txt" 2>&1

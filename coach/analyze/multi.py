@@ -15,7 +15,9 @@ Per report:
 ``gap_ns``, ``max_gap_ns``, ``gaps``   idle stretches between a device's first and last operation
                  (NVIDIA's ``gpu_gaps`` looks at the same stretches): their sum, the longest, how many.
 ``sync_calls``, ``sync_ns``  device, context, stream and event synchronisation calls and the time
-                 the host spent in them (the calls of NVIDIA's ``cuda_api_sync`` recipe).
+                 the host spent in them (the host-sync rule's calls; NVIDIA's ``cuda_api_sync``
+                 recipe, which ``side_by_side_from_recipes`` uses, lists device and stream
+                 synchronisation only).
 ``memcpy_ns``    summed copy time.
 
 The slowest report is the one with the longest ``wall_ns``: in a data-parallel job every rank waits

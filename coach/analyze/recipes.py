@@ -17,16 +17,15 @@ The result: ``recipe, report, item, quantity, ours, nvidia, tolerance, agrees, n
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import polars as pl
 
-from coach.analyze.timeline import gpu_work, idle_gaps, merge_intervals, nvtx_projection, with_launch_call
+from coach.analyze.timeline import (gpu_work, idle_gaps, interval_join, merge_intervals, nvtx_projection,
+                                    with_launch_call)
 from coach.analyze.timeline_rules._shared import base_api_name
-from coach.analyze.timeline_rules.host_sync import SYNC_CALLS
 from coach.analyze.timeline_rules.pageable_memcpy import pageable_copies
 from coach.ingest.recipes import RecipeOutput
 from coach.model import Timeline
@@ -36,6 +35,10 @@ ROUNDING = 0.05 + 1e-9
 
 #: ``gpu_gaps`` lists only gaps longer than this unless given ``--gap`` (NVIDIA's default, 500 ms).
 NVIDIA_GAP_THRESHOLD_NS = 500_000_000
+
+#: The calls ``cuda_api_sync`` lists: "cudaDeviceSynchronize(), cudaStreamSynchronize()" (the
+#: recipe's description). Coach's host-sync rule also counts event and context synchronisation.
+NVIDIA_SYNC_CALLS = r"^(cudaDeviceSynchronize|cudaStreamSynchronize)$"
 
 COMPARISON: dict[str, pl.DataType] = {
     "recipe": pl.Utf8, "report": pl.Utf8, "item": pl.Utf8, "quantity": pl.Utf8, "ours": pl.Float64,
@@ -169,26 +172,48 @@ def _nvtx(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
     return _stats(_ranges(tl), "text", "dur_ns")
 
 
-def runtime_projection(tl: Timeline) -> pl.DataFrame:
-    """NVTX ranges projected onto the GPU by NVIDIA's rule: only GPU work launched by runtime-API
-    calls (``cudaLaunchKernel``, ``cudaMemcpyAsync``) counts; coach's own projection also follows
-    driver-API launches (``cuLaunchKernel``, used by Triton and cuBLASLt)."""
-    runtime_only = dataclasses.replace(tl, api=tl.api.filter(pl.col("api") == "runtime"))
-    return nvtx_projection(runtime_only, gpu_work(tl))
+def nvidia_projection(tl: Timeline) -> pl.DataFrame:
+    """NVTX ranges projected onto the GPU as Nsight Systems 2025.3 does it (read off its outputs for
+    the recorded reports; docs/analysis.md): coach's projection (``nvtx_projection``: work launched
+    inside the range on its thread, through the runtime or the driver API) of each range with GPU
+    work, counted in launches (``gpu_launches``: distinct correlation ids, so one CUDA-graph launch
+    is one), plus, as the recipes do, one extra range per CUDA-graph kernel node (``node``): the
+    innermost range around the graph launch, one level deeper, spanning that node's kernel.
 
-
-def _projected(tl: Timeline) -> pl.DataFrame:
-    return runtime_projection(tl).filter(pl.col("gpu_ops") > 0)
+    Columns: ``pid, tid, text, depth, proj_start_ns, proj_end_ns, proj_dur_ns, dur_ns`` (the range on
+    its CPU thread; 0 for a node), ``gpu_launches``, ``node``."""
+    ranges = tl.nvtx.filter(pl.col("end_ns").is_not_null()).with_row_index("_range")
+    issued = with_launch_call(tl.kernels.select("pid", "correlation_id", "graph_id", "start_ns", "end_ns")
+                              .with_columns(pl.lit(True).alias("kernel")), tl.api)
+    copies = pl.concat([t.select("pid", "correlation_id", "start_ns", "end_ns") for t in (tl.memcpy, tl.memset)])
+    other = with_launch_call(copies, tl.api)
+    calls = pl.concat([issued, other], how="diagonal_relaxed").select(
+        "pid", "tid", "correlation_id", "graph_id", start_ns="api_start_ns", end_ns="api_end_ns",
+        node_start_ns="start_ns", node_end_ns="end_ns")
+    inside = interval_join(ranges.select("_range", "pid", "tid", "start_ns", "end_ns", "depth"), calls, "contains",
+                           by=["pid", "tid"])
+    launches = inside.group_by("_range").agg(gpu_launches=pl.col("correlation_id").n_unique())
+    # nvtx_projection keeps the ranges in the order of ``ranges``, so the row index names the same range
+    projected = (nvtx_projection(tl).with_row_index("_range").join(launches, on="_range")
+                 .select("pid", "tid", "text", "depth", "proj_start_ns", "proj_end_ns", "proj_dur_ns", "dur_ns",
+                         "gpu_launches", node=pl.lit(False)))
+    innermost = (inside.filter(pl.col("graph_id").is_not_null()).sort("depth")
+                 .group_by("graph_id", "node_start_ns").agg(pl.col("_range", "node_end_ns").last()))
+    nodes = innermost.join(ranges.select("_range", "pid", "tid", "text", "depth"), on="_range").select(
+        "pid", "tid", "text", depth=pl.col("depth") + 1, proj_start_ns="node_start_ns", proj_end_ns="node_end_ns",
+        proj_dur_ns=pl.col("node_end_ns") - pl.col("node_start_ns"), dur_ns=pl.lit(0, pl.Int64),
+        gpu_launches=pl.lit(1, pl.UInt32), node=pl.lit(True))
+    return pl.concat([projected, nodes], how="vertical_relaxed").sort("pid", "tid", "proj_start_ns", "depth")
 
 
 def _proj_sum(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
-    p = _projected(tl)
+    p = nvidia_projection(tl)
     ranges = p.group_by("text").agg(range_total_ns=pl.col("dur_ns").sum())
     return _stats(p, "text", "proj_dur_ns").join(ranges, on="text")
 
 
 def _proj_trace(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
-    return _projected(tl).select("pid", "tid", "text", "depth", "proj_start_ns", "proj_end_ns")
+    return nvidia_projection(tl).select("pid", "tid", "text", "depth", "proj_start_ns", "proj_end_ns")
 
 
 def _util_map(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
@@ -248,10 +273,11 @@ def _memcpy_sync(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame
 
 
 def _api_sync(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
-    return tl.api.filter(base_api_name(pl.col("name")).str.contains(SYNC_CALLS)).select("tid", "start_ns", "dur_ns")
+    blocking = base_api_name(pl.col("name")).str.contains(NVIDIA_SYNC_CALLS)
+    return tl.api.filter(blocking).select("tid", "start_ns", "dur_ns")
 
 
-_RUNTIME_ONLY = "ranges with GPU work launched through the runtime API (NVIDIA's rule)"
+_PROJECTION = "ranges with GPU work, and one more per CUDA-graph kernel node (NVIDIA's rule)"
 
 DEFINITIONS: dict[str, Definition] = {
     "cuda_gpu_kern_sum": Definition(("name",), {**_STAT_QUANTITIES, "std_ns": ROUNDING}, _kernels,
@@ -262,9 +288,9 @@ DEFINITIONS: dict[str, Definition] = {
     "cuda_gpu_mem_size_sum": Definition(("name",), {"count": 0.0, "total_bytes": 0.0, "min_bytes": 0.0,
                                                     "max_bytes": 0.0, "mean_bytes": ROUNDING}, _mem_size),
     "nvtx_sum": Definition(("text",), _STAT_QUANTITIES, _nvtx),
-    "nvtx_gpu_proj_sum": Definition(("text",), {**_STAT_QUANTITIES, "range_total_ns": 0.0}, _proj_sum, _RUNTIME_ONLY),
+    "nvtx_gpu_proj_sum": Definition(("text",), {**_STAT_QUANTITIES, "range_total_ns": 0.0}, _proj_sum, _PROJECTION),
     "nvtx_gpu_proj_trace": Definition(("pid", "tid", "text", "depth", "proj_start_ns"), {"proj_end_ns": 0.0},
-                                      _proj_trace, _RUNTIME_ONLY),
+                                      _proj_trace, _PROJECTION),
     "cuda_gpu_time_util_map": Definition(("pid", "device_id", "bin_start_ns"), {"kernel_pct": ROUNDING}, _util_map,
                                          "union of the kernels in NVIDIA's bins"),
     "gpu_gaps": Definition(("pid", "device_id", "start_ns"), {"dur_ns": 0.0}, _gaps,
@@ -274,5 +300,5 @@ DEFINITIONS: dict[str, Definition] = {
     "cuda_memcpy_sync": Definition(("start_ns",), {"dur_ns": 0.0, "bytes": 0.0}, _memcpy_sync,
                                    "copies issued by a memcpy call without Async"),
     "cuda_api_sync": Definition(("tid", "start_ns"), {"dur_ns": 0.0}, _api_sync,
-                                "device, context, stream and event synchronisation calls"),
+                                "cudaDeviceSynchronize and cudaStreamSynchronize only"),
 }
