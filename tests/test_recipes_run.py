@@ -156,6 +156,13 @@ def test_missing_python_package_names_the_requirements(fake_nsys, report):
         run_recipe("cuda_api_sum", [report])
 
 
+def test_dask_futures_without_dask(fake_nsys, report):
+    fake_nsys('print("ModuleNotFoundError: No module named \'distributed\'", file=sys.stderr)\nsys.exit(1)')
+    with pytest.raises(ToolError, match=r"--mode dask-futures needs Dask in the recipes' Python \(no module "
+                                        r"'distributed'\): python3 -m pip install 'dask\[distributed\]', or leave out"):
+        run_recipe("cuda_api_sum", [report], mode="dask-futures")
+
+
 def test_failing_recipe_is_one_line(fake_nsys, report):
     fake_nsys('print("Generated:", file=sys.stderr)\n'
               'print("ValueError: the report has no CUDA data", file=sys.stderr)\nsys.exit(1)')

@@ -262,7 +262,7 @@ def run_recipes(names: Sequence[str], inputs: Sequence[str | Path], *, mode: str
             done = tools.run(command, what=f"nsys recipe {name}", timeout=timeout, cwd=tmp, check=False)
             said = done.stdout + "\n" + done.stderr
             if done.returncode != 0:
-                raise _failure(name, done.returncode, said, nsys)
+                raise _failure(name, done.returncode, said, nsys, mode)
             if not out.is_dir():
                 if _NO_DATA.search(said):
                     results[name] = empty_output(name, f"nsys recipe {name} found no data in the report(s)")
@@ -309,8 +309,11 @@ def _link_inputs(reports: list[Path], folder: Path) -> list[Path]:
     return links
 
 
-def _failure(name: str, code: int, said: str, nsys: RecipeTool) -> ToolError:
+def _failure(name: str, code: int, said: str, nsys: RecipeTool, mode: str | None) -> ToolError:
     module = _NO_MODULE.search(said)
+    if module and mode == "dask-futures" and module.group(1).split(".")[0] in ("dask", "distributed"):
+        return ToolError(f"nsys recipe {name} --mode dask-futures needs Dask in the recipes' Python (no module "
+                         f"{module.group(1)!r}): python3 -m pip install 'dask[distributed]', or leave out --mode")
     if module or _MISSING_PACKAGES.search(said):
         which = f" (no module {module.group(1)!r})" if module else ""
         how = (f"python3 -m pip install -r {nsys.requirements}" if nsys.requirements
