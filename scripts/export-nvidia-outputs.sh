@@ -7,9 +7,10 @@
 #     scripts/export-nvidia-outputs.sh OUT_DIR REPORT...
 #     scripts/export-nvidia-outputs.sh --together NAME OUT_DIR REPORT.nsys-rep...
 #
-# Writes OUT_DIR/<report-stem>/... per report, and refuses to write into one that exists (the
-# outputs of two reports of one name must not mix). With --together, runs the recipes once over all the
-# .nsys-rep reports given (their multi-report mode: one rank per report) into OUT_DIR/NAME/; set
+# Writes OUT_DIR/<report-stem>/... per report; for an .nsys-rep it refuses a folder that exists (nsys
+# recipe keeps an existing output, so the outputs of two reports of one name would mix). With
+# --together, runs the recipes once over all the .nsys-rep reports given (their multi-report mode: one
+# rank per report) into OUT_DIR/NAME/; set
 # RECIPE_MODE (none, concurrent, dask-futures) to choose how nsys runs them, and RECIPES (a
 # space-separated list) to run other recipes than the default set.
 #
@@ -73,9 +74,10 @@ fi
 for rep in "$@"; do
     rep="$(cd "$(dirname "$rep")" && pwd)/$(basename "$rep")"
     stem="$(basename "$rep")"; stem="${stem%.*}"
-    dest="$out/$stem"; fresh "$dest"
+    dest="$out/$stem"
     case "$rep" in
     *.ncu-rep)
+        mkdir -p "$dest"   # every file is rewritten whole
         ncu --version > "$dest/ncu_version.txt" 2>&1
         ncu --import "$rep" --csv --page raw > "$dest/raw.csv" 2> "$dest/raw.err"
         ncu --import "$rep" --csv --page raw --print-units base > "$dest/raw_base_units.csv" 2>> "$dest/raw.err"
@@ -85,6 +87,7 @@ for rep in "$@"; do
         ncu --import "$rep" --csv --page raw --print-fp --print-units base > "$dest/raw_fp_base_units.csv" 2>> "$dest/raw.err"
         ;;
     *.nsys-rep)
+        fresh "$dest"      # nsys recipe will not write into an existing folder: old and new would mix
         nsys --version > "$dest/nsys_version.txt" 2>&1
         scratch="$(mktemp -d)"; cp "$rep" "$scratch/"
         ( cd "$scratch" && nsys stats --force-export=true --report "$STATS" --format csv \
