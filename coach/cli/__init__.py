@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "coach.cli.join",
     "coach.cli.explain",
     "coach.cli.dash",
+    "coach.cli.recipe",
 ]
 
 for _name in COMMAND_MODULES:

@@ -30,10 +30,14 @@ def load_cmd(
         coach load run.sqlite --json
 
         coach load traces/h200/scenario-01-aos-particles/slow/ncu
+
+        coach load ranks/          (several timelines: one row per report, the slowest named)
     """
     from coach.ingest import expand, load  # polars: imported only when the command runs
 
     paths = expand(list(files))
+    if len(paths) > 1 and side_by_side(paths, as_json):
+        return
     summaries = []
     with progress("reading profiles", total=len(paths)) as advance:
         for p in paths:
@@ -188,3 +192,63 @@ def _pct(x: float | None) -> str:
 
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
+
+
+# --------------------------------------------------------------------------------------------
+# Several timelines: the per-report table side by side (coach.analyze.multi)
+# --------------------------------------------------------------------------------------------
+
+
+def side_by_side(paths: list[Path], as_json: bool) -> bool:
+    """Show several timeline reports side by side and return True; return False (showing nothing)
+    when the paths are not at least two timelines."""
+    from coach.analyze.multi import cache_reports, distinct_reports, timeline_format
+    from coach.analyze.multi import side_by_side as summarize_reports
+
+    if not all(timeline_format(p) for p in paths):
+        return False
+    reports = distinct_reports(paths)
+    if len(reports) < 2:
+        return False
+    with progress("reading reports into the cache", total=len(reports)) as advance:
+        folders = cache_reports(reports, on_each=advance)
+    print_side_by_side(summarize_reports(folders), as_json)
+    return True
+
+
+def print_side_by_side(result, as_json: bool) -> None:  # result: coach.analyze.multi.SideBySide
+    """The per-report table (times in ms; --json has every column), the slowest report's row in
+    bold, and the verdict."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    if as_json:
+        print_json({"reports": result.table.to_dicts(), "slowest": result.slowest, "measured_by": result.measured_by,
+                    "reasons": result.reasons.to_dicts(), "verdict": result.verdict})
+        return
+    table = Table(title="Reports side by side (times in ms)", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    columns = [c for c in _SIDE_BY_SIDE_COLUMNS if c in result.table.columns]
+    for c in columns:
+        header = _SIDE_BY_SIDE_COLUMNS[c]
+        table.add_column(header, justify="left" if c == "report" else "right", min_width=len(header))
+    for row in result.table.iter_rows(named=True):
+        style = "bold red" if row["report"] == result.slowest else None
+        table.add_row(*(escape(_side_by_side_cell(c, row[c])) for c in columns), style=style)
+    console.print(table)
+    console.print(escape(result.verdict))
+
+
+_SIDE_BY_SIDE_COLUMNS = {"report": "report", "wall_ns": "wall", "span_ns": "span", "kernels": "kernels",
+                         "kernel_ns": "kernel", "busy_pct": "busy %", "gap_ns": "gaps", "max_gap_ns": "max gap",
+                         "sync_calls": "syncs", "sync_ns": "sync"}
+
+
+def _side_by_side_cell(column: str, value) -> str:
+    if value is None:
+        return "-"
+    if column.endswith("_ns"):
+        return f"{value / 1e6:,.1f}"
+    if column.endswith("_pct"):
+        return f"{value:.1f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)

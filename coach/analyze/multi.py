@@ -1,0 +1,334 @@
+"""Many timelines side by side: one row per report (one per rank, or one per run), and which report
+is slowest and why.
+
+    folders = cache_reports(paths)           # each report read once, kept as Parquet
+    result = side_by_side(folders)
+    result.table      # report, wall_ns, kernels, kernel_ns, busy_pct, gap_ns, max_gap_ns, sync_ns, ...
+    result.verdict    # "rank5 is the slowest: ... +310 ms in synchronisation calls, ..."
+
+Per report:
+
+``wall_ns``      first start to last end over its kernels, copies, memsets and CUDA calls (the
+                 window of ``coach.analyze.timeline``): how long the report's CUDA work took.
+``kernels``, ``kernel_ns``   kernel count and summed kernel time.
+``busy_pct``     the union of GPU work over the window, averaged over the report's devices.
+``gap_ns``, ``max_gap_ns``, ``gaps``   idle stretches between a device's first and last operation
+                 (NVIDIA's ``gpu_gaps`` looks at the same stretches): their sum, the longest, how many.
+``sync_calls``, ``sync_ns``  device, context, stream and event synchronisation calls and the time
+                 the host spent in them (the host-sync rule's calls; NVIDIA's ``cuda_api_sync``
+                 recipe, which ``side_by_side_from_recipes`` uses, lists device and stream
+                 synchronisation only).
+``memcpy_ns``    summed copy time.
+
+The slowest report is the one with the longest ``wall_ns``: in a data-parallel job every rank waits
+for the slowest at each collective, so its time is the job's time. Why: each of its kernel time,
+synchronisation time, gap time and copy time is set against the median of the other reports; those
+it exceeds by more than run-to-run noise are named, largest first.
+
+Memory. A folder of reports may not fit in memory together. Each report is read once (by its own
+reader, one at a time) and saved as Parquet tables into a cache folder (``$COACH_CACHE``, else
+``~/.cache/coach``), keyed by the report's path, size, modification time and coach's version; later
+runs read only the cache. The sums (kernel time, synchronisation, copies, windows) come from one
+lazy query over every report's Parquet tables, run by Polars' streaming engine, which reads only
+the columns it needs. Busy time and gaps need each report's operations in time order, so they are
+computed one report at a time: memory holds one report's GPU operations (four integer columns), never
+the folder. Where Nsight Systems has recipes, ``side_by_side_from_recipes`` gets the same per-report
+numbers from NVIDIA's recipes instead, which can run on a Dask cluster (``--mode dask-futures``) for
+folders too big for one process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+import polars as pl
+
+from coach import __version__
+from coach.analyze.timeline import idle_gaps, merge_intervals
+from coach.analyze.timeline_rules._shared import REPORTABLE_SHARE_PCT, base_api_name, ns
+from coach.analyze.timeline_rules.host_sync import SYNC_CALLS
+from coach.errors import InputError
+from coach.ingest import load
+from coach.ingest.detect import detect
+from coach.ingest.recipes import RECIPE_TIMEOUT_S, RecipeOutput, run_recipes
+from coach.model import SAVED_MARKER, save
+
+CACHE_ENV = "COACH_CACHE"
+
+#: Formats that hold a timeline. A saved coach profile may hold either kind: its header says which.
+TIMELINE_FORMATS = frozenset({"nsys-sqlite", "nsys-rep", "kineto-json"})
+
+#: When one report has both its .nsys-rep and the .sqlite export of it, the export is read: it needs
+#: no nsys, and nsys can open only reports no newer than itself.
+_PREFERENCE = {"coach-profile": 0, "nsys-sqlite": 1, "kineto-json": 2, "nsys-rep": 3}
+
+#: The numbers set against the other reports to say why the slowest is slow, with how to say it.
+REASONS = {
+    "sync_ns": "in synchronisation calls",
+    "gap_ns": "in GPU gaps between operations",
+    "kernel_ns": "of kernel time",
+    "memcpy_ns": "of copy time",
+}
+
+_WORK_TABLES = ("kernels", "memcpy", "memset")
+
+
+# --------------------------------------------------------------------------------------------
+# Which inputs are timelines, and the Parquet cache
+# --------------------------------------------------------------------------------------------
+
+
+def timeline_format(path: Path) -> str | None:
+    """The format of ``path`` when it holds a timeline, else None."""
+    fmt = detect(path)
+    if fmt == "coach-profile":
+        try:
+            kind = json.loads((path / SAVED_MARKER).read_text()).get("kind")
+        except (OSError, ValueError):
+            return None
+        return fmt if kind == "timeline" else None
+    return fmt if fmt in TIMELINE_FORMATS else None
+
+
+def distinct_reports(paths: Sequence[Path]) -> list[Path]:
+    """``paths`` with one entry per report: of a report's .nsys-rep and its .sqlite export in the
+    same folder, the export."""
+    best: dict[tuple[Path, str], Path] = {}
+    for p in paths:
+        key = (p.parent.resolve(), p.name.split(".")[0])
+        kept = best.get(key)
+        if kept is None or _rank(p) < _rank(kept):
+            best[key] = p
+    return sorted(best.values(), key=lambda p: (str(p.parent), p.name))
+
+
+def _rank(path: Path) -> int:
+    return _PREFERENCE.get(timeline_format(path) or "", len(_PREFERENCE))
+
+
+def cache_root() -> Path:
+    """Where report caches go: ``$COACH_CACHE``, else ``$XDG_CACHE_HOME/coach``, else ``~/.cache/coach``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "coach"
+
+
+def cached_report(path: Path, cache: Path | None = None) -> Path:
+    """The saved-profile folder holding ``path``'s tables: ``path`` itself when it is one, else a
+    folder in the cache, written on first use (into a temporary name, renamed when complete)."""
+    if timeline_format(path) == "coach-profile":
+        return path
+    cache = (cache or cache_root()) / "reports"
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}".encode()).hexdigest()[:16]
+    folder = cache / f"{path.name.split('.')[0]}-{key}"
+    if (folder / SAVED_MARKER).is_file():
+        return folder
+    cache.mkdir(parents=True, exist_ok=True)
+    profile = load(path)
+    if profile.kind != "timeline":
+        raise InputError(path, "is not a timeline (only timelines are compared side by side)")
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache))
+    try:
+        save(profile, staging)
+        staging.replace(folder)
+    except OSError:
+        if not (folder / SAVED_MARKER).is_file():  # not a concurrent writer that got there first
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def cache_reports(paths: Iterable[Path], cache: Path | None = None,
+                  on_each: Callable[[], None] | None = None) -> list[Path]:
+    """``cached_report`` for each path, in order; ``on_each`` is called after each (progress)."""
+    folders = []
+    for p in paths:
+        folders.append(cached_report(p, cache))
+        if on_each:
+            on_each()
+    return folders
+
+
+def report_name(folder: Path) -> str:
+    """The name of the report a saved profile came from (``rank5`` for ``rank5.sqlite``)."""
+    try:
+        source = json.loads((folder / SAVED_MARKER).read_text()).get("source", {}).get("path")
+    except (OSError, ValueError):
+        source = None
+    return Path(source).name.split(".")[0] if source else folder.name
+
+
+# --------------------------------------------------------------------------------------------
+# The side-by-side table
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """One row per report, the slowest one, and why (``reasons``: one row per number it exceeds the
+    others' median in, largest first)."""
+
+    table: pl.DataFrame
+    slowest: str | None
+    reasons: pl.DataFrame
+    verdict: str
+    measured_by: str  # the column the slowest report is chosen by
+
+
+def side_by_side(folders: Sequence[Path], names: Sequence[str] | None = None) -> SideBySide:
+    """The per-report summary of saved timeline profiles (``cache_reports``), slowest named."""
+    if len(folders) < 2:
+        raise InputError(folders[0] if folders else ".", "a side-by-side summary needs at least two reports")
+    names = list(names) if names is not None else [report_name(f) for f in folders]
+    table = _sums(folders, names).join(_intervals(folders, names), on="report", how="left", maintain_order="left")
+    table = table.with_columns(busy_pct=pl.col("busy_ns") / (pl.col("wall_ns") * pl.col("devices")) * 100.0).select(
+        "report", "wall_ns", "kernels", "kernel_ns", "busy_pct", "gaps", "gap_ns", "max_gap_ns", "sync_calls",
+        "sync_ns", "memcpy_ns", "api_calls")
+    return explain(table, "wall_ns")
+
+
+def _scan(folders: Sequence[Path], names: Sequence[str], table: str, columns: Sequence[str]) -> pl.LazyFrame:
+    return pl.concat([pl.scan_parquet(f / f"{table}.parquet").select(*columns).with_columns(report=pl.lit(n))
+                      for f, n in zip(folders, names)])
+
+
+def _sums(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
+    """Counts, sums and windows per report: one lazy query over every report's tables."""
+    spans = pl.concat([_scan(folders, names, t, ("start_ns", "end_ns")) for t in (*_WORK_TABLES, "api")])
+    api = _scan(folders, names, "api", ("name", "dur_ns")).with_columns(
+        sync=base_api_name(pl.col("name")).str.contains(SYNC_CALLS))
+    kernels = _scan(folders, names, "kernels", ("dur_ns",))
+    queries = [
+        pl.LazyFrame({"report": list(names)}),
+        spans.group_by("report").agg(wall_ns=pl.col("end_ns").max() - pl.col("start_ns").min()),
+        kernels.group_by("report").agg(kernels=pl.len(), kernel_ns=pl.col("dur_ns").sum()),
+        api.group_by("report").agg(api_calls=pl.len(), sync_calls=pl.col("sync").sum(),
+                                   sync_ns=pl.col("dur_ns").filter(pl.col("sync")).sum()),
+        _scan(folders, names, "memcpy", ("dur_ns",)).group_by("report").agg(memcpy_ns=pl.col("dur_ns").sum()),
+    ]
+    joined = queries[0]
+    for q in queries[1:]:
+        joined = joined.join(q, on="report", how="left", maintain_order="left")
+    counts = ("kernels", "kernel_ns", "api_calls", "sync_calls", "sync_ns", "memcpy_ns")
+    return joined.with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in counts).collect(engine="streaming")
+
+
+def _intervals(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
+    """Busy time and gaps per report, one report in memory at a time (see module doc)."""
+    rows = []
+    for folder, name in zip(folders, names):
+        work = _scan([folder], [name], _WORK_TABLES[0], ("device_id", "start_ns", "end_ns"))
+        for t in _WORK_TABLES[1:]:
+            work = pl.concat([work, _scan([folder], [name], t, ("device_id", "start_ns", "end_ns"))])
+        ops = work.drop("report").filter(pl.col("start_ns").is_not_null()).collect()
+        busy = merge_intervals(ops, ["device_id"])
+        edges = (int(busy["start_ns"].min()), int(busy["end_ns"].max())) if busy.height else None
+        gaps = idle_gaps(busy, edges).filter(pl.col("position") == "between")
+        rows.append({"report": name, "devices": max(busy["device_id"].n_unique(), 1),
+                     "busy_ns": int(busy["dur_ns"].sum()), "gaps": gaps.height, "gap_ns": int(gaps["dur_ns"].sum()),
+                     "max_gap_ns": int(gaps["dur_ns"].max()) if gaps.height else 0})
+    return pl.DataFrame(rows, schema={"report": pl.Utf8, "devices": pl.Int64, "busy_ns": pl.Int64, "gaps": pl.Int64,
+                                      "gap_ns": pl.Int64, "max_gap_ns": pl.Int64})
+
+
+def explain(table: pl.DataFrame, by: str) -> SideBySide:
+    """Name the report with the largest ``by`` and the numbers in which it exceeds the median of the
+    others by more than run-to-run noise (``REPORTABLE_SHARE_PCT`` of its own ``by``)."""
+    if table.height < 2 or table.get_column(by).drop_nulls().is_empty():
+        return SideBySide(table, None, _no_reasons(), "Fewer than two reports with CUDA work: nothing to compare.", by)
+    row = table.sort(by, descending=True, nulls_last=True).row(0, named=True)
+    others = table.filter(pl.col("report") != row["report"])
+    median = {c: others.get_column(c).median() for c in (by, *REASONS) if c in table.columns}
+    noise = row[by] * REPORTABLE_SHARE_PCT / 100.0
+    excess = row[by] - (median[by] or 0)
+    reasons = pl.DataFrame(
+        [{"metric": c, "slowest": float(row[c] or 0), "median_others": float(median[c] or 0),
+          "excess_ns": float((row[c] or 0) - (median[c] or 0))} for c in REASONS if c in median],
+        schema={"metric": pl.Utf8, "slowest": pl.Float64, "median_others": pl.Float64, "excess_ns": pl.Float64},
+    ).filter(pl.col("excess_ns") > noise).sort("excess_ns", descending=True)
+    what = _measure(by)
+    if excess <= noise:
+        verdict = (f"No report stands out: the longest, {row['report']}, took {ns(row[by])} {what}, within "
+                   f"{REPORTABLE_SHARE_PCT:g}% of the median of the others ({ns(median[by])}).")
+        return SideBySide(table, None, _no_reasons(), verdict, by)
+    head = (f"{row['report']} is the slowest: {ns(row[by])} {what}, {ns(excess)} more than the median of the other "
+            f"{others.height} ({ns(median[by])}).")
+    if reasons.is_empty():
+        verdict = (head + " None of its kernel, synchronisation, gap or copy time differs from the others' by more "
+                   f"than {REPORTABLE_SHARE_PCT:g}% of its own: the difference is on the host, outside CUDA (Python, "
+                   "data loading, I/O).")
+    else:
+        parts = [f"{ns(r['excess_ns'])} more {REASONS[r['metric']]} ({ns(r['median_others'])} -> {ns(r['slowest'])})"
+                 for r in reasons.iter_rows(named=True)]
+        verdict = head + " It spends " + "; ".join(parts) + "."
+    return SideBySide(table, row["report"], reasons, verdict, by)
+
+
+def _measure(by: str) -> str:
+    return {"wall_ns": "from its first to its last CUDA activity",
+            "span_ns": "of GPU operations and the gaps between them"}.get(by, by)
+
+
+def _no_reasons() -> pl.DataFrame:
+    return pl.DataFrame(schema={"metric": pl.Utf8, "slowest": pl.Float64, "median_others": pl.Float64,
+                                "excess_ns": pl.Float64})
+
+
+# --------------------------------------------------------------------------------------------
+# The same from NVIDIA's recipes (out of process, and across a Dask cluster with dask-futures)
+# --------------------------------------------------------------------------------------------
+
+#: The recipes the side-by-side view needs, with their arguments: gaps of any length (``--gap 0``),
+#: since NVIDIA's default lists only gaps over 500 ms.
+SIDE_BY_SIDE_RECIPES = {"cuda_gpu_kern_sum": [], "cuda_gpu_mem_time_sum": [], "cuda_api_sync": [],
+                        "gpu_gaps": ["--gap", "0"]}
+
+
+def side_by_side_from_recipes(reports: Sequence[str | Path], *, mode: str | None = None,
+                              timeout: float | None = None) -> SideBySide:
+    """The side-by-side table from NVIDIA's recipes run over all ``reports`` together (``.nsys-rep``
+    files or folders of them). With ``mode="dask-futures"`` the recipes spread the reports over a Dask
+    cluster (``DASK_SCHEDULER_ADDRESS``, else a local one), so no single process holds them all."""
+    outputs = run_recipes(list(SIDE_BY_SIDE_RECIPES), reports, mode=mode, args=SIDE_BY_SIDE_RECIPES,
+                          timeout=timeout or RECIPE_TIMEOUT_S)
+    return side_by_side_from_outputs(outputs)
+
+
+def side_by_side_from_outputs(outputs: Mapping[str, RecipeOutput]) -> SideBySide:
+    """The side-by-side table from the outputs of ``SIDE_BY_SIDE_RECIPES`` over the same reports.
+
+    The recipes give no window, so the slowest report is the one with the longest ``span_ns``: kernel,
+    copy and memset time plus the gaps between operations, which equals the first-to-last operation
+    span when operations do not overlap (overlapping streams count twice)."""
+    names = sorted({r for o in outputs.values() for r in o.reports})
+    copies = pl.col("name").str.starts_with("CUDA_MEMCPY")
+    aggs = {
+        "cuda_gpu_kern_sum": [pl.col("count").sum().alias("kernels"), pl.col("total_ns").sum().alias("kernel_ns")],
+        "cuda_gpu_mem_time_sum": [pl.col("total_ns").sum().alias("memops_ns"),
+                                  pl.col("total_ns").filter(copies).sum().alias("memcpy_ns")],
+        "cuda_api_sync": [pl.len().alias("sync_calls"), pl.col("dur_ns").sum().alias("sync_ns")],
+        "gpu_gaps": [pl.len().alias("gaps"), pl.col("dur_ns").sum().alias("gap_ns"),
+                     pl.col("dur_ns").max().alias("max_gap_ns")],
+    }
+    table = pl.DataFrame({"report": names}, schema={"report": pl.Utf8})
+    for recipe, exprs in aggs.items():
+        out = outputs.get(recipe)
+        if out is not None and out.table.height:
+            table = table.join(out.table.group_by("report").agg(exprs), on="report", how="left")
+        else:
+            table = table.with_columns(pl.lit(0, pl.Int64).alias(e.meta.output_name()) for e in exprs)
+    table = (table.with_columns(pl.exclude("report").fill_null(0).cast(pl.Int64))
+             .with_columns(span_ns=pl.col("kernel_ns") + pl.col("memops_ns") + pl.col("gap_ns"))
+             .select("report", "span_ns", "kernels", "kernel_ns", "gaps", "gap_ns", "max_gap_ns", "sync_calls",
+                     "sync_ns", "memcpy_ns"))
+    return explain(table, "span_ns")

@@ -1,0 +1,271 @@
+"""Many timelines side by side (coach.analyze.multi and ``coach load`` on several timelines).
+
+Until the 8-rank recording exists, the reports here are synthetic: copies of the recorded softmax
+export in which one "rank" is made slow on purpose (everything after one instant moved later, so the
+call running at that instant lasts longer). The recorded 8-rank folder, where present
+(tests/data/nsys_ranks/), is checked at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from coach.analyze import multi
+from coach.analyze.multi import (cache_reports, cached_report, distinct_reports, side_by_side,
+                                 side_by_side_from_outputs, timeline_format)
+from coach.cli import main as coach_main
+from coach.errors import InputError
+from coach.ingest.nsys_sqlite import read
+from coach.ingest.recipes import RecipeOutput, read_output
+from coach.model import Timeline, save
+
+SOFTMAX_WINDOW_NS = 437002665  # tests/test_timeline_nsys.py pins it
+DELAY_NS = 100_000_000
+RANKS = Path(__file__).parent / "data" / "nsys_ranks"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COACH_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def softmax(softmax_nsys_sqlite) -> Timeline:
+    return read(softmax_nsys_sqlite)
+
+
+def delayed(tl: Timeline, at_ns: int, by_ns: int) -> Timeline:
+    """Synthetic: ``tl`` with everything from ``at_ns`` on ``by_ns`` later; a row running at ``at_ns``
+    ends ``by_ns`` later (a stall inside that call or kernel)."""
+
+    def shift(df: pl.DataFrame) -> pl.DataFrame:
+        if "start_ns" not in df.columns or df.is_empty():
+            return df
+        later = lambda c: pl.when(pl.col(c) >= at_ns).then(pl.col(c) + by_ns).otherwise(pl.col(c))  # noqa: E731
+        moved = df.with_columns(later("start_ns"), later("end_ns"))
+        return moved.with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
+
+    return dataclasses.replace(tl, **{name: shift(df) for name, df in tl.tables().items()})
+
+
+def saved_ranks(folder: Path, timelines: list[Timeline]) -> list[Path]:
+    """Save each timeline as rank<i> (a coach profile folder, as traces/ keeps them)."""
+    out = []
+    for i, tl in enumerate(timelines):
+        tl = dataclasses.replace(tl, source=dataclasses.replace(tl.source, path=f"rank{i}.sqlite"))
+        out.append(save(tl, folder / f"rank{i}"))
+    return out
+
+
+def _sync_end(tl: Timeline) -> int:
+    """The end of the cudaStreamSynchronize at 5011276161 ns (between steps 1 and 2, GPU idle)."""
+    return int(tl.api.filter(pl.col("start_ns") == 5011276161)["end_ns"].item())
+
+
+def test_a_rank_stalled_in_synchronisation(softmax, tmp_path):
+    slow = delayed(softmax, _sync_end(softmax) - 1, DELAY_NS)
+    result = side_by_side(saved_ranks(tmp_path, [softmax, softmax, slow, softmax]))
+    t = result.table
+    assert t["report"].to_list() == ["rank0", "rank1", "rank2", "rank3"]
+    assert t["wall_ns"].to_list() == [SOFTMAX_WINDOW_NS] * 2 + [SOFTMAX_WINDOW_NS + DELAY_NS, SOFTMAX_WINDOW_NS]
+    fast, slow_row = t.row(0, named=True), t.row(2, named=True)
+    assert (fast["kernels"], fast["kernel_ns"], fast["sync_calls"], fast["gaps"]) == (11, 433888, 6, 15)
+    assert (fast["gap_ns"], fast["max_gap_ns"], fast["sync_ns"]) == (141362703, 44022673, 95820)
+    assert slow_row["sync_ns"] - fast["sync_ns"] == DELAY_NS and slow_row["gap_ns"] - fast["gap_ns"] == DELAY_NS
+    assert slow_row["kernel_ns"] == fast["kernel_ns"]
+    assert fast["busy_pct"] == pytest.approx(129263379 / SOFTMAX_WINDOW_NS * 100)
+    assert result.slowest == "rank2" and result.measured_by == "wall_ns"
+    assert result.reasons["metric"].to_list() == ["sync_ns", "gap_ns"]
+    assert result.reasons["excess_ns"].to_list() == [DELAY_NS, DELAY_NS]
+    assert result.verdict.startswith(
+        "rank2 is the slowest: 537 ms from its first to its last CUDA activity, 100 ms more than the median of the "
+        "other 3 (437 ms). It spends 100 ms more in synchronisation calls")
+
+
+def test_a_rank_with_a_long_kernel(softmax, tmp_path):
+    """One kernel runs 50 ms longer; the host waits for it in a copy call, not a synchronisation."""
+    kernel = softmax.kernels.sort("dur_ns").row(-1, named=True)
+    slow = delayed(softmax, kernel["end_ns"] - 1, 50_000_000)
+    result = side_by_side(saved_ranks(tmp_path, [softmax, slow, softmax]))
+    assert result.slowest == "rank1"
+    assert result.reasons["metric"].to_list() == ["kernel_ns"] and result.reasons["excess_ns"][0] == 50_000_000
+    assert "50 ms more of kernel time" in result.verdict
+
+
+def test_no_rank_stands_out_within_run_to_run_noise(softmax, tmp_path):
+    slightly = delayed(softmax, _sync_end(softmax) - 1, 1_000_000)  # 0.2% of the window
+    result = side_by_side(saved_ranks(tmp_path, [softmax, slightly, softmax]))
+    assert result.slowest is None and result.reasons.is_empty()
+    assert result.verdict.startswith("No report stands out: the longest, rank1, took 438 ms")
+
+
+def test_a_slow_rank_with_the_same_cuda_work(softmax, tmp_path):
+    """Everything moved later from a moment the host was outside CUDA: no CUDA number explains it."""
+    idle = softmax.api.filter(pl.col("start_ns") == 5011276161)["start_ns"].item() - 1000
+    result = side_by_side(saved_ranks(tmp_path, [softmax, delayed(softmax, idle, DELAY_NS), softmax]))
+    assert result.slowest == "rank1"
+    assert result.reasons["metric"].to_list() == ["gap_ns"]  # the GPU idles while the host is busy elsewhere
+
+
+def test_invariants(softmax, tmp_path):
+    t = side_by_side(saved_ranks(tmp_path, [softmax, delayed(softmax, _sync_end(softmax) - 1, DELAY_NS)])).table
+    assert (t["busy_pct"] <= 100).all() and (t["gap_ns"] >= t["max_gap_ns"]).all()
+    assert ((t["busy_pct"] / 100 * t["wall_ns"]) + t["gap_ns"] <= t["wall_ns"]).all()
+
+
+def test_needs_two_reports(softmax, tmp_path):
+    with pytest.raises(InputError, match="needs at least two reports"):
+        side_by_side(saved_ranks(tmp_path, [softmax]))
+
+
+# --------------------------------------------------------------------------------------------
+# Reports read once into a Parquet cache
+# --------------------------------------------------------------------------------------------
+
+
+def _copies(folder: Path, source: Path, names: list[str]) -> list[Path]:
+    folder.mkdir(exist_ok=True)
+    for n in names:
+        shutil.copyfile(source, folder / n)
+    return sorted(folder.iterdir())
+
+
+def test_each_report_is_read_once(softmax_nsys_sqlite, tmp_path, monkeypatch):
+    reports = _copies(tmp_path / "ranks", softmax_nsys_sqlite, ["rank0.sqlite", "rank1.sqlite"])
+    first = cache_reports(reports)
+    assert [f.parent for f in first] == [tmp_path / "cache" / "reports"] * 2
+    monkeypatch.setattr(multi, "load", lambda p: pytest.fail(f"{p} read again"))
+    assert cache_reports(reports) == first
+    for r in reports:
+        r.unlink()  # the summary needs only the cache
+    result = side_by_side(first)
+    assert result.table["report"].to_list() == ["rank0", "rank1"] and result.slowest is None
+
+
+def test_a_changed_report_is_read_again(softmax_nsys_sqlite, tmp_path):
+    [report] = _copies(tmp_path / "ranks", softmax_nsys_sqlite, ["rank0.sqlite"])
+    before = cached_report(report)
+    report.write_bytes(report.read_bytes() + b"\0" * 512)  # bigger (SQLite ignores trailing bytes)
+    assert cached_report(report) != before
+
+
+def test_a_report_with_its_export_counts_once(softmax_nsys_sqlite, softmax_nsys_rep, tmp_path):
+    folder = tmp_path / "ranks"
+    _copies(folder, softmax_nsys_sqlite, ["rank0.sqlite", "rank1.sqlite"])
+    _copies(folder, softmax_nsys_rep, ["rank0.nsys-rep"])
+    assert [p.name for p in distinct_reports(sorted(folder.iterdir()))] == ["rank0.sqlite", "rank1.sqlite"]
+    assert timeline_format(folder / "rank0.nsys-rep") == "nsys-rep"
+
+
+def test_kernel_profiles_are_not_timelines(strided_ncu_rep, tmp_path):
+    assert timeline_format(strided_ncu_rep) is None
+
+
+# --------------------------------------------------------------------------------------------
+# coach load
+# --------------------------------------------------------------------------------------------
+
+
+def test_coach_load_of_a_folder_names_the_slowest(softmax, tmp_path, capsys):
+    saved_ranks(tmp_path / "ranks", [softmax, delayed(softmax, _sync_end(softmax) - 1, DELAY_NS), softmax])
+    coach_main(["load", str(tmp_path / "ranks")])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Reports side by side" in out and "rank1 537.0 11 0.4 24.1 241.4 103.6 6 100.1" in out
+    assert "rank1 is the slowest: 537 ms from its first to its last CUDA activity" in out
+    coach_main(["load", str(tmp_path / "ranks"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["slowest"] == "rank1" and [r["metric"] for r in doc["reasons"]] == ["sync_ns", "gap_ns"]
+    assert len(doc["reports"]) == 3 and doc["measured_by"] == "wall_ns"
+
+
+def test_coach_load_of_exports_goes_through_the_cache(softmax_nsys_sqlite, tmp_path, capsys):
+    reports = _copies(tmp_path / "ranks", softmax_nsys_sqlite, ["a.sqlite", "b.sqlite"])
+    coach_main(["load", *map(str, reports), "--json"])
+    assert json.loads(capsys.readouterr().out)["verdict"].startswith("No report stands out")
+    assert len(list((tmp_path / "cache" / "reports").iterdir())) == 2
+
+
+def test_coach_load_of_mixed_kinds_lists_each(softmax_nsys_sqlite, strided_ncu_rep, capsys):
+    coach_main(["load", str(softmax_nsys_sqlite), str(strided_ncu_rep), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert [d["kind"] for d in doc] == ["timeline", "kernel-profile"]
+
+
+# --------------------------------------------------------------------------------------------
+# The same table from NVIDIA's recipes
+# --------------------------------------------------------------------------------------------
+
+
+def synthetic_multi_output(name: str, nvidia: Path, ranks: int, slow: int, factor: float = 1) -> RecipeOutput:
+    """Synthetic: the recorded single-report output repeated for ``ranks`` reports, with the
+    ``slow`` rank's durations and sums multiplied by ``factor``."""
+    one = read_output(name, nvidia / f"recipe_{name}").table
+    value = "dur_ns" if "dur_ns" in one.columns else "total_ns"
+    tables = [one.with_columns(rank=pl.lit(r, pl.Int64), report=pl.lit(f"rank{r}"),
+                               **{value: (pl.col(value) * (factor if r == slow else 1)).cast(pl.Int64)})
+              for r in range(ranks)]
+    return RecipeOutput(name, pl.concat(tables), tuple(f"rank{r}" for r in range(ranks)))
+
+
+def test_side_by_side_from_recipe_outputs(data_dir):
+    nvidia = data_dir / "nsys_torch_softmax" / "nvidia"
+    outputs = {n: synthetic_multi_output(n, nvidia, 4, slow=3) for n in ("cuda_gpu_mem_time_sum", "cuda_api_sync")}
+    outputs["cuda_gpu_kern_sum"] = synthetic_multi_output("cuda_gpu_kern_sum", nvidia, 4, slow=3, factor=1000)
+    result = side_by_side_from_outputs(outputs)  # no gpu_gaps output: the recipe found no gap over 500 ms
+    t = result.table
+    first = t.row(0, named=True)
+    assert (first["kernels"], first["kernel_ns"], first["sync_calls"], first["sync_ns"]) == (11, 433888, 6, 95820)
+    assert first["span_ns"] == 433888 + 128828339 + 1152 and (t["gap_ns"] == 0).all()
+    assert t.row(3, named=True)["kernel_ns"] == 433888 * 1000
+    assert result.slowest == "rank3" and result.measured_by == "span_ns"
+    assert result.reasons["metric"].to_list() == ["kernel_ns"] and result.reasons["excess_ns"][0] == 433888 * 999
+    assert "of GPU operations and the gaps between them" in result.verdict
+
+
+# --------------------------------------------------------------------------------------------
+# The recorded 8-rank folder (tests/data/nsys_ranks), once recorded
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not RANKS.is_dir(), reason="the 8-rank recording (scripts/record-ranks.sh) is not here yet")
+def test_recorded_ranks_name_the_straggler(tmp_path):
+    exports = sorted(RANKS.glob("rank*.sqlite"))
+    assert len(exports) == 8
+    result = side_by_side(cache_reports(exports))
+    assert result.slowest == "rank5"
+    assert "sync_ns" in result.reasons["metric"].to_list()
+    others = result.table.filter(pl.col("report") != "rank5")
+    assert (others["sync_calls"] < result.table.filter(pl.col("report") == "rank5")["sync_calls"].item()).all()
+
+
+@pytest.mark.skipif(not (RANKS / "nvidia" / "all").is_dir(), reason="no multi-report recipe outputs recorded yet")
+def test_recorded_ranks_from_nvidias_recipes_agree():
+    together = RANKS / "nvidia" / "all"
+    outputs = {n: read_output(n, together / f"recipe_{n}") for n in multi.SIDE_BY_SIDE_RECIPES
+               if (together / f"recipe_{n}").is_dir()}
+    ours = side_by_side(cache_reports(sorted(RANKS.glob("rank*.sqlite")))).table
+    theirs = side_by_side_from_outputs(outputs)
+    assert theirs.slowest == "rank5"
+    joined = ours.join(theirs.table, on="report", suffix="_nvidia")
+    for c in ("kernels", "kernel_ns", "sync_calls", "sync_ns", "gaps", "gap_ns", "max_gap_ns"):
+        assert (joined[c] == joined[f"{c}_nvidia"]).all(), c
+
+
+@pytest.mark.skipif(not (RANKS / "nvidia" / "all-dask-futures").is_dir(), reason="no dask-futures run recorded yet")
+def test_dask_futures_mode_gives_the_same_tables():
+    """Where the recipes' Python had Dask, the same recipes run with --mode dask-futures."""
+    dask = RANKS / "nvidia" / "all-dask-futures"
+    ran = [d for d in sorted(dask.glob("recipe_*")) if d.is_dir()]
+    if not ran:
+        pytest.skip("the dask-futures run failed on the recording machine: " + (dask / "failures.txt").read_text())
+    for folder in ran:
+        name = folder.name.removeprefix("recipe_")
+        ours, default = read_output(name, folder).table, read_output(name, RANKS / "nvidia" / "all" / folder.name).table
+        keys = [c for c in ("report", "name", "start_ns", "tid") if c in ours.columns]
+        assert ours.sort(keys).equals(default.sort(keys)), name
