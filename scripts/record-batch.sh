@@ -14,7 +14,8 @@
 #                       nsys, and a four-stream torch pipeline under nsys, with NVIDIA's own outputs
 #   profile-diagnose    `coach profile --nsys --ncu full` of the Triton program with the whole CLI,
 #                       which reads and diagnoses the reports there (needs polars and adbc importable)
-#   ranks               scripts/record-ranks.sh (8 per-rank nsys reports), when that script exists
+#   ranks               scripts/record-ranks.sh (8 per-rank nsys reports)
+#   nvidia-outputs      scripts/export-nvidia-outputs.sh on every .nsys-rep in tests/data
 #   hygiene             scripts/record-hygiene.sh (benchmarks measured right and wrong, and a joined
 #                       nsys + ncu recording)
 #   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all)
@@ -58,7 +59,11 @@ run_step() {
     profile-diagnose)  # the whole coach CLI on the GPU machine: profile, export, read, diagnose
         python3 -m coach profile --nsys --ncu full --kernel softmax_kernel --launch-count 1 \
             --out "$dir/triton_softmax" -- python3 "$root/tests/programs/triton_softmax.py" ;;
-    ranks) [ -x "$root/scripts/record-ranks.sh" ] && "$root/scripts/record-ranks.sh" "$dir" ;;
+    ranks) "$root/scripts/record-ranks.sh" "$dir" ;;
+    nvidia-outputs)  # NVIDIA's stats and recipes for the Nsight Systems reports shipped in tests/data
+        for rep in "$root"/tests/data/*/*.nsys-rep; do
+            "$root/scripts/export-nvidia-outputs.sh" "$dir" "$rep"
+        done ;;
     hygiene) "$root/scripts/record-hygiene.sh" "$debs" "$dir" ;;
     scenarios)
         if [ "$arg" = all ] || [ "$arg" = scenarios ]; then set -- --all; else set -- ${arg//,/ }; fi

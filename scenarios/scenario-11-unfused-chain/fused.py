@@ -16,7 +16,7 @@ BLOCK_N = 1024
 #: Rows per program: 8 independent 16-byte loads per thread in flight.
 ROWS = 8
 NUM_WARPS = 4
-SQRT_HALF = 0.7071067811865476
+SQRT_HALF = tl.constexpr(0.7071067811865476)  # a jit function reads module globals only as constexpr
 
 
 @triton.jit
