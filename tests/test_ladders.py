@@ -219,3 +219,18 @@ def test_every_cuda_rung_has_a_launcher_and_every_peer_a_factory(name):
         if r.language == "cuda":
             assert kernel_signatures(defn.path(r).read_text()), r.key
     assert set(problem.SIZES) == {"h200", "small"} and set(problem.EXACT) <= set(problem.INPUTS)
+
+
+@pytest.mark.parametrize("name", LADDERS)
+def test_recorded_ncu_metrics_name_each_rung(name):
+    """The H200 recording's Nsight Compute launches carry the NVTX range of their rung (ncu --nvtx)."""
+    from coach.ingest import load
+
+    folder = Path(__file__).parents[1] / "traces" / "h200" / "ladders" / name / "ncu"
+    if not folder.exists():
+        pytest.skip(f"{name}: no recorded Nsight Compute metrics")
+    launches = load(folder).launches
+    rungs = {r.split("/", 1)[1] for r in launches["nvtx_range"].drop_nulls()}
+    assert launches["nvtx_range"].null_count() == 0
+    assert rungs <= {rung.key for rung in load_definition(name).rungs}
+    assert launches["duration_ns"].min() > 0

@@ -146,7 +146,28 @@ def _identity(ncu_report, action, launch_id: int) -> dict[str, Any]:
         "kernel_name": action.name(ncu_report.IAction.NameBase_FUNCTION),
         "demangled_name": action.name(ncu_report.IAction.NameBase_DEMANGLED),
         "mangled_name": action.name(ncu_report.IAction.NameBase_MANGLED),
+        "nvtx_range": _innermost_nvtx_range(action),
     }
+
+
+def _innermost_nvtx_range(action) -> str | None:
+    """The innermost NVTX push/pop range open around the launch (Nsight Compute records them with
+    --nvtx), preferring a named domain's over the default domain's; None where none was recorded."""
+    try:
+        state = action.nvtx_state()
+    except Exception:  # reports without NVTX data
+        return None
+    if state is None:
+        return None
+    best = None
+    for domain_id in state.domains():
+        domain = state.domain_by_id(domain_id)
+        ranges = domain.push_pop_ranges()
+        if ranges:
+            named = domain.name() != "<default domain>"
+            if best is None or named:
+                best = ranges[-1]
+    return best
 
 
 def _collect_metrics(action, launch_id: int, rows: dict[str, list[Any]]) -> None:
