@@ -95,7 +95,7 @@ def test_cli_json(capsys):
 
 
 def test_recorded_program_under_both_tools():
-    nsys, ncu = JOINED / "strided_copy.sqlite", JOINED / "strided_copy.ncu-rep"
+    nsys, ncu = JOINED / "strided_copy.sqlite", JOINED / "strided_copy_ncu"  # a saved coach profile of the .ncu-rep
     if not nsys.exists() or not ncu.exists():
         pytest.skip("record it with scripts/record-hygiene.sh (needs the H200)")
     j = join(load(nsys), load(ncu))
