@@ -1,5 +1,7 @@
 """Scenario 11: y = gelu(x * a + b) * c on a bf16 activation, as four PyTorch ops or as one kernel.
 
+The GELU is the tanh form (F.gelu(t, approximate="tanh"), as in GPT-2 and many models since).
+
     python chain.py --variant slow     # four element-wise ops: four kernels, four DRAM round trips
     python chain.py --variant fixed    # one Triton kernel (fused.py): x read once, y written once
 
@@ -38,7 +40,7 @@ def unfused(x: torch.Tensor, y: torch.Tensor) -> None:
     """Four ops, four kernels: each reads a full tensor from DRAM and writes one back."""
     t = x * A
     t = t + B
-    t = F.gelu(t)
+    t = F.gelu(t, approximate="tanh")
     torch.mul(t, C, out=y)
 
 
@@ -61,7 +63,7 @@ def poison(t: torch.Tensor) -> None:
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
-    return F.gelu(x.double() * A + B) * C
+    return F.gelu(x.double() * A + B, approximate="tanh") * C
 
 
 def check(variant: str, x: torch.Tensor, y: torch.Tensor) -> float:

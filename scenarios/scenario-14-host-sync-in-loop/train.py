@@ -4,19 +4,23 @@
     python train.py --variant fixed    # metrics accumulated on the GPU, read back once per epoch
 
 A three-layer fp32 MLP classifier trains on batches already on the GPU with SGD (momentum) and
-gradient clipping. Each step logs the loss, the accuracy and the gradient norm and checks the loss for
-NaN. Both variants draw the same data and weights from the same seed, train one epoch and check the
+gradient clipping. Each step logs the loss, the accuracy, the gradient norm and the norm of every
+parameter's (clipped) gradient, and checks the loss for NaN. The matrix products are sized so that a
+step's GPU work (about 2.5 ms) outlasts the host's Python and launches for it (about 2 ms): without
+synchronisation the host can queue the next step while the GPU runs this one. Both variants draw the same data and weights from the same seed, train one epoch and check the
 final weights and the epoch's mean loss against the same training in float64, then time whole epochs
 with CUDA events and report the median time per step (one JSON line, coach.capture.harness.emit).
 NVTX ranges mark each step and its phases; Nsight Systems records only the timed epochs
 (scenario.toml: nsys_timed_only).
 
-slow: bool(~isfinite(loss)), loss.item(), correct.item(), grad_norm.item() and
-torch.cuda.synchronize() each make the host wait until the GPU has finished everything queued. The
-queue drains, and the host work that follows (Python, launching the next kernels, formatting the log
-line) runs while the GPU idles. fixed: the step's metrics are added into a small tensor on the GPU
-and read back with one .tolist() every `log_every` steps; the NaN check looks at the accumulated
-count then. The host runs ahead of the GPU and the queue never drains.
+slow: bool(isfinite(loss)), loss.item(), correct.item(), one .item() per parameter's gradient norm,
+grad_norm.item() and torch.cuda.synchronize() each make the host wait until the GPU has finished
+everything queued: eleven waits a step. The queue drains, and the host work that follows (Python,
+autograd's start, launching the next kernels, formatting the log line) runs while the GPU idles.
+fixed: the step's metrics (the per-parameter norms from one multi-tensor kernel) are added into a
+small tensor on the GPU and read back with one .tolist() every `log_every` steps; the NaN check looks
+at the accumulated loss then (a sum of cross-entropies, all >= 0, is finite exactly when every one of
+them is). The host runs ahead of the GPU and the queue never drains.
 
 `epoch(variant, ...)` and `reference(...)` run on any device, so the check also runs on a CPU.
 """
@@ -70,9 +74,9 @@ class Trainer:
         self.params = list(model.parameters())
         self.opt = torch.optim.SGD(self.params, lr=LR, momentum=MOMENTUM)
         self.log: list[str] = []
-        # fixed: loss, correct predictions, gradient norm, non-finite losses, summed on the device
-        # over the steps since the last read
-        self.stats = torch.zeros(4, device=x.device, dtype=x.dtype)
+        # fixed: loss, correct predictions, gradient norm and each parameter's gradient norm, summed
+        # on the device over the steps since the last read
+        self.stats = torch.zeros(3 + len(self.params), device=x.device, dtype=x.dtype)
 
     def forward_backward(self, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         x, y = self.x[k % self.x.shape[0]], self.y[k % self.y.shape[0]]
@@ -97,27 +101,30 @@ class Trainer:
         with harness.nvtx("log"):
             loss_value = loss.item()
             correct = (logits.argmax(dim=1) == self.y[k % self.y.shape[0]]).sum().item()
+            layer_norms = [p.grad.norm().item() for p in self.params]
             totals[0] += loss_value
             self.log.append(f"step {k}: loss {loss_value:.4f} accuracy {correct / logits.shape[0]:.3f} "
-                            f"grad norm {grad_norm.item():.3f}")
+                            f"grad norm {grad_norm.item():.3f} per parameter "
+                            + " ".join(f"{v:.3f}" for v in layer_norms))
             if loss.is_cuda:
                 torch.cuda.synchronize()  # "so that the step time in the log is right"
 
     def step_fixed(self, k: int, totals: list[float]) -> None:
         logits, loss, grad_norm = self.forward_backward(k)
         with harness.nvtx("log"):
-            correct = (logits.argmax(dim=1) == self.y[k % self.y.shape[0]]).sum()
-            self.stats += torch.stack([loss.detach(), correct.to(loss.dtype), grad_norm,
-                                       (~torch.isfinite(loss)).to(loss.dtype)])
+            correct = (logits.argmax(dim=1) == self.y[k % self.y.shape[0]]).sum(dtype=loss.dtype)
+            layer_norms = torch._foreach_norm([p.grad for p in self.params])  # one multi-tensor kernel
+            self.stats += torch.stack([loss.detach(), correct, grad_norm, *layer_norms])
             if (k + 1) % self.log_every == 0:
-                loss_sum, correct_sum, norm_sum, bad = self.stats.tolist()  # the one read-back
+                loss_sum, correct_sum, norm_sum, *layer_sums = self.stats.tolist()  # the one read-back
                 self.stats.zero_()
-                if bad:
-                    raise FloatingPointError(f"{bad:.0f} non-finite losses in steps {k + 1 - self.log_every}-{k}")
-                totals[0] += loss_sum
                 n = self.log_every
+                if not math.isfinite(loss_sum):
+                    raise FloatingPointError(f"non-finite loss in steps {k + 1 - n}-{k}")
+                totals[0] += loss_sum
                 self.log.append(f"steps {k + 1 - n}-{k}: loss {loss_sum / n:.4f} accuracy "
-                                f"{correct_sum / (n * logits.shape[0]):.3f} grad norm {norm_sum / n:.3f}")
+                                f"{correct_sum / (n * logits.shape[0]):.3f} grad norm {norm_sum / n:.3f} per parameter "
+                                + " ".join(f"{v / n:.3f}" for v in layer_sums))
 
     def epoch(self) -> float:
         step = self.step_slow if self.variant == "slow" else self.step_fixed
