@@ -1,81 +1,74 @@
-// Scenario 05: softmax of every row of a rows x cols float32 matrix, one block per row, the row kept
-// in shared memory so that DRAM sees it once (read once, written once).
+// Scenario 05: sum a dictionary-encoded column, segment by segment, with the dictionary cached in
+// shared memory.
 //
 // Compiled at run time through NVRTC (cupy.RawModule, --std=c++17 -lineinfo; CuPy adds
 // -arch=sm_<device>, sm_90 on an H200). The tests compile it with `nvcc -arch=sm_90 -c -Xptxas -v`.
 // No headers: NVRTC has no host include path.
 //
-// The launch passes cols * 4 bytes of dynamic shared memory: 64 KB for 16384 columns. Three passes
-// over the row: load it from global memory into shared memory while taking its maximum; replace each
-// element by exp(x - max) while summing; write each element times 1 / sum. The two kernels are the
-// same code; only the number of threads that share one row's 64 KB differs.
+// A column store keeps a column as 128-byte pages of 31 codes (indices into a 16,384-entry dictionary
+// of float values) and, in the last word, the index of the segment's next page (-1 after the last).
+// The pages of all segments are interleaved in one pool. The kernel sums the decoded values of each
+// segment: one warp walks one segment's pages (lane i reads word i: one coalesced 128-byte request),
+// each lane decodes its code through the dictionary, and lane 31's word says where the next page is.
+// That next load cannot start before this one returns: each warp has one load in flight and waits a
+// full memory round trip per page, so the kernel is latency-bound and an SM goes as fast as the
+// number of warps it holds.
+//
+// The dictionary, 64 KB of floats, is copied into each block's shared memory once (dynamic shared
+// memory: the launch passes DICT * 4 bytes). That 64 KB, plus the 1 KB the system reserves per block,
+// lets three blocks share an SM's 228 KB whatever their size; the block size decides how many warps
+// those three blocks bring. The two kernels are the same code with 128 and 1024 threads per block.
 
-constexpr int WARP = 32;
+constexpr int LANES = 32;                 // one warp per segment at a time; lane 31 carries the link
+constexpr int DICT = 16384;               // dictionary entries: codes are 14 bits
+constexpr int SEGMENTS_PER_WARP = 8;      // each warp walks 8 segments in turn: the copy of the
+                                          // dictionary is paid once per block, not once per segment
 constexpr unsigned FULL = 0xffffffffu;
 
-struct Max {
-    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct Sum {
-    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
-};
-
-// The block-wide reduction of v, returned to every thread. `scratch` holds one value per warp; the
-// barrier at the end lets the caller reuse it for the next reduction.
-template <int THREADS, class Op>
-__device__ __forceinline__ float block_reduce(float v, float* scratch, Op op)
-{
-    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
-#pragma unroll
-    for (int o = WARP / 2; o > 0; o /= 2) v = op(v, __shfl_xor_sync(FULL, v, o));
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    v = scratch[0];
-#pragma unroll
-    for (int w = 1; w < THREADS / WARP; ++w) v = op(v, scratch[w]);
-    __syncthreads();
-    return v;
-}
-
 template <int THREADS>
-__device__ __forceinline__ void softmax_row(const float* __restrict__ in, float* __restrict__ out, int cols)
+__device__ __forceinline__ void sum_segments(const int* __restrict__ pages, const int* __restrict__ heads,
+                                             const float* __restrict__ dictionary, float* __restrict__ sums,
+                                             int segments)
 {
-    extern __shared__ float row[];                 // cols floats
-    __shared__ float scratch[THREADS / WARP];
-    const float* src = in + (long long)blockIdx.x * cols;
-    float* dst = out + (long long)blockIdx.x * cols;
+    extern __shared__ float4 dict4[];     // DICT floats, copied 16 bytes at a time
+    const float4* src = reinterpret_cast<const float4*>(dictionary);
+#pragma unroll 8
+    for (int i = 0; i < DICT / 4 / THREADS; ++i) dict4[i * THREADS + threadIdx.x] = src[i * THREADS + threadIdx.x];
+    __syncthreads();
+    const float* dict = reinterpret_cast<const float*>(dict4);
 
-    float m = -__int_as_float(0x7f800000);         // -infinity
-    for (int i = threadIdx.x; i < cols; i += THREADS) {
-        const float x = src[i];                    // coalesced: a warp reads 32 consecutive floats
-        row[i] = x;
-        m = fmaxf(m, x);
+    const int lane = threadIdx.x % LANES;
+    const int warp = blockIdx.x * (THREADS / LANES) + threadIdx.x / LANES;
+    for (int k = 0; k < SEGMENTS_PER_WARP; ++k) {
+        const int segment = warp * SEGMENTS_PER_WARP + k;
+        if (segment >= segments) return;  // whole warps: the bound is the same for every lane
+        float s = 0.0f;
+        for (int page = heads[segment]; page >= 0;) {
+            const int word = pages[(long long)page * LANES + lane];
+            page = __shfl_sync(FULL, word, LANES - 1);                        // the link
+            if (lane < LANES - 1) s += dict[word & (DICT - 1)];             // decode, off the chain
+        }
+#pragma unroll
+        for (int o = LANES / 2; o > 0; o /= 2) s += __shfl_xor_sync(FULL, s, o);
+        if (lane == 0) sums[segment] = s;
     }
-    m = block_reduce<THREADS>(m, scratch, Max());
-
-    float s = 0.0f;
-    for (int i = threadIdx.x; i < cols; i += THREADS) {
-        const float e = __expf(row[i] - m);        // each thread rereads only the elements it wrote
-        row[i] = e;
-        s += e;
-    }
-    const float inv = 1.0f / block_reduce<THREADS>(s, scratch, Sum());
-
-    for (int i = threadIdx.x; i < cols; i += THREADS) dst[i] = row[i] * inv;
 }
 
-// slow: 128 threads share a 64 KB row. Three such blocks fill the SM's shared memory (3 x 65 KB of
-// 228 KB with the block's reserved 1 KB), so an SM holds 3 x 4 = 12 of its 64 warps.
+// slow: 128 threads share a 64 KB dictionary. Three such blocks fill the SM's shared memory (3 x 65 KB
+// of 228 KB with the reserved 1 KB per block), so an SM holds 3 x 4 = 12 of its 64 warps.
 extern "C" __global__ void __launch_bounds__(128)
-softmax_rows_128(const float* __restrict__ in, float* __restrict__ out, int cols)
+sum_segments_128(const int* __restrict__ pages, const int* __restrict__ heads, const float* __restrict__ dictionary,
+                 float* __restrict__ sums, int segments)
 {
-    softmax_row<128>(in, out, cols);
+    sum_segments<128>(pages, heads, dictionary, sums, segments);
 }
 
 // fixed: 1024 threads share the same 64 KB. Two blocks fill the SM's 64 warp slots (and 130 of its
-// 228 KB of shared memory): the same shared memory per row, 5.3x the warps.
-extern "C" __global__ void __launch_bounds__(1024)
-softmax_rows_1024(const float* __restrict__ in, float* __restrict__ out, int cols)
+// 228 KB of shared memory): the same shared memory per block, 5.3x the warps. __launch_bounds__(1024, 2)
+// holds the registers at 32 per thread, which two 1024-thread blocks need.
+extern "C" __global__ void __launch_bounds__(1024, 2)
+sum_segments_1024(const int* __restrict__ pages, const int* __restrict__ heads, const float* __restrict__ dictionary,
+                  float* __restrict__ sums, int segments)
 {
-    softmax_row<1024>(in, out, cols);
+    sum_segments<1024>(pages, heads, dictionary, sums, segments);
 }

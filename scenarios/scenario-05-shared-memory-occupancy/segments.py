@@ -1,72 +1,106 @@
-"""Scenario 05: softmax of every row of a rows x cols float32 matrix, the row cached in shared memory.
+"""Scenario 05: sum a dictionary-encoded column segment by segment, the dictionary in shared memory.
 
-    python softmax.py --variant slow     # 128 threads per row: 64 KB of shared memory feeds 4 warps
-    python softmax.py --variant fixed    # 1024 threads per row: the same 64 KB feeds 32 warps
+    python segments.py --variant slow     # 128 threads per block: 64 KB of shared memory feeds 4 warps
+    python segments.py --variant fixed    # 1024 threads per block: the same 64 KB feeds 32 warps
 
-Both variants draw the same matrix from the same seed, run the kernel once on a poisoned (NaN)
-output and compare it with torch's softmax in float64, then time the kernel with CUDA events
-(warm-up, then the median of the repeats) and print one JSON line (coach.capture.harness.emit). The
-kernels live in softmax.cu and are compiled at run time through NVRTC; both get the same dynamic
-shared memory (the row, cols x 4 bytes) and the largest shared-memory carve-out, so that shared
-memory, not the carve-out the driver would pick, decides how many blocks fit on an SM.
+Both variants build the same column from the same seed: 128-byte pages of 31 random 14-bit codes and
+a link, each segment's 64 pages scattered at random over the pool, and a random dictionary of 16,384
+floats in [0.5, 1.5). Each runs the kernel once on a poisoned output (NaN everywhere) and compares
+every sum with a float64 reference, then times the kernel with CUDA events (warm-up, then the median
+of the repeats) and prints one JSON line (coach.capture.harness.emit). The kernels live in
+segments.cu and are compiled at run time through NVRTC; both get the same dynamic shared memory (the
+dictionary, 64 KB) and the largest shared-memory carve-out, so that shared memory, not the carve-out
+the driver would pick, decides how many blocks fit on an SM.
 
-The work: read the matrix once and write it once. With the row in shared memory each block needs
-64 KB; only three blocks fit on an SM, and with 128 threads per block that is 12 warps to hide the
-DRAM latency of the loads.
+The work: read every page once, 128 bytes, and write one float per segment. Each warp reads its
+segment's pages one after the other (the next address is in the page), so the kernel waits on memory
+latency and its speed is the number of warps each SM holds: three blocks (shared memory), times the
+warps per block.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import cupy
 import numpy as np
 import torch
 
 from coach.capture import harness
 
 HERE = Path(__file__).resolve().parent
+LANES, DICT, SEGMENTS_PER_WARP = 32, 16384, 8  # as in segments.cu
+CODES = LANES - 1
 THREADS = {"slow": 128, "fixed": 1024}
-KERNELS = {"slow": "softmax_rows_128", "fixed": "softmax_rows_1024"}
+KERNELS = {"slow": "sum_segments_128", "fixed": "sum_segments_1024"}
 #: Largest shared-memory carve-out, in percent: 228 KB per SM on the H200.
 CARVEOUT_PCT = 100
-#: fp32 with the fast exponential (__expf, a few ulp for arguments in [-20, 0]) and sums of 16-128
-#: terms per thread before a tree: about 1e-6 relative error; 1e-5 leaves room without hiding a bug.
+#: fp32 sums of 64 positive terms per lane, then a tree of 32: at most about 70 roundings of 2^-24
+#: (4e-6) and typically far fewer, on positive terms (no cancellation); 1e-5 leaves room without
+#: hiding a bug (one page missed moves a segment's sum by about 1.5%).
 TOLERANCE = 1e-5
 
 
+def build_column(pages: int, chain: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The page pool (pages x 32 int32: 31 codes and the link), each segment's pages in chain order
+    (segments x chain, int64), and the segments' first pages (int32)."""
+    segments = pages // chain
+    pool = torch.randint(0, DICT, (pages, LANES), dtype=torch.int32, device=gen.device, generator=gen)
+    order = torch.randperm(pages, device=gen.device, generator=gen).view(segments, chain)  # scattered pages
+    links = torch.full((segments, chain), -1, dtype=torch.int32, device=gen.device)
+    links[:, :-1] = order[:, 1:].to(torch.int32)
+    pool[order.flatten(), LANES - 1] = links.flatten()
+    return pool, order, order[:, 0].to(torch.int32).contiguous()
+
+
+def reference_sums(pool: torch.Tensor, order: torch.Tensor, dictionary: torch.Tensor) -> torch.Tensor:
+    """sums[s]: the decoded values of segment s's codes, in float64."""
+    page_sums = dictionary.double()[pool[:, :CODES].long()].sum(dim=1)
+    return page_sums[order].sum(dim=1)
+
+
 def main() -> None:
+    import cupy  # here, so that the column and its reference can be built on a machine without a GPU
+
     args = harness.parse_args(__doc__.splitlines()[0])
     size = harness.sizes(__file__)
-    rows, cols = size["rows"], size["cols"]
-    gen = torch.Generator(device="cuda").manual_seed(args.seed)
-    x = torch.randn(rows, cols, device="cuda", generator=gen)
-    out = torch.empty_like(x)
-    module = cupy.RawModule(code=(HERE / "softmax.cu").read_text(), options=("--std=c++17", "-lineinfo"))
-    kernel = module.get_function(KERNELS[args.variant])
-    row_bytes = cols * size["float_bytes"]
-    kernel.max_dynamic_shared_size_bytes = row_bytes  # above the 48 KB a kernel gets without asking
-    kernel.preferred_shared_memory_carveout = CARVEOUT_PCT
+    pages, chain = size["pages"], size["chain_pages"]
+    segments = pages // chain
     threads = THREADS[args.variant]
-    kernel_args = (cupy.asarray(x), cupy.asarray(out), np.int32(cols))
+    per_block = threads // LANES * SEGMENTS_PER_WARP
+    if (size["page_words"] != LANES or size["dict_entries"] != DICT or pages % chain
+            or any(segments % (t // LANES * SEGMENTS_PER_WARP) for t in THREADS.values())):
+        raise SystemExit("sizes do not match segments.cu: 32-word pages, 16,384 dictionary entries, whole "
+                         "chains, whole blocks of segments for both block sizes")
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    pool, order, heads = build_column(pages, chain, gen)
+    dictionary = torch.rand(DICT, device="cuda", generator=gen) + 0.5
+    sums = torch.empty(segments, device="cuda")
+    module = cupy.RawModule(code=(HERE / "segments.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    kernel = module.get_function(KERNELS[args.variant])
+    dict_bytes = DICT * size["float_bytes"]
+    kernel.max_dynamic_shared_size_bytes = dict_bytes  # above the 48 KB a kernel gets without asking
+    kernel.preferred_shared_memory_carveout = CARVEOUT_PCT
+    kernel_args = (cupy.asarray(pool), cupy.asarray(heads), cupy.asarray(dictionary), cupy.asarray(sums),
+                   np.int32(segments))
 
     def launch() -> None:
-        kernel((rows,), (threads,), kernel_args, shared_mem=row_bytes)
+        kernel((segments // per_block,), (threads,), kernel_args, shared_mem=dict_bytes)
 
-    out.fill_(float("nan"))  # poison: an element the kernel does not write fails the check
+    sums.fill_(float("nan"))  # poison: a sum the kernel does not write fails the check
     with harness.nvtx("check"):
         launch()
     torch.cuda.synchronize()
-    reference = torch.softmax(x.double(), dim=1)
-    error = harness.relative_error(out, reference)
-    del reference
+    reference = reference_sums(pool, order, dictionary)
+    error = harness.relative_error(sums, reference)
+    del reference, order
     torch.cuda.empty_cache()
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"softmax {args.variant}")
+    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"sum_segments {args.variant}")
     major, minor = torch.cuda.get_device_capability()
     harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
-                 seed=args.seed, rows=rows, cols=cols, threads_per_block=threads, kernel=KERNELS[args.variant],
-                 registers=kernel.num_regs, shared_bytes=kernel.shared_size_bytes + row_bytes,
+                 seed=args.seed, segments=segments, chain_pages=chain, threads_per_block=threads,
+                 kernel=KERNELS[args.variant], registers=kernel.num_regs,
+                 shared_bytes=kernel.shared_size_bytes + dict_bytes,
                  device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}")
 
 
