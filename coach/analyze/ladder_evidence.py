@@ -1,0 +1,318 @@
+"""A ladder's recorded measurements, written into its own files so that no number there is typed.
+
+A ladder keeps, next to each rung's prediction in ``ladder.toml``, the measured outcome
+(``measured``) and, where the two differ, the reason (``why``, written by hand from the evidence);
+its ``NOTES.md`` ends with the results. The numbers come from two recorded files: the timing from
+``results.json`` (through ``coach.ladders.rung_table``) and the profile from the rungs' Nsight
+Compute launches (``traces/<gpu>/ladders/<op>/ncu``, each launch in the NVTX range ``<op>/<rung>``).
+This module writes both the ``measured`` sentences and the results table of NOTES.md from them, and
+checks that they still match:
+
+    python -m coach.analyze.ladder_evidence write reduction scan
+    python -m coach.analyze.ladder_evidence check          # every ladder with recorded results
+
+For a rung of several kernels the profile quoted is its longest kernel's, where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from coach.errors import CoachError, InputError
+from coach.ladders import (
+    DEFINITION_FILE,
+    LadderDef,
+    LadderResults,
+    Measured,
+    Row,
+    ladder_names,
+    load_definition,
+    load_results,
+    percent_of,
+    results_path,
+    rung_table,
+)
+
+#: Where a recorded ladder keeps its Nsight Compute metrics, beside results.json.
+PROFILE_FOLDER = "ncu"
+NOTES_FILE = "NOTES.md"
+#: NOTES.md holds the results table between these two lines; the prose around it is written by hand.
+TABLE_BEGIN = "<!-- results table: written by python -m coach.analyze.ladder_evidence write -->"
+TABLE_END = "<!-- end of results table -->"
+
+#: Metrics read from the long ``metrics`` table because the ladder recordings collect only the
+#: SpeedOfLight, MemoryWorkloadAnalysis, Occupancy and LaunchStats sections: the canonical
+#: ``issue_active_pct`` (smsp__issue_active, WarpStateStats) and ``dram_bytes`` (dram__bytes.sum)
+#: are not among them, while SpeedOfLight's breakdown carries these. Issue active here is the
+#: SM-wide average over elapsed cycles, not over active ones.
+RAW_METRICS = {
+    "dram__bytes.sum.per_second": "dram_bytes_per_s",
+    "sm__issue_active.avg.pct_of_peak_sustained_elapsed": "sm_issue_active_pct",
+    "inst_executed": "warp_inst",
+}
+#: The canonical launch columns a rung's sentence quotes.
+LAUNCH_COLUMNS = ("launch_id", "nvtx_range", "kernel_name", "duration_ns", "dram_throughput_pct",
+                  "l1_throughput_pct", "l2_throughput_pct", "l1_hit_rate_pct", "l2_hit_rate_pct",
+                  "achieved_occupancy_pct", "theoretical_occupancy_pct", "registers_per_thread",
+                  "grid_size", "block_size", "waves_per_sm")
+
+_CEILING_WORDS = {"dram_copy_bandwidth_bytes_per_s": "DRAM copy ceiling",
+                  "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling"}
+
+
+def profile_folder(name: str, gpu: str = "h200", root: Path | None = None) -> Path:
+    """``traces/<gpu>/ladders/<name>/ncu``: the rungs' Nsight Compute metrics, saved by the import step."""
+    return results_path(name, gpu, root).parent / PROFILE_FOLDER
+
+
+def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
+    """One row per rung profiled: the rung's launch count and total duration, and the metrics of its
+    longest launch (``kernel_name``, ``duration_ns``, throughputs, occupancy, hit rates, ...)."""
+    from coach.ingest import load
+    from coach.model import KernelProfile
+
+    profile = load(folder)
+    if not isinstance(profile, KernelProfile):
+        raise InputError(folder, "is not a kernel profile (Nsight Compute)")
+    raw = (profile.metrics.filter(pl.col("metric").is_in(list(RAW_METRICS)))
+           .pivot(on="metric", index="launch_id", values="value", aggregate_function="first")
+           .rename(lambda c: RAW_METRICS.get(c, c)))
+    missing = [c for c in RAW_METRICS.values() if c not in raw.columns]
+    if missing:
+        raise InputError(folder, f"lacks the metrics {', '.join(sorted(missing))} (SpeedOfLight section)")
+    prefix = f"{ladder}/"
+    launches = profile.launches.select(LAUNCH_COLUMNS).filter(pl.col("nvtx_range").str.starts_with(prefix))
+    if launches.is_empty():
+        raise InputError(folder, f"has no launch in an NVTX range {prefix}<rung> (recorded without --nvtx?)")
+    return (launches.join(raw, on="launch_id", how="left")
+            .with_columns(pl.col("nvtx_range").str.strip_prefix(prefix).alias("rung"))
+            .sort("duration_ns", descending=True)
+            .group_by("rung", maintain_order=True)
+            .agg(pl.len().alias("launches"), pl.col("duration_ns").sum().alias("total_duration_ns"), pl.all().first())
+            .drop("nvtx_range"))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A ladder's definition, its recorded results and, per rung key, its profile (if recorded)."""
+
+    defn: LadderDef
+    results: LadderResults
+    rows: tuple[Row, ...]
+    profiles: Mapping[str, Mapping[str, Any]]
+
+    def previous(self, i: int) -> Row | None:
+        """The last rung before row ``i`` that was correct: what ``vs_previous`` compares with."""
+        return next((r for r in reversed(self.rows[:i]) if _ok(r.result)), None)
+
+
+def recorded(name: str, gpu: str = "h200", kernels: Path | None = None, traces: Path | None = None) -> Recorded:
+    defn = load_definition(name, kernels)
+    results = load_results(results_path(name, gpu, traces))
+    if results.ladder != defn.name:
+        raise InputError(results.path, f"holds results of ladder {results.ladder!r}, not {defn.name!r}")
+    folder = profile_folder(name, gpu, traces)
+    profiles = {r["rung"]: r for r in rung_profiles(name, folder).iter_rows(named=True)} if folder.exists() else {}
+    return Recorded(defn, results, tuple(rung_table(defn, results)), profiles)
+
+
+def _ok(m: Measured | None) -> bool:
+    return m is not None and m.status == "ok"
+
+
+# --------------------------------------------------------------------------------------------
+# The sentences and the table
+# --------------------------------------------------------------------------------------------
+
+
+def measured_text(rec: Recorded, i: int) -> str:
+    """The ``measured`` sentence of rung ``i``: median time and spread, bandwidth against the
+    ceiling, speed-ups, then (if profiled) what Nsight Compute measured for its longest kernel."""
+    row, results = rec.rows[i], rec.results
+    m = row.result
+    if m is None:
+        return "not in the recorded run"
+    if m.status != "ok":
+        return f"{m.status}: {m.error}"
+    text = (f"{_us(m.time_s)} median (p20-p80 {_us(m.p20_s, unit=False)}-{_us(m.p80_s)}), "
+            f"{m.bytes_per_s / 1e12:.2f} TB/s")
+    if row.pct_of_ceiling is not None:
+        text += f" = {row.pct_of_ceiling:.1f}% of the {_CEILING_WORDS.get(results.ceiling_name, results.ceiling_name)}"
+    previous = rec.previous(i)
+    ratios = [f"x{row.vs_previous:.2f} over rung {previous.rung.id}"] if previous and row.vs_previous else []
+    if row.vs_baseline is not None:
+        ratios.append(f"x{row.vs_baseline:.2f} over {results.baseline}")
+    if ratios:
+        text += "; " + ", ".join(ratios)
+    profile = rec.profiles.get(row.rung.key)
+    return f"{text}. {profile_text(profile)}" if profile is not None else text
+
+
+def profile_text(p: Mapping[str, Any]) -> str:
+    """What Nsight Compute measured for a rung: its longest launch, with the numbers that place it."""
+    head = (f"Nsight Compute, {p['launches']} kernels in {_us(p['total_duration_ns'] / 1e9)}; the longest, "
+            if p["launches"] > 1 else "Nsight Compute, ")
+    return (f"{head}{p['kernel_name']}: {_us(p['duration_ns'] / 1e9)}, {p['grid_size']:,} blocks of "
+            f"{p['block_size']} ({p['waves_per_sm']:.2f} waves), DRAM {p['dram_throughput_pct']:.1f}% of peak "
+            f"({p['dram_bytes_per_s'] / 1e12:.2f} TB/s), L1 {p['l1_throughput_pct']:.1f}% and L2 "
+            f"{p['l2_throughput_pct']:.1f}% of peak, issue active {p['sm_issue_active_pct']:.1f}%, warps "
+            f"{p['achieved_occupancy_pct']:.1f}% of the SM ({p['theoretical_occupancy_pct']:.1f}% possible, "
+            f"{p['registers_per_thread']} registers), L1 hit {p['l1_hit_rate_pct']:.1f}%, L2 hit "
+            f"{p['l2_hit_rate_pct']:.1f}%, {p['warp_inst'] / 1e6:.2f} M warp instructions")
+
+
+def results_table(rec: Recorded) -> str:
+    """NOTES.md's results table (Markdown): every rung, then every peer, as recorded, and the goal."""
+    res = rec.results
+    head = ["rung", "median", "TB/s", "% of ceiling", "x prev", f"x {res.baseline}",
+            "DRAM % of peak (ncu)", "issue active % (ncu)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for row in rec.rows:
+        m, p = row.result, rec.profiles.get(row.rung.key)
+        name = f"{row.rung.id} {row.rung.title}"
+        if not _ok(m):
+            lines.append(f"| {name} | {'not run' if m is None else m.status} |" + " - |" * (len(head) - 2))
+            continue
+        lines.append(f"| {name} | {_us(m.time_s)} | {m.bytes_per_s / 1e12:.2f} | {_num(row.pct_of_ceiling, '.1f')} | "
+                     f"{_num(row.vs_previous, '.2f')} | {_num(row.vs_baseline, '.2f')} | "
+                     f"{_num(p and p['dram_throughput_pct'], '.1f')} | {_num(p and p['sm_issue_active_pct'], '.1f')} |")
+    for peer in res.peers:
+        if not _ok(peer):
+            lines.append(f"| peer: {peer.key} | {peer.status} |" + " - |" * (len(head) - 2))
+            continue
+        pct = percent_of(peer.bytes_per_s, res.ceiling_bytes_per_s)
+        lines.append(f"| peer: {peer.key} | {_us(peer.time_s)} | {peer.bytes_per_s / 1e12:.2f} | {_num(pct, '.1f')} |"
+                     + " - |" * (len(head) - 4))
+    ceiling = f"{res.ceiling_bytes_per_s / 1e12:.2f} TB/s" if res.ceiling_bytes_per_s else "unknown"
+    prov = res.provenance
+    lines += ["", f"Ceiling: the {_CEILING_WORDS.get(res.ceiling_name, res.ceiling_name)}, {ceiling}. "
+                  f"x: time ratios, > 1 is faster. Nsight Compute columns: the rung's longest kernel. "
+                  f"{prov.get('gpu_name', res.gpu)}, driver {prov.get('driver')}, CUDA {prov.get('cuda')}, "
+                  f"torch {prov.get('torch')}, {prov.get('date')}."]
+    return "\n".join(lines)
+
+
+def _us(seconds: float | None, unit: bool = True) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:,.1f}" + (" us" if unit else "")
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+# --------------------------------------------------------------------------------------------
+# Writing them into ladder.toml and NOTES.md, leaving everything hand-written as it is
+# --------------------------------------------------------------------------------------------
+
+_RUNGS = re.compile(r"^\[\[rungs\]\]\s*$")
+_KEY = re.compile(r"^(?P<key>[A-Za-z_]+)\s*=")
+_ID = re.compile(r'^id\s*=\s*"(?P<id>\d\d)"\s*$')
+
+
+def _key(line: str) -> str:
+    m = _KEY.match(line)
+    return m["key"] if m else ""
+
+
+def with_measured(text: str, measured: Mapping[str, str], path: Path | str = DEFINITION_FILE) -> str:
+    """``text`` (a ladder.toml) with each rung's ``measured = "..."`` line set from ``measured`` (rung
+    id -> sentence): replaced where present, otherwise inserted after the rung's ``prediction`` line.
+    Comments, order and the hand-written ``why`` lines are kept."""
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if _RUNGS.match(line):
+            blocks.append([])
+        blocks[-1].append(line)
+    out = blocks[0][:]
+    for block in blocks[1:]:
+        rung_id = next((m["id"] for m in map(_ID.match, block) if m), None)
+        if rung_id is None or rung_id not in measured:
+            out.extend(block)
+            continue
+        kept = [line for line in block if _key(line) != "measured"]
+        at = next((i for i, line in enumerate(kept) if _key(line) == "prediction"), None)
+        if at is None:
+            raise InputError(path, f"rung {rung_id}: no single-line prediction to put `measured` after")
+        kept.insert(at + 1, f"measured = {json.dumps(measured[rung_id], ensure_ascii=False)}\n")
+        out.extend(kept)
+    new = "".join(out)
+    got = {r.get("id"): r.get("measured") for r in tomllib.loads(new).get("rungs", [])}
+    if any(got.get(k) != v for k, v in measured.items()):
+        raise InputError(path, "the rewritten file does not read back to the measured sentences")
+    return new
+
+
+def with_table(text: str, table: str, path: Path | str = NOTES_FILE) -> str:
+    """``text`` (a NOTES.md) with the lines between TABLE_BEGIN and TABLE_END replaced by ``table``."""
+    begin, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
+    if begin < 0 or end < begin:
+        raise InputError(path, f"has no results table to fill in: put the lines {TABLE_BEGIN!r} and {TABLE_END!r} "
+                               "where it belongs")
+    return f"{text[:begin + len(TABLE_BEGIN)]}\n{table}\n{text[end:]}"
+
+
+def updated_files(rec: Recorded) -> dict[Path, tuple[str, str]]:
+    """ladder.toml and NOTES.md: path -> (text now, text with the recorded numbers filled in)."""
+    toml, notes = rec.defn.folder / DEFINITION_FILE, rec.defn.folder / NOTES_FILE
+    measured = {row.rung.id: measured_text(rec, i) for i, row in enumerate(rec.rows)}
+    old_toml, old_notes = toml.read_text(encoding="utf-8"), notes.read_text(encoding="utf-8")
+    return {toml: (old_toml, with_measured(old_toml, measured, toml)),
+            notes: (old_notes, with_table(old_notes, results_table(rec), notes))}
+
+
+def write(name: str, gpu: str = "h200", kernels: Path | None = None, traces: Path | None = None) -> list[Path]:
+    """Fill in a ladder's ``measured`` lines and results table; return the files that changed."""
+    changed = []
+    for path, (old, new) in updated_files(recorded(name, gpu, kernels, traces)).items():
+        if new != old:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(new)
+            os.replace(tmp, path)
+            changed.append(path)
+    return changed
+
+
+def stale(name: str, gpu: str = "h200", kernels: Path | None = None, traces: Path | None = None) -> list[Path]:
+    """The ladder's files whose recorded numbers differ from the recorded files'."""
+    return [path for path, (old, new) in updated_files(recorded(name, gpu, kernels, traces)).items() if old != new]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m coach.analyze.ladder_evidence",
+                                     description="Fill in (write) or verify (check) the recorded numbers of "
+                                                 "kernels/<op>/ladder.toml and NOTES.md.")
+    parser.add_argument("action", choices=("write", "check"))
+    parser.add_argument("ladders", nargs="*", help="ladder names (default: every ladder with recorded results)")
+    parser.add_argument("--gpu", default="h200", help="whose recording: traces/<GPU>/ladders/")
+    args = parser.parse_args(argv)
+    names = args.ladders or [n for n in ladder_names() if results_path(n, args.gpu).is_file()]
+    failed = False
+    try:
+        for name in names:
+            if args.action == "write":
+                changed = write(name, args.gpu)
+                print(f"{name}: " + (", ".join(p.name for p in changed) + " updated" if changed else "unchanged"))
+            elif bad := stale(name, args.gpu):
+                print(f"{name}: {', '.join(p.name for p in bad)} differ from the recorded files; "
+                      f"run: python -m coach.analyze.ladder_evidence write {name}", file=sys.stderr)
+                failed = True
+    except CoachError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,234 @@
+"""The ladders recorded on the H200 (traces/h200/ladders/<op>/): invariants every recorded results.json
+must keep, the last rungs' numbers pinned from the files, the goals met and missed, and the
+`measured` sentences and NOTES.md tables written from them (coach.analyze.ladder_evidence)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from coach.analyze import ladder_evidence as ev
+from coach.errors import InputError
+from coach.ladders import ladder_names, load_definition, load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = sorted((ROOT / "traces").glob("*/ladders/*/results.json"))
+NAMES = [p.parent.name for p in RECORDED if p.parts[-4] == "h200"]
+
+
+@cache
+def recorded(name: str) -> ev.Recorded:
+    return ev.recorded(name)
+
+
+def test_all_six_ladders_are_recorded_on_the_h200():
+    assert NAMES == ladder_names() == ["gemv", "layernorm", "reduction", "scan", "softmax", "transpose"]
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parts[-4]}/{p.parent.name}")
+def test_recorded_results_keep_their_invariants(path):
+    res = load_results(path)
+    raw = json.loads(path.read_text())
+    defn = load_definition(res.ladder)
+    assert res.ladder == path.parent.name and not res.synthetic
+    assert {"date", "driver", "cuda", "torch", "git_commit", "command"} <= set(res.provenance)
+    assert [m.key for m in res.rungs] == [r.key for r in defn.rungs], "every rung recorded, in ladder order"
+    assert [p.key for p in res.peers] == list(defn.peers)
+    model_bytes = {m.bytes for m in (*res.rungs, *res.peers)}
+    assert len(model_bytes) == 1 and model_bytes.pop() > 0, "one bytes model for every rung and peer"
+    for m in (*res.rungs, *res.peers):
+        assert m.status == "ok", f"{m.key}: {m.error}"
+        assert m.checks and all(c.passed and c.unwritten == 0 for c in m.checks), m.key
+        assert all(c.rel_err is not None and c.rel_err <= c.tolerance for c in m.checks), m.key
+        assert 0 < m.p20_s <= m.time_s <= m.p80_s, m.key
+    # the ceiling is the calibration that results.json names
+    calibration = json.loads((ROOT / raw["ceiling"]["source"]).read_text())
+    assert res.ceiling_bytes_per_s == calibration["measurements"][res.ceiling_name]["value"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_table_columns_follow_from_the_times(name):
+    """GB/s is bytes / time; % of ceiling, x prev, x v0 and x base are ratios of the same times."""
+    proc = subprocess.run([sys.executable, "-m", "coach", "ladder", name, "--json"], capture_output=True, text=True,
+                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    raw = json.loads((ROOT / "traces" / "h200" / "ladders" / name / "results.json").read_text())
+    times = [r["time_s"] for r in raw["rungs"]]
+    base = next(p["time_s"] for p in raw["peers"] if p["key"] == raw["baseline"])
+    ceiling = raw["ceiling"]["bytes_per_s"]
+    for i, (row, rec) in enumerate(zip(shown["rungs"], raw["rungs"], strict=True)):
+        assert row["rung"] == rec["key"] and row["time_s"] == rec["time_s"]
+        assert row["bytes_per_s"] == rec["bytes"] / rec["time_s"]
+        assert row["pct_of_ceiling"] == pytest.approx(100 * rec["bytes"] / rec["time_s"] / ceiling, rel=1e-12)
+        assert row["vs_first"] == pytest.approx(times[0] / times[i], rel=1e-12)
+        assert row["vs_baseline"] == pytest.approx(base / times[i], rel=1e-12)
+        if i == 0:
+            assert row["vs_previous"] is None and row["vs_first"] == 1.0
+        else:
+            assert row["vs_previous"] == pytest.approx(times[i - 1] / times[i], rel=1e-12)
+            step = row["vs_baseline"] / shown["rungs"][i - 1]["vs_baseline"]
+            assert step == pytest.approx(row["vs_previous"], rel=1e-12)
+    chained = math.prod(r["vs_previous"] for r in shown["rungs"][1:])
+    assert shown["rungs"][-1]["vs_first"] == pytest.approx(chained, rel=1e-12)
+
+
+# Pinned from traces/h200/ladders/<op>/results.json (recorded 2026-11-30): rung or peer -> median seconds.
+PINNED = {
+    "reduction": {"05_single_pass": 0.00025171199440956115, "torch.sum": 0.00025932800769805906,
+                  "cupy.sum": 0.00025116801261901853},
+    "scan": {"05_lookback_vec4": 0.00019459199905395508, "torch.cumsum": 0.0002123199999332428},
+    "transpose": {"05_vec4_two_tiles": 0.0005596160292625428, "torch.compile": 0.0005505279898643493,
+                  "torch .t().contiguous()": 0.0018597439527511597},
+    "softmax": {"05_triton": 0.00013407999277114868, "04_vec_registers": 0.00013446399569511414,
+                "torch.compile": 0.0003112320005893707, "torch.softmax": 0.00041836801171302797},
+    "layernorm": {"04_row_in_registers": 0.00013337600231170654, "05_triton": 0.0001361759975552559,
+                  "torch.compile": 0.0001868479996919632},
+    "gemv": {"02_vec8": 0.0001178240031003952, "03_rows_per_warp": 0.00011974400281906128,
+             "04_streaming_loads": 0.00012454400211572646, "torch x @ W.T": 0.00012758399546146393},
+}
+# ... and the bandwidth each shows, TB/s to two places as `coach ladder` prints it.
+PINNED_TBPS = {
+    "reduction": {"05_single_pass": 4.27, "torch.sum": 4.14, "cupy.sum": 4.27},
+    "scan": {"05_lookback_vec4": 2.76, "torch.cumsum": 2.53},
+    "transpose": {"05_vec4_two_tiles": 3.84, "torch.compile": 3.90, "torch .t().contiguous()": 1.15},
+    "softmax": {"05_triton": 4.00, "04_vec_registers": 3.99, "torch.compile": 1.72, "torch.softmax": 1.28},
+    "layernorm": {"04_row_in_registers": 4.03, "05_triton": 3.94, "torch.compile": 2.87},
+    "gemv": {"02_vec8": 3.99, "03_rows_per_warp": 3.92, "04_streaming_loads": 3.77, "torch x @ W.T": 3.68},
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pinned_numbers(name):
+    res = recorded(name).results
+    measured = {m.key: m for m in (*res.rungs, *res.peers)}
+    for key, seconds in PINNED[name].items():
+        assert measured[key].time_s == seconds, key
+        assert round(measured[key].bytes_per_s / 1e12, 2) == PINNED_TBPS[name][key], key
+
+
+# ladder -> (last rung meets the goal, the rung with the highest bandwidth, the rungs that meet the goal)
+GOALS = {
+    "reduction": (True, "05_single_pass", {"04_vec4_grid_stride", "05_single_pass"}),
+    "scan": (False, "05_lookback_vec4", set()),
+    "transpose": (True, "05_vec4_two_tiles", {"03_four_rows_per_thread", "04_vec4", "05_vec4_two_tiles"}),
+    "softmax": (True, "05_triton", {"04_vec_registers", "05_triton"}),
+    "layernorm": (True, "04_row_in_registers", {"04_row_in_registers", "05_triton"}),
+    "gemv": (False, "02_vec8", {"02_vec8", "03_rows_per_warp"}),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_goals_met_and_missed(name):
+    rec = recorded(name)
+    rate = {row.rung.key: row.result.bytes_per_s for row in rec.rows}
+    last_meets, best, meeting = GOALS[name]
+    assert (rate[rec.defn.rungs[-1].key] >= rec.defn.goal_bytes_per_s) is last_meets
+    assert max(rate, key=rate.get) == best
+    assert {k for k, v in rate.items() if v >= rec.defn.goal_bytes_per_s} == meeting
+
+
+def test_reduction_is_not_slower_than_torch_sum_and_level_with_cub():
+    res = recorded("reduction").results
+    last = res.rungs[-1].time_s
+    assert last < res.peer("torch.sum").time_s
+    assert abs(last / res.peer("cupy.sum").time_s - 1) < 0.01
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_rung_says_what_was_measured_and_each_step_back_says_why(name):
+    """A rung slower than the one before it, or a last rung short of the goal, is a lesson: it has a why."""
+    rec = recorded(name)
+    for row in rec.rows:
+        assert row.rung.measured, row.rung.key
+        if row.vs_previous is not None and row.vs_previous < 1:
+            assert row.rung.why, f"{row.rung.key} is slower than the rung before it"
+    last = rec.rows[-1]
+    if last.result.bytes_per_s < rec.defn.goal_bytes_per_s:
+        assert last.rung.why, f"{last.rung.key} misses the goal"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_measured_sentences_and_notes_tables_match_the_recording(name):
+    assert ev.stale(name) == [], f"run: python -m coach.analyze.ladder_evidence write {name}"
+
+
+def test_measured_sentence_quotes_results_and_profile():
+    rec = recorded("gemv")
+    text = ev.measured_text(rec, 4)
+    assert text.startswith("124.5 us median (p20-p80 123.3-126.4 us), 3.77 TB/s = 89.9% of the DRAM read ceiling; "
+                           "x0.96 over rung 03, x1.02 over torch x @ W.T. Nsight Compute, gemv04_streaming: 118.4 us")
+    assert "DRAM 82.9% of peak (3.99 TB/s)" in text and "L2 hit 21.3%" in text
+    multi = ev.measured_text(recorded("scan"), 0)
+    assert "Nsight Compute, 5 kernels in 865.6 us; the longest, scan00_tiles: 482.0 us" in multi
+
+
+def test_rung_profiles_take_each_rungs_longest_kernel():
+    profiles = recorded("reduction").profiles
+    assert set(profiles) == {r.key for r in load_definition("reduction").rungs}
+    assert profiles["04_vec4_grid_stride"]["launches"] == 2
+    assert profiles["04_vec4_grid_stride"]["kernel_name"] == "reduce_vec4_grid_stride"
+    assert profiles["00_interleaved"]["launches"] == 4
+    with pytest.raises(InputError, match="no launch in an NVTX range scan/"):
+        ev.rung_profiles("scan", ev.profile_folder("reduction"))
+
+
+TOML = """schema = "coach-ladder/1"
+# a comment
+[[rungs]]
+id = "00"
+file = "00_a.cu"
+prediction = "fast"
+measured = "old"
+why = "kept as written"
+
+[[rungs]]
+id = "01"
+file = "01_b.cu"
+prediction = "faster"
+"""
+
+
+def test_with_measured_replaces_or_inserts_and_keeps_the_rest():
+    new = ev.with_measured(TOML, {"00": 'new "quoted"', "01": "first"})
+    assert new.count("measured =") == 2 and "# a comment" in new and 'why = "kept as written"' in new
+    assert 'prediction = "fast"\nmeasured = "new \\"quoted\\""\nwhy' in new
+    assert new.endswith('prediction = "faster"\nmeasured = "first"\n')
+    assert ev.with_measured(new, {"00": 'new "quoted"', "01": "first"}) == new
+    with pytest.raises(InputError, match="rung 01: no single-line prediction"):
+        ev.with_measured(TOML.replace('prediction = "faster"\n', ""), {"01": "x"})
+
+
+def test_with_table_fills_between_the_markers_only():
+    notes = f"# Notes\n\n{ev.TABLE_BEGIN}\nold table\n{ev.TABLE_END}\n\nprose\n"
+    assert ev.with_table(notes, "| a |") == f"# Notes\n\n{ev.TABLE_BEGIN}\n| a |\n{ev.TABLE_END}\n\nprose\n"
+    with pytest.raises(InputError, match="no results table"):
+        ev.with_table("# Notes\n", "| a |")
+
+
+def test_write_into_a_copy_reproduces_the_committed_files(tmp_path):
+    """`write` on a copy whose measured lines and table were emptied puts back the committed text."""
+    kernels = tmp_path / "kernels"
+    shutil.copytree(ROOT / "kernels" / "gemv", kernels / "gemv")
+    toml, notes = kernels / "gemv" / "ladder.toml", kernels / "gemv" / "NOTES.md"
+    committed = toml.read_text(), notes.read_text()
+    toml.write_text("".join(line for line in committed[0].splitlines(keepends=True) if not line.startswith("measured")))
+    begin, end = committed[1].index(ev.TABLE_BEGIN), committed[1].index(ev.TABLE_END)
+    notes.write_text(committed[1][:begin + len(ev.TABLE_BEGIN)] + "\n" + committed[1][end:])
+    assert ev.stale("gemv", kernels=kernels) == [toml, notes]
+    assert ev.write("gemv", kernels=kernels) == [toml, notes]
+    assert (toml.read_text(), notes.read_text()) == committed
+    assert ev.write("gemv", kernels=kernels) == []
+
+
+def test_check_command_exits_zero_on_the_recording():
+    proc = subprocess.run([sys.executable, "-m", "coach.analyze.ladder_evidence", "check"], capture_output=True,
+                          text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
