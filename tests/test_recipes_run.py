@@ -163,6 +163,19 @@ def test_dask_futures_without_dask(fake_nsys, report):
         run_recipe("cuda_api_sum", [report], mode="dask-futures")
 
 
+def test_dask_futures_without_dask_as_recorded(fake_nsys, report, data_dir):
+    """What nsys 2025.3.1 printed on the H200 that recorded the 8 ranks, which had no Dask: the import
+    error, then a crash in its own error handling (tests/data/nsys_ranks/nvidia/all-dask-futures)."""
+    log = data_dir / "nsys_ranks" / "nvidia" / "all-dask-futures" / "recipe_cuda_gpu_kern_sum.log"
+    if not log.is_file():
+        pytest.skip("no dask-futures run recorded")
+    assert "AttributeError" in log.read_text()
+    fake_nsys(f"sys.stderr.write(pathlib.Path({str(log)!r}).read_text())\nsys.exit(1)")
+    with pytest.raises(ToolError, match=r"--mode dask-futures needs Dask in the recipes' Python \(no module "
+                                        r"'distributed'\)"):
+        run_recipe("cuda_gpu_kern_sum", [report], mode="dask-futures")
+
+
 def test_failing_recipe_is_one_line(fake_nsys, report):
     fake_nsys('print("Generated:", file=sys.stderr)\n'
               'print("ValueError: the report has no CUDA data", file=sys.stderr)\nsys.exit(1)')
