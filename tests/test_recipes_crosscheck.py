@@ -20,12 +20,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from coach.analyze.recipes import DEFINITIONS, NVIDIA_GAP_THRESHOLD_NS, compare, nvidia_projection
+from coach.analyze.recipes import (DEFINITIONS, NVIDIA_GAP_THRESHOLD_NS, compare, nvidia_projection,
+                                   session_origin_ns)
 from coach.analyze.timeline_rules._shared import base_api_name
 from coach.analyze.timeline_summary import top_kernels
 from coach.ingest.nsys_sqlite import read
+from coach.errors import CoachError
 from coach.ingest.recipes import empty_output, read_output
-from coach.model import Timeline
+from coach.model import Source, Timeline, make_timeline
 
 ROOTS = [Path(__file__).parent / "data", Path(__file__).parent.parent / "traces"]
 RECIPE_DIR = re.compile(r"^recipe_([a-z0-9_]+)$")
@@ -130,8 +132,10 @@ def test_recipe_agrees_with_coach(export, name, entry):
 def test_multi_report_recipe_agrees_with_each_report(case, name, entry):
     out = read_output(name, entry)
     assert len(out.reports) > 1
-    for report in out.reports:
-        checks = compare(out, timeline(case / f"{report}.sqlite"), report, gap_threshold_ns=_gap_threshold_ns(entry))
+    timelines = {report: timeline(case / f"{report}.sqlite") for report in out.reports}
+    origin = session_origin_ns(timelines.values())
+    for report, tl in timelines.items():
+        checks = compare(out, tl, report, gap_threshold_ns=_gap_threshold_ns(entry), session_origin_ns=origin)
         assert checks["agrees"].all(), f"{report}:\n{_disagreements(checks)}"
 
 
@@ -193,15 +197,56 @@ def test_nvtx_projection_sums(export, csv):
 
 
 def test_gaps_under_nvidias_default_threshold(softmax_nsys_sqlite, data_dir):
-    """NVIDIA's gpu_gaps, run with its default --gap of 500 ms, found nothing in the softmax report;
-    coach finds 15 gaps between operations there, the longest 44.0 ms: all under the threshold."""
-    log = (data_dir / "nsys_torch_softmax" / "nvidia" / "recipe_gpu_gaps.log").read_text()
-    if "--gap" in log:
-        pytest.skip("re-exported with --gap: test_recipe_agrees_with_coach compares every gap")
-    assert "no data was found" in log
-    gaps = DEFINITIONS["gpu_gaps"].ours(timeline(softmax_nsys_sqlite), pl.DataFrame(), {"gap_threshold_ns": 0})
-    assert gaps.height == 15 and gaps["dur_ns"].max() == 44_022_673 and gaps["dur_ns"].sum() == 141_362_703
-    assert gaps["dur_ns"].max() < NVIDIA_GAP_THRESHOLD_NS
+    """NVIDIA's gpu_gaps at its default --gap of 500 ms found nothing in the softmax report (the first
+    export's log); re-run with --gap 0 it lists 15 gaps between operations, the longest 44.0 ms, as
+    coach finds them: all under the default threshold."""
+    theirs = read_output("gpu_gaps", data_dir / "nsys_torch_softmax" / "nvidia" / "recipe_gpu_gaps").table
+    assert "--gap 0" in (data_dir / "nsys_torch_softmax" / "nvidia" / "recipe_gpu_gaps.log").read_text()
+    ours = DEFINITIONS["gpu_gaps"].ours(timeline(softmax_nsys_sqlite), pl.DataFrame(), {"gap_threshold_ns": 0})
+    for gaps in (ours, theirs):
+        assert gaps.height == 15 and gaps["dur_ns"].max() == 44_022_673 and gaps["dur_ns"].sum() == 141_362_703
+    assert ours["dur_ns"].max() < NVIDIA_GAP_THRESHOLD_NS
+
+
+def test_multi_report_utilisation_map_is_on_one_time_axis(data_dir):
+    """Over the 8 rank reports the heatmap's 30 bins span all sessions on one axis from the earliest
+    session start (rank5's), each report shifted by its own start; bins outside a report's session are
+    empty (null). Coach's kernels, shifted the same way, fill NVIDIA's bins."""
+    ranks = data_dir / "nsys_ranks"
+    folder = ranks / "nvidia" / "all" / "recipe_cuda_gpu_time_util_map"
+    if not folder.is_dir():
+        pytest.skip("no multi-report recipe outputs recorded")
+    out = read_output("cuda_gpu_time_util_map", folder)
+    timelines = {r: timeline(ranks / f"{r}.sqlite") for r in out.reports}
+    origin = session_origin_ns(timelines.values())
+    assert origin == timelines["rank5"].source.meta["session_start_epoch_ns"] == 1796041565767641548
+    assert timelines["rank0"].source.meta["session_start_epoch_ns"] - origin == 270_725_864
+    rank0 = out.table.filter(pl.col("report") == "rank0").sort("bin_start_ns")
+    assert rank0["bin_start_ns"][1] == 147_088_291  # 30 bins over 4.41 s, rank3's session ending last
+    # rank0's session starts 270.7 ms into the axis and lasts 3.38 s: bins 1 to 24
+    assert rank0["kernel_pct"].is_null().arg_true().to_list() == [0, 25, 26, 27, 28, 29]
+    checks = compare(out, timelines["rank5"], "rank5", session_origin_ns=origin)
+    busiest = checks.filter(pl.col("item") == "8471 / 0 / 2353412656").row(0, named=True)
+    assert busiest["nvidia"] == 6.4 and busiest["ours"] == pytest.approx(6.3689, abs=1e-4) and busiest["agrees"]
+    with pytest.raises(CoachError, match="one time axis from the earliest session start"):
+        compare(out, timelines["rank0"], "rank0")
+
+
+def test_synchronous_copies_leave_out_what_nvidia_leaves_out():
+    """Synthetic: cuda_memcpy_sync's --help leaves out copies within one device and host-to-device
+    copies of 64 KB or less; no recorded report has a blocking cudaMemcpy to show it."""
+    kib = 1024
+    api = {"start_ns": [0, 100, 200, 300, 400], "end_ns": [50, 150, 250, 350, 450], "pid": [1] * 5,
+           "tid": [1] * 5, "correlation_id": [1, 2, 3, 4, 5],
+           "name": ["cudaMemcpy", "cudaMemcpy", "cudaMemcpy", "cudaMemcpy", "cudaMemcpyAsync"]}
+    memcpy = {"start_ns": [10, 110, 210, 310, 410], "end_ns": [40, 140, 240, 340, 440], "pid": [1] * 5,
+              "device_id": [0] * 5, "stream_id": [7] * 5, "correlation_id": [1, 2, 3, 4, 5],
+              "kind": ["HtoD", "HtoD", "DtoD", "DtoH", "DtoH"], "bytes": [64 * kib, 64 * kib + 1, 1 << 20, 4, 4]}
+    tl = make_timeline(Source(path="synthetic", format="nsys-sqlite", tool="synthetic builder"),
+                       api=pl.DataFrame(api).with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns")),
+                       memcpy=pl.DataFrame(memcpy).with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns")))
+    sync = DEFINITIONS["cuda_memcpy_sync"].ours(tl, pl.DataFrame(), {})
+    assert sync.sort("start_ns")["start_ns"].to_list() == [110, 310]
 
 
 def test_projection_follows_driver_launches_and_counts_launches(data_dir):

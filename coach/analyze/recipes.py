@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import polars as pl
 
@@ -27,6 +27,7 @@ from coach.analyze.timeline import (gpu_work, idle_gaps, interval_join, merge_in
                                     with_launch_call)
 from coach.analyze.timeline_rules._shared import base_api_name
 from coach.analyze.timeline_rules.pageable_memcpy import pageable_copies
+from coach.errors import CoachError
 from coach.ingest.recipes import RecipeOutput
 from coach.model import Timeline
 
@@ -39,6 +40,16 @@ NVIDIA_GAP_THRESHOLD_NS = 500_000_000
 #: The calls ``cuda_api_sync`` lists: "cudaDeviceSynchronize(), cudaStreamSynchronize()" (the
 #: recipe's description). Coach's host-sync rule also counts event and context synchronisation.
 NVIDIA_SYNC_CALLS = r"^(cudaDeviceSynchronize|cudaStreamSynchronize)$"
+
+#: ``cuda_memcpy_sync`` leaves out host-to-device copies of 64 KB or less (its ``--help``): the CUDA
+#: runtime returns from those once the data is staged, without waiting for the copy ("API
+#: synchronization behavior" in the CUDA Runtime API reference).
+NVIDIA_SMALL_HTOD_BYTES = 64 * 1024
+
+#: Recipes whose multi-report output puts every report on one time axis, starting at the earliest
+#: report's session start ("session times are aligned based on the epoch time of the report file
+#: collection", ``cuda_gpu_time_util_map --help``; ``--disable-alignment`` turns it off).
+ALIGNED_RECIPES = frozenset({"cuda_gpu_time_util_map"})
 
 COMPARISON: dict[str, pl.DataType] = {
     "recipe": pl.Utf8, "report": pl.Utf8, "item": pl.Utf8, "quantity": pl.Utf8, "ours": pl.Float64,
@@ -62,23 +73,46 @@ class Definition:
 
 
 def compare(out: RecipeOutput, tl: Timeline, report: str | None = None, *,
-            gap_threshold_ns: int = NVIDIA_GAP_THRESHOLD_NS) -> pl.DataFrame:
+            gap_threshold_ns: int = NVIDIA_GAP_THRESHOLD_NS, session_origin_ns: int | None = None) -> pl.DataFrame:
     """Coach's numbers for ``tl`` beside the recipe's (see module doc). ``report`` picks the rows of
     a multi-report output (default: the timeline's file name without its suffix; an output of one
-    report needs none). ``gap_threshold_ns`` is the ``--gap`` that ``gpu_gaps`` ran with."""
+    report needs none). ``gap_threshold_ns`` is the ``--gap`` that ``gpu_gaps`` ran with.
+    ``session_origin_ns``: for a multi-report output of an ``ALIGNED_RECIPES`` recipe, the earliest
+    session start (epoch ns) of the reports it read (``session_origin_ns(timelines)``)."""
     d = DEFINITIONS.get(out.recipe)
     if d is None:
         raise KeyError(f"coach has no comparison for recipe {out.recipe}")
     name = report or Path(tl.source.path).name.split(".")[0]
     theirs = out.table
+    shift_ns = 0
     if len(out.reports) > 1:
         theirs = theirs.filter(pl.col("report") == name)
+        if out.recipe in ALIGNED_RECIPES:
+            shift_ns = _aligned_shift_ns(tl, session_origin_ns, out.recipe)
     elif out.reports:
         name = out.reports[0]
     if d.theirs is not None and theirs.height:
         theirs = d.theirs(theirs)
-    ours = d.ours(tl, theirs, {"gap_threshold_ns": gap_threshold_ns})
+    ours = d.ours(tl, theirs, {"gap_threshold_ns": gap_threshold_ns, "shift_ns": shift_ns})
     return _side_by_side(out.recipe, name, ours, theirs, d)
+
+
+def session_origin_ns(timelines: Iterable[Timeline]) -> int | None:
+    """The earliest session start (epoch ns) among ``timelines``: time 0 of an aligned multi-report
+    recipe output. None when no timeline records its session start."""
+    starts = [t.source.meta.get("session_start_epoch_ns") for t in timelines]
+    known = [int(s) for s in starts if s is not None]
+    return min(known) if known else None
+
+
+def _aligned_shift_ns(tl: Timeline, origin_ns: int | None, recipe: str) -> int:
+    """How far ``tl``'s session time lies from the aligned axis of a multi-report output: its session
+    start minus the earliest one."""
+    start = tl.source.meta.get("session_start_epoch_ns")
+    if origin_ns is None or start is None:
+        raise CoachError(f"{recipe} over several reports puts them on one time axis from the earliest session start; "
+                         "comparing needs every report's session start (an Nsight Systems export records it)")
+    return int(start) - origin_ns
 
 
 def summary(checks: pl.DataFrame) -> pl.DataFrame:
@@ -218,7 +252,8 @@ def _proj_trace(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
 
 def _util_map(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
     """The share of each of NVIDIA's time bins in which at least one kernel ran (the union of the
-    process's kernels on the device, clipped to the bin), in percent."""
+    process's kernels on the device, clipped to the bin), in percent. The kernels are moved by
+    ``opts["shift_ns"]`` onto the bins' time axis (a multi-report output's, see ``compare``)."""
     if theirs.is_empty():
         return pl.DataFrame(schema={"pid": pl.Int64, "device_id": pl.Int64, "bin_start_ns": pl.Int64,
                                     "kernel_pct": pl.Float64})
@@ -226,7 +261,9 @@ def _util_map(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
             .with_columns(bin_end_ns=pl.col("bin_start_ns").shift(-1).over("pid", "device_id")))
     width = bins.select((pl.col("bin_end_ns") - pl.col("bin_start_ns")).max()).item() or 1
     bins = bins.with_columns(bin_end_ns=pl.col("bin_end_ns").fill_null(pl.col("bin_start_ns") + width))
-    union = merge_intervals(tl.kernels.select("pid", "device_id", "start_ns", "end_ns"), ["pid", "device_id"])
+    shift = opts.get("shift_ns", 0)
+    kernels = tl.kernels.select("pid", "device_id", pl.col("start_ns") + shift, pl.col("end_ns") + shift)
+    union = merge_intervals(kernels, ["pid", "device_id"])
     overlap = (
         bins.join(union.select("pid", "device_id", "start_ns", "end_ns"), on=["pid", "device_id"])
         .filter((pl.col("start_ns") < pl.col("bin_end_ns")) & (pl.col("end_ns") > pl.col("bin_start_ns")))
@@ -236,6 +273,12 @@ def _util_map(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
     bin_ns = pl.col("bin_end_ns") - pl.col("bin_start_ns")
     return (bins.join(overlap, on=["pid", "device_id", "bin_start_ns"], how="left")
             .select("pid", "device_id", "bin_start_ns", kernel_pct=pl.col("busy_ns").fill_null(0) / bin_ns * 100.0))
+
+
+def _their_util_map(table: pl.DataFrame) -> pl.DataFrame:
+    """In a multi-report map NVIDIA leaves empty (null) the bins a report's session does not reach
+    (before it started, after it ended): no kernel of that report ran there, so they count as 0%."""
+    return table.with_columns(pl.col("kernel_pct").fill_null(0.0))
 
 
 def between_gaps(work: pl.DataFrame) -> pl.DataFrame:
@@ -268,8 +311,14 @@ def _memcpy_async(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFram
 
 
 def _memcpy_sync(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
+    """Copies issued by a memcpy call without ``Async``, less those the recipe leaves out (its
+    ``--help``): copies within one device, and host-to-device copies of ``NVIDIA_SMALL_HTOD_BYTES``
+    or less."""
     blocking = pl.col("call").str.contains(r"^cu(da)?Memcpy") & ~pl.col("call").str.contains("Async")
-    return _copies_by_call(tl).filter(blocking).select("start_ns", "dur_ns", "bytes")
+    within_device = pl.col("kind") == "DtoD"
+    small_upload = (pl.col("kind") == "HtoD") & (pl.col("bytes") <= NVIDIA_SMALL_HTOD_BYTES)
+    left_out = (within_device | small_upload).fill_null(False)
+    return _copies_by_call(tl).filter(blocking & ~left_out).select("start_ns", "dur_ns", "bytes")
 
 
 def _api_sync(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
@@ -292,13 +341,14 @@ DEFINITIONS: dict[str, Definition] = {
     "nvtx_gpu_proj_trace": Definition(("pid", "tid", "text", "depth", "proj_start_ns"), {"proj_end_ns": 0.0},
                                       _proj_trace, _PROJECTION),
     "cuda_gpu_time_util_map": Definition(("pid", "device_id", "bin_start_ns"), {"kernel_pct": ROUNDING}, _util_map,
-                                         "union of the kernels in NVIDIA's bins"),
+                                         "union of the kernels in NVIDIA's bins", theirs=_their_util_map),
     "gpu_gaps": Definition(("pid", "device_id", "start_ns"), {"dur_ns": 0.0}, _gaps,
                            "gaps between operations per process and device, over the --gap threshold"),
     "cuda_memcpy_async": Definition(("start_ns",), {"dur_ns": 0.0, "bytes": 0.0}, _memcpy_async,
                                     "pageable copies issued by an Async call"),
     "cuda_memcpy_sync": Definition(("start_ns",), {"dur_ns": 0.0, "bytes": 0.0}, _memcpy_sync,
-                                   "copies issued by a memcpy call without Async"),
+                                   "copies issued by a memcpy call without Async, not within one device, "
+                                   "not host-to-device of 64 KB or less"),
     "cuda_api_sync": Definition(("tid", "start_ns"), {"dur_ns": 0.0}, _api_sync,
                                 "cudaDeviceSynchronize and cudaStreamSynchronize only"),
 }

@@ -239,7 +239,8 @@ def print_side_by_side(result, as_json: bool) -> None:  # result: coach.analyze.
     console.print(escape(result.verdict))
 
 
-_SIDE_BY_SIDE_COLUMNS = {"report": "report", "wall_ns": "wall", "span_ns": "span", "kernels": "kernels",
+_SIDE_BY_SIDE_COLUMNS = {"report": "report", "steps": "steps", "step_ns": "step", "wall_ns": "wall", "span_ns": "span",
+                         "kernels": "kernels",
                          "kernel_ns": "kernel", "busy_pct": "busy %", "gap_ns": "gaps", "max_gap_ns": "max gap",
                          "sync_calls": "syncs", "sync_ns": "sync"}
 

@@ -117,7 +117,7 @@ def _checks(out: Any, files: list[str], recipe_args: str) -> Any:
     """Coach's numbers for each report beside the recipe's (``coach.analyze.recipes.compare``)."""
     import polars as pl
 
-    from coach.analyze.recipes import NVIDIA_GAP_THRESHOLD_NS, compare
+    from coach.analyze.recipes import ALIGNED_RECIPES, NVIDIA_GAP_THRESHOLD_NS, compare, session_origin_ns
     from coach.ingest import load
     from coach.ingest.recipes import report_files
 
@@ -128,9 +128,13 @@ def _checks(out: Any, files: list[str], recipe_args: str) -> Any:
         raise CoachError(f"--args: --gap takes milliseconds, not {gap.group(1)!r}") from None
     parts = []
     reports = report_files(files)
+    origin = None
+    if out.recipe in ALIGNED_RECIPES and len(reports) > 1:  # one time axis for all: first each session start
+        origin = session_origin_ns(load(path) for path in reports)
     with progress("coach's own numbers", total=len(reports)) as advance:
         for path in reports:
-            parts.append(compare(out, load(path), path.name.split(".")[0], gap_threshold_ns=gap_ns))
+            parts.append(compare(out, load(path), path.name.split(".")[0], gap_threshold_ns=gap_ns,
+                                 session_origin_ns=origin))
             advance()
     return pl.concat(parts)
 

@@ -70,6 +70,9 @@ _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _MISSING_PACKAGES = re.compile(r"ModuleNotFoundError|[Mm]issing (?:required )?(?:Python )?packages?")
 #: A recipe that ran and found nothing to write (it then writes no output folder).
 _NO_DATA = re.compile(r"no data was found|No output generated", re.IGNORECASE)
+#: pandas' row index, which pyarrow stores as a column when a recipe writes a frame whose index is
+#: not 0..n-1 (the multi-report outputs, where the per-report frames are concatenated): not data.
+_PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
 
 _DTYPES: dict[str, pl.DataType] = {"int": pl.Int64, "float": pl.Float64, "str": pl.Utf8, "lower": pl.Utf8}
 
@@ -139,13 +142,15 @@ def read_output(name: str, folder: str | Path) -> RecipeOutput:
 
 def canonical(raw: pl.DataFrame, r: Recipe) -> pl.DataFrame:
     """``raw`` (a recipe table as NVIDIA writes it) with canonical column names and types; columns
-    the mapping does not name are kept in snake case, and ``end_ns`` is added where a table has a
-    start and a duration."""
+    the mapping does not name are kept in snake case (except pandas' stored row index, dropped), and
+    ``end_ns`` is added where a table has a start and a duration."""
     spec = _columns().filter(pl.col("shape") == r.shape)
     mapping = {row["raw"]: (row["column"].replace("{unit}", r.unit), row["dtype"])
                for row in spec.iter_rows(named=True)}
     exprs = []
     for col in raw.columns:
+        if _PANDAS_INDEX.match(col):
+            continue
         name, dtype = mapping.get(col, (snake_case(col), None))
         if name == "-":
             continue
