@@ -189,11 +189,44 @@ def test_launch_bound_runs():
     )
     launched = TimelineAnalysis(tl).launches
     assert launched["idle_before_ns"].to_list() == [None] + [6_000] * (n - 1)
+    # each kernel's predecessor ended 4 us before its launch call returned: nothing was queued
+    assert launched["waited_for_launch"].all()
     bound = launch_bound_launches(launched, min_kernels=8)
     s = launch_bound_stretches(bound).row(0, named=True)
     assert (s["kernels"], s["start_ns"], s["end_ns"], s["kernel_ns"], s["top_kernel"]) == (10, 0, 84_000, 20_000, "tiny")
+    assert s["waited_ns"] == 9 * 6_000  # the waits before the second to the tenth kernel
     assert s["gpu_busy_pct"] == pytest.approx(100 * 20_000 / 84_000)
     assert launch_bound_launches(launched, min_kernels=11).is_empty()
+    # the gap before the sixth kernel is one a host synchronisation returned into: that kernel breaks the
+    # run (the host was blocked, not slow to launch), leaving runs of five and four
+    released = pl.DataFrame({"device_id": [0], "end_ns": [starts[5] + 10_000]})
+    assert launch_bound_launches(launched, min_kernels=4, released=released)["stretch"].unique_counts().to_list() == [5, 4]
+    assert launch_bound_launches(launched, min_kernels=6, released=released).is_empty()
+
+
+def test_kernels_from_a_queue_are_not_launch_bound():
+    """A 1 ms kernel, then eight 2 us kernels whose 8 us launch calls all return while it runs: they
+    start about 1 us apart, as queued kernels do on the H200, each shorter than its launch call, but
+    the GPU never waited for a launch. One kernel fewer behind the long one, the same seven small
+    kernels launched one by one are not a run of eight either: the long kernel that ends the previous
+    run is not part of the next."""
+    n = 9
+    calls = [i * 8_000 for i in range(n)]
+    starts = [10_000] + [1_011_000 + (i - 1) * 3_000 for i in range(1, n)]
+    ends = [1_010_000] + [s + 2_000 for s in starts[1:]]
+    tl = synthetic_timeline(
+        api={"correlation_id": list(range(n)), "start_ns": calls, "end_ns": [c + 8_000 for c in calls],
+             "name": ["cudaLaunchKernel"] * n},
+        kernels={"device_id": [0] * n, "correlation_id": list(range(n)), "start_ns": starts, "end_ns": ends,
+                 "name": ["long"] + ["tiny"] * (n - 1)},
+    )
+    launched = TimelineAnalysis(tl).launches
+    assert launched["idle_before_ns"].to_list() == [None, 1_000] + [1_000] * (n - 2)
+    assert launched["waited_for_launch"].to_list() == [True] + [False] * (n - 1)
+    assert launch_bound_launches(launched, min_kernels=8).is_empty()
+    one_by_one = launched.with_columns(waited_for_launch=pl.lit(True))  # as if each had waited for its launch
+    assert launch_bound_launches(one_by_one, min_kernels=8)["name"].to_list() == ["tiny"] * 8
+    assert launch_bound_launches(one_by_one.slice(0, n - 1), min_kernels=8).is_empty()
 
 
 def test_empty_timeline():

@@ -29,7 +29,9 @@ from coach.analyze.timeline_rules import (
     warmup,
 )
 from coach.analyze.timeline_rules._shared import link_bytes_per_s, timeline_gpu
+from coach.ingest import load
 from coach.ingest.kineto import read
+from coach.paths import traces_dir
 
 US, MS = 1_000, 1_000_000
 MIB64 = 64 << 20
@@ -160,9 +162,71 @@ def test_launch_bound_fires_on_tiny_kernels():
     [f] = run(launch_bound, _launched(40, kernel_us=2))
     e = evidence(f)
     assert (e["kernels_shorter_than_launch"], e["kernel_ns_median"], e["launch_ns_median"]) == (40, 2 * US, 8 * US)
-    # span 0 .. 39 * 8 + 4 us, minus 40 x 2 us of kernels, minus one 8 us launch
-    assert f.estimated_saving_ns == (39 * 8 + 4) * US - 80 * US - 8 * US
+    # the GPU waits 8 - 2 us before each kernel after the first
+    assert f.estimated_saving_ns == 39 * 6 * US
     assert e["stretch_gpu_busy_pct"] == pytest.approx(100 * 80 / (39 * 8 + 4))
+
+
+def test_launch_bound_quiet_when_a_read_back_separates_the_kernels():
+    """Forty steps of one 2 us kernel, each read back with cudaStreamSynchronize and followed by 90 us
+    of host work: every kernel is shorter than its 8 us launch and the GPU waits for each, but only
+    because the host was blocked until the queue drained. The synchronisations are the finding, and
+    the idle time is theirs alone."""
+    starts = [i * 100 for i in range(40)]
+    k = kernels([s + 2 for s in starts], [s + 4 for s in starts], correlation_id=list(range(40)))
+    api = {"pid": [1] * 80, "tid": [1] * 80, "correlation_id": list(range(40)) + [None] * 40,
+           "start_ns": [s * US for s in starts] + [(s + 8) * US for s in starts],
+           "end_ns": [(s + 8) * US for s in starts] + [(s + 10) * US for s in starts],
+           "name": ["cudaLaunchKernel"] * 40 + ["cudaStreamSynchronize"] * 40}
+    tl = synthetic_timeline(kernels=k, api=api)
+    assert run(launch_bound, tl) == [] and run(gpu_idle, tl) == []
+    [f] = run(host_sync, tl)
+    assert f.estimated_saving_ns == 39 * (98 * US - host_sync.LAUNCH_LATENCY_NS)
+    assert [f.rule_id for f in run_all(tl)] == ["host-sync"]
+
+
+def test_launch_bound_stretches_end_at_a_synchronisation():
+    """Twenty 2 us kernels launched back to back by 8 us calls, with a 50 us cudaStreamSynchronize
+    after the tenth: the eleventh starts on a queue the synchronisation drained (host-sync's gap), so
+    the runs are the first ten and the last nine, and their waits are all that launch-bound claims."""
+    calls = [i * 8 for i in range(10)] + [130 + i * 8 for i in range(10)]
+    k = kernels([c + 2 for c in calls], [c + 4 for c in calls], correlation_id=list(range(20)))
+    api = {"pid": [1] * 21, "tid": [1] * 21, "correlation_id": list(range(20)) + [None],
+           "start_ns": [c * US for c in calls] + [80 * US], "end_ns": [(c + 8) * US for c in calls] + [130 * US],
+           "name": ["cudaLaunchKernel"] * 20 + ["cudaStreamSynchronize"]}
+    tl = synthetic_timeline(kernels=k, api=api)
+    [f] = run(launch_bound, tl)
+    assert evidence(f)["kernels_shorter_than_launch"] == 19 and len(f.details["stretches"]) == 2
+    assert f.estimated_saving_ns == (9 + 8) * 6 * US
+    [sync] = run(host_sync, tl)
+    assert sync.estimated_saving_ns == (132 - 76) * US - host_sync.LAUNCH_LATENCY_NS
+
+
+def test_idle_leaves_the_gaps_inside_a_launch_bound_stretch_to_launch_bound():
+    """Forty 2 us kernels, each launched by a 20 us call: the 18 us gaps are longer than one launch
+    latency, but they are waits for launches, claimed once, by launch-bound."""
+    tl = _launched(40, kernel_us=2, launch_us=20)
+    [f] = run(launch_bound, tl)
+    assert f.estimated_saving_ns == 39 * 18 * US
+    assert run(gpu_idle, tl) == []
+
+
+def test_recorded_synchronised_loop_is_not_launch_bound():
+    """Scenario 14's slow training loop on the H200 (traces/h200/scenario-14/slow/nsys): 3375 of its
+    6000 kernels run shorter than their launch call, but the GPU waited for only 1481 of those (the
+    rest ran from a queue, about 1 us apart), 606 of them right after one of the 1381
+    synchronisations, and no eight of the other 875 come in a row. The loop's idle time is the
+    synchronisations' and the host's, each gap claimed once."""
+    tl = load(traces_dir() / "h200" / "scenario-14" / "slow" / "nsys")
+    a = TimelineAnalysis(tl)
+    shorter = a.launches.filter(pl.col("dur_ns") < pl.col("launch_ns"))
+    waited = shorter.filter("waited_for_launch")
+    released = host_sync.returned_into(a.gaps, host_sync.sync_points(a)).select("device_id", start_ns="end_ns")
+    after_sync = waited.join(released, on=["device_id", "start_ns"])
+    assert (a.launches.height, shorter.height, waited.height, after_sync.height) == (6000, 3375, 1481, 606)
+    assert launch_bound.bound_launches(a).is_empty()
+    findings = run_all(tl)
+    assert [(f.rule_id, f.estimated_saving_ns) for f in findings] == [("host-sync", 79746473), ("gpu-idle-gaps", 68868152)]
 
 
 def test_launch_bound_quiet_when_kernels_outlast_their_launch(kineto):

@@ -37,7 +37,7 @@ import polars as pl
 
 from coach.analyze.kernel_metrics import DERIVED, with_derived
 from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_rate, fmt_time
-from coach.analyze.timeline import TimelineAnalysis
+from coach.analyze.timeline import TimelineAnalysis, interval_join
 from coach.analyze.timeline_rules.allocator_churn import ALLOC_CALLS
 from coach.analyze.timeline_rules.host_sync import SYNC_CALLS
 from coach.analyze.timeline_rules.layout_copies import copies as layout_copies
@@ -145,7 +145,17 @@ TIMELINE_METRICS: dict[str, tuple[str, str]] = {
     "alloc_calls": ("allocation calls", "call"),
     "module_load_calls": ("module loads", "call"),
     "layout_copy_ns": ("copy-only kernels and device-to-device copies", "ns"),
+    "event_record_calls": ("CUDA events recorded", "call"),
+    "timed_module_load_calls": ("module loads inside the timed regions (NVTX 'timed')", "call"),
+    "timed_gpu_share_pct": ("GPU work's share of the time the timer measured", "%"),
 }
+
+#: The NVTX range a program puts around each timed region: the name coach's harness gives it
+#: (coach.capture.harness.time_cuda) and its scenario programs use. Where a timeline has such ranges,
+#: a diff can check the measurement itself (``timed_regions``): what falls inside the timer, and
+#: which clock it reads.
+TIMED_RANGE = "timed"
+EVENT_RECORD_CALLS = r"^cu(da)?EventRecord"
 
 #: The outcome a fix is for (the time), as opposed to the movements that show it was this fix.
 OUTCOMES = ("duration_ns", "total_duration_ns", "window_ns")
@@ -672,7 +682,10 @@ def timeline_metrics(tl: Timeline, analysis: TimelineAnalysis | None = None) -> 
     overlap = a.overlap
     copy_ns = float(overlap["memcpy_ns"].sum()) if overlap.height else 0.0
     calls = {name: api.filter(pl.col("base").str.contains(pattern))
-             for name, pattern in (("sync", SYNC_CALLS), ("alloc", ALLOC_CALLS), ("load", LOADING_CALLS))}
+             for name, pattern in (("sync", SYNC_CALLS), ("alloc", ALLOC_CALLS), ("load", LOADING_CALLS),
+                                   ("event", EVENT_RECORD_CALLS))}
+    timed = timed_regions(tl, a)
+    measured_ns = float(timed["measured_ns"].sum()) if timed.height else 0.0
     window = float(a.window_ns)
     # one launch call can start many kernels (a CUDA graph replay): count the calls, not the kernels
     launch_calls = a.launches.unique(subset=["pid", "correlation_id"])
@@ -695,7 +708,53 @@ def timeline_metrics(tl: Timeline, analysis: TimelineAnalysis | None = None) -> 
         "alloc_calls": float(calls["alloc"].height),
         "module_load_calls": float(calls["load"].height),
         "layout_copy_ns": float(layout_copies(a)["dur_ns"].sum()),
+        "event_record_calls": float(calls["event"].height),
+        "timed_module_load_calls": float(timed["module_loads"].sum()) if timed.height else None,
+        "timed_gpu_share_pct": float(timed["gpu_time_ns"].sum()) / measured_ns * 100.0 if measured_ns else None,
     }
+
+
+def timed_regions(tl: Timeline, a: TimelineAnalysis | None = None) -> pl.DataFrame:
+    """One row per ``TIMED_RANGE`` range: ``module_loads`` (module-loading calls inside it, on its
+    thread), ``event_records`` (CUDA events recorded inside it), ``gpu_time_ns`` (the kernels launched
+    inside it) and ``measured_ns``, the time its timer measured.
+
+    With events recorded inside the range the timer reads the GPU's clock. An event is reached once
+    the stream has finished the work queued before it and its record call has been made, so the
+    events span from the later of the first record call and the end of the GPU's work before the
+    range's first kernel, to the later of the range's last kernel end and the last record call: back
+    to back behind earlier work, about the kernels' own time; on an idle GPU (a synchronisation before
+    each timed call), the launch latency as well. Without events the timer is the host's, and it
+    measured the range itself (perf_counter() around asynchronous launches)."""
+    ranges = tl.nvtx.filter((pl.col("text") == TIMED_RANGE) & pl.col("end_ns").is_not_null()).select(
+        "pid", "tid", "start_ns", "end_ns").with_row_index("_range")
+    if ranges.is_empty():
+        return pl.DataFrame(schema={"module_loads": pl.UInt32, "event_records": pl.UInt32, "gpu_time_ns": pl.Int64,
+                                    "measured_ns": pl.Int64})
+    a = a or TimelineAnalysis(tl)
+    api = tl.api.with_columns(base=base_api_name(pl.col("name"))).select("pid", "tid", "start_ns", "end_ns", "base")
+    inside = functools.partial(interval_join, ranges, how="contains", by=["pid", "tid"])
+    loads = inside(api.filter(pl.col("base").str.contains(LOADING_CALLS)).drop("base")).group_by("_range").agg(
+        module_loads=pl.len())
+    events = inside(api.filter(pl.col("base").str.contains(EVENT_RECORD_CALLS)).drop("base")).group_by("_range").agg(
+        event_records=pl.len(), first_record_ns=pl.col("right_start_ns").min(), last_record_ns=pl.col("right_start_ns").max())
+    kernels = inside(a.launches.select(
+        "pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", k_start_ns="start_ns", k_end_ns="end_ns",
+        k_dur_ns="dur_ns", k_free_ns=pl.col("start_ns") - pl.col("idle_before_ns"),
+    )).group_by("_range").agg(
+        gpu_time_ns=pl.col("k_dur_ns").sum(), free_before_ns=pl.col("k_free_ns").sort_by("k_start_ns").first(),
+        last_end_ns=pl.col("k_end_ns").max(),
+    )
+    timed_by_events = (pl.max_horizontal("last_end_ns", "last_record_ns")
+                       - pl.max_horizontal("first_record_ns", "free_before_ns"))
+    return (
+        ranges.join(loads, on="_range", how="left").join(events, on="_range", how="left")
+        .join(kernels, on="_range", how="left")
+        .with_columns(pl.col("module_loads", "event_records").fill_null(0), pl.col("gpu_time_ns").fill_null(0))
+        .with_columns(measured_ns=pl.when(pl.col("event_records") > 0).then(timed_by_events)
+                      .otherwise(pl.col("end_ns") - pl.col("start_ns")))
+        .select("module_loads", "event_records", "gpu_time_ns", "measured_ns")
+    )
 
 
 def _sides(before: pl.DataFrame, after: pl.DataFrame, on: list[str]) -> pl.DataFrame:

@@ -9,7 +9,10 @@ IDLE, naming the call. One-time module loading inside a gap is set aside (the wa
 it): it says nothing about the program's steady state. So are the gaps that a host synchronisation
 returned into (the host-sync rule reports them): there the GPU waited because the host had stopped
 queueing work to wait for it, and what the host did next is exposed only because of that wait; the
-fix is to remove the synchronisation, not to speed up the host.
+fix is to remove the synchronisation, not to speed up the host. And so are the gaps inside a
+launch-bound stretch, before each of its kernels after the first (the launch-bound rule reports
+them): there the GPU waited for the launches of kernels shorter than their launch calls, which a CUDA
+graph or fusion removes. Each idle gap is thus claimed by one finding at most.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, idle_gaps, interval_join, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, ns, reportable, share_pct
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
+from coach.analyze.timeline_rules.launch_bound import bound_launches
 from coach.analyze.timeline_rules.warmup import one_time_calls
 
 SPEC = RuleSpec(
@@ -47,7 +51,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     gaps = steady_state_gaps(a)
     findings = []
     for (device,), g in gaps.group_by("device_id", maintain_order=True):
-        finding = _device_finding(a, device, g.filter(~pl.col("after_sync")), g.filter("after_sync"))
+        finding = _device_finding(a, device, g.filter(~pl.col("after_sync") & ~pl.col("launch_bound")),
+                                  g.filter("after_sync"), g.filter("launch_bound"))
         if finding:
             findings.append(finding)
     return findings
@@ -56,8 +61,10 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
 def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     """Gaps between operations with the host's activity in them (``host_activity_in_gaps``) leaving
     out one-time calls, ``one_time_ns`` (module loading inside the gap, see the warm-up rule),
-    ``idle_ns`` (the rest) and ``after_sync`` (a host synchronisation returned into the gap, see the
-    host-sync rule); only gaps whose rest is longer than one launch latency."""
+    ``idle_ns`` (the rest), ``after_sync`` (a host synchronisation returned into the gap, see the
+    host-sync rule) and ``launch_bound`` (the gap ends at a kernel of a launch-bound stretch other
+    than its first, see the launch-bound rule); only gaps whose rest is longer than one launch
+    latency."""
     one_time = one_time_calls(a)
     gaps = a.gaps
     if one_time.height:
@@ -69,18 +76,26 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),
                             "overlap").group_by("_gap").agg(one_time_ns=pl.col("overlap_ns").sum())
     synced = returned_into(gaps, sync_points(a)).select("device_id", "start_ns", after_sync=pl.lit(True))
+    stretched = (
+        bound_launches(a).sort("start_ns")
+        .filter(pl.int_range(pl.len()).over("device_id", "stretch") > 0)  # the gap before a run's first kernel is not its own
+        .select("device_id", end_ns="start_ns", launch_bound=pl.lit(True))
+    )
     return (
         gaps.join(loading, on="_gap", how="left", maintain_order="left")
         .join(synced, on=["device_id", "start_ns"], how="left", maintain_order="left")
+        .join(stretched, on=["device_id", "end_ns"], how="left", maintain_order="left")
         .with_columns(one_time_ns=pl.min_horizontal(pl.col("one_time_ns").fill_null(0), "dur_ns"),
-                      after_sync=pl.col("after_sync").fill_null(False))
+                      after_sync=pl.col("after_sync").fill_null(False),
+                      launch_bound=pl.col("launch_bound").fill_null(False))
         .with_columns(idle_ns=pl.col("dur_ns") - pl.col("one_time_ns"))
         .filter(pl.col("idle_ns") > MIN_GAP_NS)
         .drop("_gap")
     )
 
 
-def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame, after_sync: pl.DataFrame) -> Finding | None:
+def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame, after_sync: pl.DataFrame,
+                    launch_bound: pl.DataFrame) -> Finding | None:
     if gaps.is_empty():
         return None
     idle_ns = int(gaps["idle_ns"].sum())
@@ -109,6 +124,8 @@ def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame, after_
                if one_time_ns else "")
             + (f" So are {after_sync.height} gap(s) that followed a host synchronisation ({ns(after_sync['idle_ns'].sum())}, "
                "see the host-synchronisation finding)." if after_sync.height else "")
+            + (f" So are {launch_bound.height} gap(s) inside launch-bound stretches ({ns(launch_bound['idle_ns'].sum())}, "
+               "see the launch-bound finding)." if launch_bound.height else "")
             + (f" Outside that span the capture holds {ns(edges_ns)} more with no GPU work (start-up and shut-down); "
                f"over the whole {ns(a.window_ns)} window the GPU was busy {busy_pct:.1f}%." if edges_ns > span_ns else ""))
     if host_bound:

@@ -123,7 +123,7 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         estimated_gain_pct=share_pct(saving_ns, a.window_ns),
         estimated_saving_ns=saving_ns,
         gain_model=(f"sum over the GPU gaps a synchronisation returned into of (gap - {ns(LAUNCH_LATENCY_NS)}): without the "
-                    "synchronisation the host would have queued the next work before the GPU ran dry; these gaps are "
-                    "also part of the GPU-idle finding"),
+                    "synchronisation the host would have queued the next work before the GPU ran dry; the GPU-idle and "
+                    "launch-bound findings leave these gaps out"),
         details={"sync_calls": by_name.to_dicts(), "bubbles": bubbles.sort("gap_ns", descending=True).head(10).to_dicts()},
     )]
