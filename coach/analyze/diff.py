@@ -277,7 +277,7 @@ def _change_pct(before: pl.Expr, after: pl.Expr) -> pl.Expr:
 def _labelled(long: pl.DataFrame, labels: Mapping[str, tuple[str, str]]) -> pl.DataFrame:
     names = pl.DataFrame({"metric": list(labels), "label": [v[0] for v in labels.values()],
                           "unit": [v[1] for v in labels.values()]})
-    return long.join(names, on="metric", how="left").with_columns(
+    return long.join(names, on="metric", how="left", maintain_order="left").with_columns(
         label=pl.coalesce("label", "metric"), unit=pl.col("unit").fill_null(""))
 
 
@@ -291,7 +291,7 @@ def _checked(values: pl.DataFrame, expect: pl.DataFrame, keys: list[str]) -> pl.
     """Each expectation against the values (``keys``, metric, before, after): ``met`` is null where
     the metric (or its target) was not measured, else whether the direction and target hold."""
     targets = values.select(*keys, target_metric="metric", target_after="after")
-    joined = expect.join(values, on="metric", how="inner").join(targets, on=[*keys, "target_metric"], how="left")
+    joined = expect.join(values, on="metric", how="inner").join(targets, on=[*keys, "target_metric"], how="left", maintain_order="left")
     b, a = pl.col("before"), pl.col("after")
     target = pl.coalesce("target_value", "target_after")
     direction_ok = (pl.when(pl.col("direction") == "down").then(a < b * (1 - NOISE))
@@ -325,7 +325,7 @@ def _complete(values: pl.DataFrame, expect: pl.DataFrame, keys: list[str], key_r
     checked = _checked(values, expect, keys)
     grid = key_rows.join(expect, how="cross") if keys else expect
     return grid.join(checked.select(*keys, "fix", "order", "before", "after", "target", "met"),
-                     on=[*keys, "fix", "order"], how="left").sort(*keys, "fix", "order")
+                     on=[*keys, "fix", "order"], how="left", maintain_order="left").sort(*keys, "fix", "order")
 
 
 # --------------------------------------------------------------------------------------------
@@ -748,8 +748,8 @@ def timed_regions(tl: Timeline, a: TimelineAnalysis | None = None) -> pl.DataFra
     timed_by_events = (pl.max_horizontal("last_end_ns", "last_record_ns")
                        - pl.max_horizontal("first_record_ns", "free_before_ns"))
     return (
-        ranges.join(loads, on="_range", how="left").join(events, on="_range", how="left")
-        .join(kernels, on="_range", how="left")
+        ranges.join(loads, on="_range", how="left", maintain_order="left").join(events, on="_range", how="left", maintain_order="left")
+        .join(kernels, on="_range", how="left", maintain_order="left")
         .with_columns(pl.col("module_loads", "event_records").fill_null(0), pl.col("gpu_time_ns").fill_null(0))
         .with_columns(measured_ns=pl.when(pl.col("event_records") > 0).then(timed_by_events)
                       .otherwise(pl.col("end_ns") - pl.col("start_ns")))

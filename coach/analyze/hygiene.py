@@ -468,7 +468,7 @@ def _unsynchronised(tl: Timeline, ranges: pl.DataFrame, b: Benchmark | None, sco
     r = Report()
     tool = tl.source.tool
     events = _calls_inside(ranges, tl.api, EVENT_RECORD).select("_range", events="calls")
-    rows = (ranges.join(events, on="_range", how="left")
+    rows = (ranges.join(events, on="_range", how="left", maintain_order="left")
             .with_columns(events=pl.col("events").fill_null(0),
                           late_ns=(pl.col("proj_end_ns") - pl.col("end_ns")).clip(lower_bound=0)))
     early = rows.filter((pl.col("late_ns") > 0) & (pl.col("events") == 0))

@@ -60,7 +60,7 @@ def join(timeline: Timeline, profile: KernelProfile) -> Joined:
             .select("name", "demangled_name", *CONFIG, "device_id", "stream_id", "start_ns", nsys_ns="dur_ns"))
     profiled = _profiled(profile)
     matched = _match(runs, profiled)
-    launches = runs.with_row_index("_run").join(matched, on="_run", how="left").drop("_run")
+    launches = runs.with_row_index("_run").join(matched, on="_run", how="left", maintain_order="left").drop("_run")
     total = float(runs["nsys_ns"].sum())
     kernels = (
         launches.group_by("name", *CONFIG, maintain_order=True)
@@ -72,7 +72,7 @@ def join(timeline: Timeline, profile: KernelProfile) -> Joined:
         )
         .with_columns(time_pct=pl.col("total_ns") / total * 100.0 if total else pl.lit(None, pl.Float64))
         .join(profiled.drop("name", "demangled_name", *CONFIG, "_nth"), left_on="first_launch_id",
-              right_on="launch_id", how="left")
+              right_on="launch_id", how="left", maintain_order="left")
         .sort("total_ns", descending=True)
         .rename({"first_launch_id": "launch_id", "duration_ns": "ncu_ns"})
         .select("name", *CONFIG, "launches", "total_ns", "time_pct", "avg_ns", "profiled", "launch_id",
@@ -110,7 +110,7 @@ def _profiled(profile: KernelProfile) -> pl.DataFrame:
               "top_finding": pl.Utf8, "top_rule": pl.Utf8, "top_saving_pct": pl.Float64}
     return (wide.select("launch_id", pl.col("kernel_name").alias("name"), "demangled_name", *CONFIG, *NCU_COLUMNS)
             .with_columns(_nth=pl.int_range(pl.len()).over("name", *CONFIG))
-            .join(pl.DataFrame(verdicts, schema=schema), on="launch_id", how="left"))
+            .join(pl.DataFrame(verdicts, schema=schema), on="launch_id", how="left", maintain_order="left"))
 
 
 def _match(runs: pl.DataFrame, profiled: pl.DataFrame) -> pl.DataFrame:

@@ -134,7 +134,7 @@ def with_derived(
     e.g. with a GPU table entry when the report lacks the tool's own peak.
     """
     lf = launches.lazy() if isinstance(launches, pl.DataFrame) else launches
-    lf = lf.join(_device_columns(devices), on="device_id", how="left")
+    lf = lf.join(_device_columns(devices), on="device_id", how="left", maintain_order="left")
     peak = hardware_value(hardware, "dram_bandwidth_bytes_per_s")
     if peak is not None:
         lf = lf.with_columns(pl.lit(float(peak)).alias("device_memory_bandwidth_bytes_per_s"))

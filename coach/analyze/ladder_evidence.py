@@ -95,7 +95,7 @@ def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
     launches = profile.launches.select(LAUNCH_COLUMNS).filter(pl.col("nvtx_range").str.starts_with(prefix))
     if launches.is_empty():
         raise InputError(folder, f"has no launch in an NVTX range {prefix}<rung> (recorded without --nvtx?)")
-    return (launches.join(raw, on="launch_id", how="left")
+    return (launches.join(raw, on="launch_id", how="left", maintain_order="left")
             .with_columns(pl.col("nvtx_range").str.strip_prefix(prefix).alias("rung"))
             .sort("duration_ns", descending=True)
             .group_by("rung", maintain_order=True)

@@ -307,7 +307,7 @@ def _steps(folder: Path, ops: pl.DataFrame) -> dict:
     # GPU work of the report on any of its devices: the time in a step when some GPU of it was busy
     union = merge_intervals(ops.select("start_ns", "end_ns", _all=pl.lit(0)), ["_all"]).select("start_ns", "end_ns")
     gpu = _inside(steps, union).select("step", step_gpu_ns="overlap_ns")
-    per_step = (_per_step(steps, syncs).join(gpu, on="step", how="left")
+    per_step = (_per_step(steps, syncs).join(gpu, on="step", how="left", maintain_order="left")
                 .with_columns(pl.col("step_gpu_ns").fill_null(0))
                 .with_columns(step_gap_ns=pl.col("step_ns") - pl.col("step_gpu_ns")))
     return per_step.select(_STEP_MEDIANS).row(0, named=True)
@@ -317,7 +317,7 @@ def _per_step(steps: pl.DataFrame, syncs: pl.DataFrame, by: list[str] | None = N
     """``steps`` (``step``, ``start_ns``, ``end_ns``) with their duration and the synchronisation
     calls overlapping each: ``step_ns``, ``step_sync_calls``, ``step_sync_ns`` (the part inside)."""
     sync = _inside(steps, syncs, by).select("step", step_sync_calls="calls", step_sync_ns="overlap_ns")
-    return (steps.join(sync, on="step", how="left")
+    return (steps.join(sync, on="step", how="left", maintain_order="left")
             .with_columns(pl.col("step_sync_calls", "step_sync_ns").fill_null(0),
                           step_ns=pl.col("end_ns") - pl.col("start_ns")))
 
@@ -430,12 +430,12 @@ def side_by_side_from_outputs(outputs: Mapping[str, RecipeOutput]) -> SideBySide
     for recipe, exprs in aggs.items():
         out = outputs.get(recipe)
         if out is not None and out.table.height:
-            table = table.join(out.table.group_by("report").agg(exprs), on="report", how="left")
+            table = table.join(out.table.group_by("report").agg(exprs), on="report", how="left", maintain_order="left")
         else:
             table = table.with_columns(pl.lit(0, pl.Int64).alias(e.meta.output_name()) for e in exprs)
     table = (table.with_columns(pl.exclude("report").fill_null(0).cast(pl.Int64))
              .with_columns(span_ns=pl.col("kernel_ns") + pl.col("memops_ns") + pl.col("gap_ns"))
-             .join(_recipe_steps(outputs), on="report", how="left")
+             .join(_recipe_steps(outputs), on="report", how="left", maintain_order="left")
              .with_columns(pl.col("steps").fill_null(0))
              .select("report", *_STEP_COLUMNS, "span_ns", "kernels", "kernel_ns", "gaps", "gap_ns", "max_gap_ns",
                      "sync_calls", "sync_ns", "memcpy_ns"))
@@ -450,7 +450,7 @@ def _recipe_steps(outputs: Mapping[str, RecipeOutput]) -> pl.DataFrame:
     steps = steps.select("report", start_ns="proj_start_ns", end_ns="proj_end_ns").with_row_index("step")
     gaps = _inside(steps, _intervals_of(outputs, "gpu_gaps"), ["report"]).select("step", step_gap_ns="overlap_ns")
     per_step = (_per_step(steps, _intervals_of(outputs, "cuda_api_sync"), ["report"])
-                .join(gaps, on="step", how="left").with_columns(pl.col("step_gap_ns").fill_null(0))
+                .join(gaps, on="step", how="left", maintain_order="left").with_columns(pl.col("step_gap_ns").fill_null(0))
                 .with_columns(step_gpu_ns=pl.col("step_ns") - pl.col("step_gap_ns")))
     return per_step.group_by("report").agg(_STEP_MEDIANS).select("report", *_STEP_COLUMNS)
 

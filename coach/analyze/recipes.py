@@ -271,7 +271,7 @@ def _util_map(tl: Timeline, theirs: pl.DataFrame, opts: dict) -> pl.DataFrame:
         .agg(busy_ns=(pl.min_horizontal("end_ns", "bin_end_ns") - pl.max_horizontal("start_ns", "bin_start_ns")).sum())
     )
     bin_ns = pl.col("bin_end_ns") - pl.col("bin_start_ns")
-    return (bins.join(overlap, on=["pid", "device_id", "bin_start_ns"], how="left")
+    return (bins.join(overlap, on=["pid", "device_id", "bin_start_ns"], how="left", maintain_order="left")
             .select("pid", "device_id", "bin_start_ns", kernel_pct=pl.col("busy_ns").fill_null(0) / bin_ns * 100.0))
 
 

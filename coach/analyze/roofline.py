@@ -235,7 +235,7 @@ def _wide(metrics: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
         .collect()
     )
     ids = metrics.select(pl.col("launch_id").unique().sort())
-    wide = ids.join(long.pivot(on="metric", index="launch_id", values="value"), on="launch_id", how="left") if long.height else ids
+    wide = ids.join(long.pivot(on="metric", index="launch_id", values="value"), on="launch_id", how="left", maintain_order="left") if long.height else ids
     return wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(n) for n in names if n not in wide.columns)
 
 
@@ -304,7 +304,7 @@ def _tensor(metrics: pl.DataFrame, wide: pl.DataFrame) -> pl.DataFrame:
         .collect()
     )
     clocks = wide.select("launch_id", SM_CLOCK)
-    return paths.join(clocks, on="launch_id", how="left").select(
+    return paths.join(clocks, on="launch_id", how="left", maintain_order="left").select(
         "launch_id",
         (pl.lit(TENSOR_PREFIX) + pl.col("src")).alias("precision"),
         pl.when(~pl.col("incomplete")).then(pl.col("per_cycle") * pl.col(SM_CLOCK)).alias("flop_per_s"),
@@ -344,8 +344,8 @@ def roofline(profile: KernelProfile, kernel: str | None = None) -> Roofline:
     )
     identity = (
         launches.select("launch_id", "kernel_name", "device_id")
-        .join(gpu, on="device_id", how="left")
-        .join(wide.select("launch_id", pl.col(DURATION).alias("duration_ns")), on="launch_id", how="left")
+        .join(gpu, on="device_id", how="left", maintain_order="left")
+        .join(wide.select("launch_id", pl.col(DURATION).alias("duration_ns")), on="launch_id", how="left", maintain_order="left")
     )
 
     levels = _levels(wide)
@@ -446,8 +446,8 @@ def _missing(identity: pl.DataFrame, levels: pl.DataFrame, work: pl.DataFrame, l
         orient="row",
     )
     return (
-        gaps.join(names, on="launch_id", how="left")
-        .join(needs, on=["part", "name"], how="left")
+        gaps.join(names, on="launch_id", how="left", maintain_order="left")
+        .join(needs, on=["part", "name"], how="left", maintain_order="left")
         .with_columns(pl.col("needs").fill_null(_needs("precision", "tensor")))
         .sort("launch_id", "part", pl.col("name").replace_strict({n: i for i, n in enumerate(LEVEL_ORDER)}, default=len(LEVEL_ORDER), return_dtype=pl.Int64), "name")
         .select(MISSING_SCHEMA.keys())

@@ -174,7 +174,7 @@ def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] 
     return (
         busy.group_by("device_id")
         .agg(busy_ns=pl.col("dur_ns").sum())
-        .join(per_activity, on="device_id", how="left")
+        .join(per_activity, on="device_id", how="left", maintain_order="left")
         .with_columns(window_ns=pl.lit(window_ns, pl.Int64))
         .with_columns(busy_pct=pl.col("busy_ns") / pl.col("window_ns") * 100.0 if window_ns else pl.lit(0.0))
         .select("device_id", "window_ns", "busy_ns", "busy_pct", "kernel_ns", "memcpy_ns", "memset_ns")
@@ -237,7 +237,7 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
         api_calls=pl.col("n").sum(),
         top_api=pl.col("api_name").sort_by("ns").last(),
         top_api_ns=pl.col("ns").max(),
-    ).join(in_calls, on="_gap", how="left")
+    ).join(in_calls, on="_gap", how="left", maintain_order="left")
     spans = nvtx.filter(pl.col("end_ns").is_not_null())
     covering = interval_join(
         spans.select("start_ns", "end_ns", _text="text", _domain="domain", _depth="depth"),
@@ -284,9 +284,9 @@ def copy_compute_overlap(work: pl.DataFrame) -> pl.DataFrame:
     )
     return (
         copies.group_by("device_id").agg(memcpy_ns=pl.col("dur_ns").sum(), copies=pl.col("ops").sum())
-        .join(kernels.group_by("device_id").agg(kernel_ns=pl.col("dur_ns").sum()), on="device_id", how="left")
-        .join(both.group_by("device_id").agg(overlap_ns=pl.col("overlap_ns").sum()), on="device_id", how="left")
-        .join(streams, on="device_id", how="left")
+        .join(kernels.group_by("device_id").agg(kernel_ns=pl.col("dur_ns").sum()), on="device_id", how="left", maintain_order="left")
+        .join(both.group_by("device_id").agg(overlap_ns=pl.col("overlap_ns").sum()), on="device_id", how="left", maintain_order="left")
+        .join(streams, on="device_id", how="left", maintain_order="left")
         .with_columns(pl.col("kernel_ns", "overlap_ns", "copy_streams", "kernel_streams", "shared_streams").fill_null(0))
         .with_columns(overlap_pct=pl.col("overlap_ns") / pl.col("memcpy_ns") * 100.0)
         .sort("device_id")
@@ -307,7 +307,7 @@ def stream_activity(work: pl.DataFrame, window: tuple[int, int] | None) -> pl.Da
             first_start_ns=pl.col("start_ns").min(),
             last_end_ns=pl.col("end_ns").max(),
         )
-        .join(busy, on=["device_id", "stream_id"], how="left")
+        .join(busy, on=["device_id", "stream_id"], how="left", maintain_order="left")
         .with_columns(busy_pct=(pl.col("busy_ns") / window_ns * 100.0) if window_ns else pl.lit(None, pl.Float64))
         .sort("device_id", "stream_id")
     )
@@ -386,7 +386,7 @@ def launch_bound_launches(launched: pl.DataFrame, min_kernels: int,
     after_sync = pl.lit(False)
     if released is not None and released.height:
         launched = launched.join(released.select("device_id", start_ns="end_ns", _released=pl.lit(True)),
-                                 on=["device_id", "start_ns"], how="left")
+                                 on=["device_id", "start_ns"], how="left", maintain_order="left")
         after_sync = pl.col("_released").fill_null(False)
     return (
         launched.sort("device_id", "start_ns")

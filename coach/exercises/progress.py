@@ -381,6 +381,6 @@ def topic_strength(attempts: pl.DataFrame, topics: list[str]) -> pl.DataFrame:
     )
     return (
         pl.DataFrame({"topic": topics}, schema={"topic": pl.Utf8})
-        .join(recent, on="topic", how="left")
+        .join(recent, on="topic", how="left", maintain_order="left")
         .with_columns(pl.col("attempts").fill_null(0), weak=pl.col("recent") < WEAK_FRACTION)
     )

@@ -137,7 +137,7 @@ def _wide(metrics: pl.DataFrame, names: set[str]) -> pl.DataFrame:
         .pivot(on="metric", index="launch_id", values="value")
     )
     launch_ids = metrics.select(pl.col("launch_id").unique().sort())
-    return launch_ids.join(wide, on="launch_id", how="left") if wide.height else launch_ids
+    return launch_ids.join(wide, on="launch_id", how="left", maintain_order="left") if wide.height else launch_ids
 
 
 def canonical_metrics(metrics: pl.DataFrame) -> pl.DataFrame:
@@ -181,7 +181,7 @@ def to_base_units(raw: pl.DataFrame | pl.LazyFrame, raw_units: pl.Series | None 
     return (
         raw.lazy()
         .with_columns(pl.col("raw_unit").fill_null(""))
-        .join(units.lazy(), on="raw_unit", how="left")
+        .join(units.lazy(), on="raw_unit", how="left", maintain_order="left")  # the report's order, every run
         .select("launch_id", "metric", (pl.col("raw_value") * pl.col("factor")).alias("value"), "unit", "text")
         .collect()
     )
@@ -195,7 +195,7 @@ def devices(metrics: pl.DataFrame) -> pl.DataFrame | None:
         return None
     per_launch = dev.with_columns(pl.coalesce(pl.col("text"), pl.col("value").cast(pl.Utf8)).alias("v")).pivot(
         on="metric", index="launch_id", values="v"
-    )
+    ).sort("launch_id")  # a device's row comes from its first launch, whatever order the pivot returns
     exprs = [pl.col("launch__device_id").cast(pl.Float64).cast(pl.Int64).alias("device_id")] if "launch__device_id" in per_launch.columns else []
     for col, (metric, factor) in DEVICE_ATTRS.items():
         if metric not in per_launch.columns:
@@ -208,5 +208,5 @@ def devices(metrics: pl.DataFrame) -> pl.DataFrame | None:
         bw = peak.pivot(on="metric", index="launch_id", values="value").select(
             "launch_id", (pl.col(_PEAK_DRAM[0]) * pl.col(_PEAK_DRAM[1])).alias("memory_bandwidth_bytes_per_s"),
         )
-        out = out.with_columns(per_launch["launch_id"]).join(bw, on="launch_id", how="left").drop("launch_id")
+        out = out.with_columns(per_launch["launch_id"]).join(bw, on="launch_id", how="left", maintain_order="left").drop("launch_id")
     return out.unique(subset=["device_id"] if "device_id" in out.columns else None, keep="first", maintain_order=True)

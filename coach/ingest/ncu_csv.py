@@ -216,7 +216,7 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
         long = (
             rows.lazy().select("launch_id", *cols)
             .unpivot(index="launch_id", variable_name="metric", value_name="raw")
-            .join(unit_of.lazy(), on="metric", how="left")
+            .join(unit_of.lazy(), on="metric", how="left", maintain_order="left")
             .select("launch_id", "metric", value, "raw_unit", text)
         )
         parts.append(to_base_units(long, unit_of["raw_unit"]))
@@ -245,7 +245,7 @@ def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.Data
         section.alias("section"), name.alias("name"), value, pl.col("Metric Unit").alias("raw_unit"), text,
     )
     routed = (
-        long.join(_details_names(), on=["section", "name"], how="left")
+        long.join(_details_names(), on=["section", "name"], how="left", maintain_order="left")
         .select("launch_id", pl.coalesce("routed", "label_metric").alias("metric"), "raw_value", "raw_unit", "text")
         .filter(pl.col("metric").is_not_null())
     )
@@ -333,7 +333,7 @@ def _launches(path: Path, identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.D
     shared = [c for c in config.columns if c in identity.columns and c != "launch_id"]
     out = identity.join(config, on="launch_id", how="left", suffix="_metric")
     out = out.with_columns(pl.coalesce(f"{c}_metric", c).alias(c) for c in shared).drop(f"{c}_metric" for c in shared)
-    return out.join(canonical, on="launch_id", how="left").sort("launch_id")
+    return out.join(canonical, on="launch_id", how="left", maintain_order="left").sort("launch_id")
 
 
 def _rules(rows: pl.DataFrame) -> pl.DataFrame | None:

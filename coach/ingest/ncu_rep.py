@@ -195,7 +195,7 @@ def _metrics_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
 
 
 def _launches(identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
-    return identity.join(launch_config(metrics), on="launch_id", how="left").join(canonical_metrics(metrics), on="launch_id", how="left")
+    return identity.join(launch_config(metrics), on="launch_id", how="left", maintain_order="left").join(canonical_metrics(metrics), on="launch_id", how="left", maintain_order="left")
 
 
 def _rules(action, launch_id: int) -> list[dict[str, Any]]:

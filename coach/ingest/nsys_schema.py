@@ -91,7 +91,7 @@ def enum_values(enum: str, export_rows: pl.DataFrame | None) -> pl.DataFrame:
         return ours.select("id", "value")
     by_name = ours.select(pl.col("raw_name").alias("name"), "value").unique("name", keep="first")
     return (export_rows.select(pl.col("id").cast(pl.Int64), pl.col("name").cast(pl.String))
-            .join(by_name, on="name", how="left")
+            .join(by_name, on="name", how="left", maintain_order="left")
             .select("id", pl.col("value").fill_null("unknown")))
 
 

@@ -367,12 +367,12 @@ def _sync(raw: pl.DataFrame | None, api: pl.DataFrame | None, sync_kinds: pl.Dat
         calls = (api.lazy().filter(pl.col("correlation_id").is_in(raw["correlation_id"].implode()))
                  .select("pid", "correlation_id", "tid", pl.col("name").alias("call"))
                  .unique(["pid", "correlation_id"], keep="first"))
-        frame = frame.join(calls, on=["pid", "correlation_id"], how="left")
+        frame = frame.join(calls, on=["pid", "correlation_id"], how="left", maintain_order="left")
     else:
         frame = frame.with_columns(tid=pl.lit(None, pl.Int64), call=pl.lit(None, pl.String))
     return _by_start(
         frame
-        .join(by_call.lazy(), on="call", how="left")
+        .join(by_call.lazy(), on="call", how="left", maintain_order="left")
         .with_columns(pl.coalesce("kind_by_call", _mapped("sync_type", sync_kinds), pl.lit("unknown")).alias("kind"),
                       pl.when(pl.col("event_id") != _CUPTI_INVALID_ID).then("event_id").alias("event_id"),
                       _DUR)
@@ -391,12 +391,12 @@ def _nvtx(raw: pl.DataFrame | None, strings: pl.DataFrame, nvtx_kinds: pl.DataFr
                .group_by("pid", "domain_id").agg(pl.col("text").sort_by("start_ns").first().alias("domain")))
     # Materialised once: the row index below must mean the same row in both uses of ``rows``.
     rows = (events.filter(pl.col("kind").is_in(_NVTX_KINDS))
-            .join(domains, on=["pid", "domain_id"], how="left")
+            .join(domains, on=["pid", "domain_id"], how="left", maintain_order="left")
             .with_columns(_DUR)
             .collect()
             .with_row_index("_row")
             .lazy())
-    return (rows.join(_nesting(rows), on="_row", how="left")
+    return (rows.join(_nesting(rows), on="_row", how="left", maintain_order="left")
             .drop("_row", "event_type", "text_id", "domain_id", "global_tid")
             .sort("start_ns", "depth", nulls_last=True)
             .collect())

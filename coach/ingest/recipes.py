@@ -136,7 +136,7 @@ def read_output(name: str, folder: str | Path) -> RecipeOutput:
     if reports and "rank" in table.columns:
         names = pl.DataFrame({"rank": range(len(reports)), "report": list(reports)},
                              schema={"rank": pl.Int64, "report": pl.Utf8})
-        table = table.join(names, on="rank", how="left").select("report", "rank", pl.exclude("report", "rank"))
+        table = table.join(names, on="rank", how="left", maintain_order="left").select("report", "rank", pl.exclude("report", "rank"))
     return RecipeOutput(recipe=name, table=table, reports=reports)
 
 
