@@ -166,3 +166,17 @@ def test_cli_without_answers_or_terminal_says_how(tmp_path):
     r = subprocess.run([sys.executable, "-m", "coach", "exercise", "1"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
                        env={"COACH_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": sys.path[0]})
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pass --answer TEXT" in r.stderr
+
+
+def test_every_exercise_text_has_its_placeholders_filled():
+    """Fix texts carry placeholders too (scenario 11's sizes): none may reach the user raw."""
+    import re
+
+    from coach.exercises.player import build
+    from coach.scenarios import all_scenarios
+
+    for scenario in all_scenarios():
+        ex = build(scenario)
+        texts = [ex.intro, *ex.hints] + [t for p in ex.points for t in (p.prompt, p.explain, *p.choices)]
+        raw = [t for t in texts if re.search(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}", t)]
+        assert not raw, (scenario.id, raw[:1])

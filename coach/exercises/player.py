@@ -192,7 +192,7 @@ def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others
     flags = resolve(tuple(render(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True,
                     mapped=mapped, prefix=scenario.id)
     points = [_look_first(scenario, rng), _meaning(scenario, values, rng),
-              _fix(scenario, others, rng, extras.get("fix_distractors", ())), _gain(scenario, values, rng)]
+              _fix(scenario, values, others, rng, extras.get("fix_distractors", ())), _gain(scenario, values, rng)]
     points += [_extra(scenario, i, raw, bank) for i, raw in enumerate(extras.get("decision", []))]
     return Exercise(scenario_id=scenario.id, title=scenario.title, topic=BOTTLENECK_TOPICS[scenario.bottleneck],
                     intro=_unfilled(render(scenario.symptom, values)), points=tuple(points),
@@ -258,15 +258,20 @@ def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) 
     return DecisionPoint("meaning", prompt, choices, correct, why)
 
 
-def _fix(scenario: Scenario, others: Sequence[Scenario], rng: random.Random, distractors: Sequence[str] = ()) -> DecisionPoint:
-    wrong = list(distractors) or ([_proposal(scenario.fix.wrong_fix)] if scenario.fix.wrong_fix else [])
+def _fix(scenario: Scenario, values: Mapping[str, Any], others: Sequence[Scenario], rng: random.Random,
+         distractors: Sequence[str] = ()) -> DecisionPoint:
+    def filled(text: str) -> str:
+        return _unfilled(render(text, values))
+
+    wrong_fix = filled(scenario.fix.wrong_fix) if scenario.fix.wrong_fix else ""
+    wrong = list(distractors) or ([_proposal(wrong_fix)] if wrong_fix else [])
     same_kind = [o for o in others if o.id != scenario.id and o.tool == scenario.tool]
-    wrong += [o.fix.summary for o in sorted(same_kind, key=lambda o: o.number)[:2]]
+    wrong += [_unfilled(o.fix.summary) for o in sorted(same_kind, key=lambda o: o.number)[:2]]
     wrong += list(_FIX_DISTRACTORS)
-    choices, correct = _shuffle(scenario.fix.summary, wrong[:3], rng)
-    why = scenario.fix.details.strip()
-    if scenario.fix.wrong_fix:
-        why += f"\nWhy not the tempting alternative: {scenario.fix.wrong_fix.strip()}"
+    choices, correct = _shuffle(filled(scenario.fix.summary), wrong[:3], rng)
+    why = filled(scenario.fix.details).strip()
+    if wrong_fix:
+        why += f"\nWhy not the tempting alternative: {wrong_fix.strip()}"
     return DecisionPoint("fix", "Which fix do you make?", choices, correct, why)
 
 
