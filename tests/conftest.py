@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,18 @@ DATA = Path(__file__).parent / "data"
 
 # Without a GPU, Triton kernels run in Triton's CPU interpreter. Triton decides at import time whether
 # its own jit functions (tl.max, ...) are interpreted, so this must be set before any test imports it.
-if shutil.which("nvidia-smi") is None:
+def _has_gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return listed.returncode == 0 and "GPU" in listed.stdout
+
+
+if not _has_gpu():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 

@@ -340,7 +340,7 @@ def test_recorded_sgemm_tiling_pair():
     """The naive and the tiled SGEMM of tests/programs/roofline_kernels.cu, each profiled alone by
     scripts/record-roofline.sh: the same 2 x 2048^3 FLOPs, faster when tiled."""
     folder = DATA / "ncu_roofline"
-    naive, tiled = folder / "sgemm_naive.ncu-rep", folder / "sgemm_tiled.ncu-rep"
+    naive, tiled = folder / "sgemm_naive", folder / "sgemm_tiled"  # saved coach profiles of the .ncu-rep files
     if not naive.exists() or not tiled.exists():
         pytest.skip("record it with scripts/record-roofline.sh (needs the H200)")
     d = diff(load(naive), load(tiled), fix="tile-shared")
