@@ -20,6 +20,9 @@
 #                       nsys + ncu recording)
 #   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all)
 #   ladders:A,B,...     python3 -m coach.capture.ladder run A B ... --ncu, when that module exists
+#   live:NN,NN,...      `coach run scenario-NN --live --no-interactive` for each (the whole walk-through:
+#                       record both variants under the profilers, read, diagnose, compare), one log each
+#                       (needs polars and adbc importable)
 #
 # DEBS_DIR holds libdw1 and libelf1 for the bundled nsys (scripts/fetch-nsys-deps.sh). A step that
 # fails is logged and the batch goes on. COACH_BATCH_BUDGET_S (default 560) stops starting new steps
@@ -69,6 +72,14 @@ run_step() {
         if [ "$arg" = all ] || [ "$arg" = scenarios ]; then set -- --all; else set -- ${arg//,/ }; fi
         "$root/scripts/record-scenarios.sh" "$debs" "$dir" "$@" ;;
     ladders) python3 -m coach.capture.ladder run ${arg//,/ } --ncu --out "$dir" ;;
+    live)
+        local rc=0 id
+        for id in ${arg//,/ }; do
+            echo "-- scenario-$id: start at $((SECONDS - start)) s"
+            python3 -m coach run "scenario-$id" --live --no-interactive > "$dir/live-scenario-$id.log" 2>&1 || rc=$?
+            tail -3 "$dir/live-scenario-$id.log"
+        done
+        return $rc ;;
     *) echo "unknown step $step" >&2; return 2 ;;
     esac
 }
