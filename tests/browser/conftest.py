@@ -64,9 +64,8 @@ def live_app(tmp_path_factory) -> Iterator[LiveServer]:
     from coach.app import Settings, create_app
     from coach.app.walkthrough import scenario_walkthroughs
 
-    # the recorded copy pair, walked end to end, and the project's scenarios as they stand
+    # the recorded copy pair, walked end to end, and the project's scenarios and ladders as they stand
     settings = Settings(walkthroughs=lambda: [strided_walkthrough(), *scenario_walkthroughs()],
-                        kernels_dir=tmp_path_factory.mktemp("no-ladders"),
                         progress_path=tmp_path_factory.mktemp("progress") / "progress.sqlite")
     server = LiveServer(create_app(settings))
     yield server
