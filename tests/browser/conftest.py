@@ -136,8 +136,10 @@ def open_page(driver, server: LiveServer, path: str, ready_css: str, text: str |
 
 def screenshot(driver, name: str) -> Path:
     """The whole page as <SCREENSHOTS>/<name>.png, at the laptop width."""
-    height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight);")
-    driver.set_window_size(WINDOW[0], max(WINDOW[1], min(int(height) + 40, 6000)))
+    height, chrome = driver.execute_script(
+        "return [Math.max(document.body.scrollHeight, document.documentElement.scrollHeight), "
+        "window.outerHeight - window.innerHeight];")  # the window's own bars take part of its height
+    driver.set_window_size(WINDOW[0], max(WINDOW[1], min(int(height) + int(chrome) + 40, 6000)))
     time.sleep(0.3)  # plots resize to the new window
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
