@@ -69,6 +69,7 @@ def test_every_id_a_callback_names_is_in_a_page(app):
     ("/", "Open your own report"),
     ("/explore", "Report explorer"),
     ("/ladders", "No ladder results are recorded yet"),
+    ("/ladders/softmax", "No recorded ladder 'softmax'"),
     ("/hardware", "Hardware and predictions"),
     (f"/scenario/{WALKTHROUGH_ID}", "A gather that reads every 33rd float"),
     ("/scenario/nope", "No scenario 'nope'"),

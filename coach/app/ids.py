@@ -9,6 +9,7 @@ REPORT = "report-store"  # the report the user opened: {"token", "name"} (sessio
 
 # home
 HOME_GALLERY = "home-gallery"
+HOME_LADDERS = "home-ladders"
 
 # scenario walkthrough
 SCN_STEP = "scn-step-store"  # {"step": int, "answer": str}
@@ -35,6 +36,12 @@ EXP_TIMELINE_NOTE = "exp-timeline-note"
 
 # ladders
 LAD_BODY = "lad-body"
+LAD_OVERVIEW = "lad-overview"  # /ladders: the table of every recorded ladder
+LAD_GOAL = "lad-goal"  # /ladders/<name>: the goal met or missed, and the notes' conclusion
+LAD_TRAJECTORY = "lad-trajectory"
+LAD_STEPS = "lad-steps"
+LAD_RUNGS = "lad-rungs"
+LAD_PEERS = "lad-peers"
 
 # hardware and predictions
 HW_GPU = "hw-gpu"

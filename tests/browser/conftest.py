@@ -64,9 +64,8 @@ def live_app(tmp_path_factory) -> Iterator[LiveServer]:
     from coach.app import Settings, create_app
     from coach.app.walkthrough import scenario_walkthroughs
 
-    # the recorded copy pair, walked end to end, and the project's scenarios as they stand
+    # the recorded copy pair, walked end to end, and the project's scenarios and ladders as they stand
     settings = Settings(walkthroughs=lambda: [strided_walkthrough(), *scenario_walkthroughs()],
-                        kernels_dir=tmp_path_factory.mktemp("no-ladders"),
                         progress_path=tmp_path_factory.mktemp("progress") / "progress.sqlite")
     server = LiveServer(create_app(settings))
     yield server
@@ -137,8 +136,10 @@ def open_page(driver, server: LiveServer, path: str, ready_css: str, text: str |
 
 def screenshot(driver, name: str) -> Path:
     """The whole page as <SCREENSHOTS>/<name>.png, at the laptop width."""
-    height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight);")
-    driver.set_window_size(WINDOW[0], max(WINDOW[1], min(int(height) + 40, 6000)))
+    height, chrome = driver.execute_script(
+        "return [Math.max(document.body.scrollHeight, document.documentElement.scrollHeight), "
+        "window.outerHeight - window.innerHeight];")  # the window's own bars take part of its height
+    driver.set_window_size(WINDOW[0], max(WINDOW[1], min(int(height) + int(chrome) + 40, 6000)))
     time.sleep(0.3)  # plots resize to the new window
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -8,7 +8,15 @@ from conftest import assert_clean_console, open_page, screenshot, wait_for, wait
 def test_home_lists_the_walkthrough_and_the_way_to_your_own_report(driver, live_app):
     open_page(driver, live_app, "/", "#tile-strided-copy", "A gather that reads every 33rd float")
     assert "Open your own report" in wait_for(driver, "#tile-explore").text
+    assert "4.00 TB/s (95.5% of the measured ceiling)" in wait_for(driver, "#home-ladders #tile-ladder-softmax").text
     screenshot(driver, "home")
+    assert_clean_console(driver)
+
+
+def test_a_ladder_tile_opens_its_ladder(driver, live_app):
+    open_page(driver, live_app, "/", "#tile-ladder-scan", "goal missed").click()
+    wait_for(driver, "#lad-rungs", "look-back with 16-byte loads and stores")
+    assert driver.current_url.endswith("/ladders/scan?gpu=h200")
     assert_clean_console(driver)
 
 
@@ -21,9 +29,25 @@ def test_hardware_page_draws_the_h200_roofline_and_predicts(driver, live_app):
     assert_clean_console(driver)
 
 
-def test_ladders_page_says_none_are_recorded(driver, live_app):
-    open_page(driver, live_app, "/ladders", "#lad-body", "No ladder results are recorded yet")
+def test_the_ladders_overview_leads_to_a_ladder_in_full(driver, live_app):
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, live_app, "/ladders", "#lad-overview", "Row softmax of a 32768 x 4096 bf16 matrix")
+    wait_for(driver, "#lad-body .js-plotly-plot .scatterlayer .trace")
+    driver.find_element(By.LINK_TEXT, "Row softmax of a 32768 x 4096 bf16 matrix").click()
+    rungs = wait_for(driver, "#lad-rungs", "Triton, one program per row")
+    assert "134.1 µs" in rungs.text and "4.00 TB/s" in rungs.text
+    assert "reaches 4.00 TB/s: met" in wait_for(driver, "#lad-goal").text
+    wait_for(driver, "#lad-trajectory .js-plotly-plot .scatterlayer .trace")
+    wait_for(driver, "#lad-steps .js-plotly-plot .barlayer .trace")
+    wait_idle(driver)
     screenshot(driver, "ladders")
+    assert_clean_console(driver)
+
+
+def test_a_ladder_that_misses_its_goal_opens_the_notes_on_why(driver, live_app):
+    open_page(driver, live_app, "/ladders/scan", "#lad-goal", "2.76 TB/s: missed")
+    assert "The look-back" in wait_for(driver, "#lad-goal details .notes", "What limits it").text
     assert_clean_console(driver)
 
 

@@ -7,9 +7,10 @@ from dash import Dash, dcc, html
 from coach.app import analysis
 from coach.app import format as fmt
 from coach.app import ids
+from coach.app import ladder_view as view
 from coach.app.components import alert, badge, empty, header
 from coach.app.context import Context
-from coach.app.ladder_results import discover, read
+from coach.app.pages import ladders
 from coach.errors import CoachError
 
 PATH = "/"
@@ -47,17 +48,7 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
         ], href=f"/scenario/{w.id}", className="card tile", id=f"tile-{w.id}")
         for w in walks
     ]
-    ladder_tiles = []
-    for path in discover(ctx.settings.kernels_dir):
-        try:
-            lad = read(path)
-        except CoachError:
-            continue  # the Ladders page shows the error in full
-        ladder_tiles.append(dcc.Link([
-            html.Div([badge("ladder"), badge(f"{len(lad.rungs)} rungs", "muted")], className="badges"),
-            html.H3(lad.title),
-            html.P(f"{fmt.ratio(lad.total_speedup)} from first rung to last on the {lad.gpu}"),
-        ], href=f"/ladders#ladder-{lad.ladder}", className="card tile"))
+    ladder_tiles = [ladder_tile(item) for item in view.recorded_ladders(ctx) if item.recorded is not None]
     return html.Div([
         header("Find the bottleneck. Prove it. Fix it.",
                "Walk through real performance problems recorded on an NVIDIA H200, climb the kernel ladders, or "
@@ -80,9 +71,26 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
             empty("No scenarios recorded yet", "Scenario walkthroughs appear here once their traces are recorded."),
             id=ids.HOME_GALLERY),
         html.H2("Ladders"),
-        html.Div(ladder_tiles, className="grid") if ladder_tiles else empty(
+        html.Div(ladder_tiles, className="grid", id=ids.HOME_LADDERS) if ladder_tiles else empty(
             "No ladder results recorded yet", "Each ladder's rungs appear here once they are measured on a GPU."),
     ])
+
+
+def ladder_tile(item: view.Listing) -> dcc.Link:
+    """A recorded ladder and where its last rung ended: time, rate, against the ceiling and rung 00.
+    (A ladder that cannot be read is left out here; the Ladders page shows its error in full.)"""
+    rec = item.recorded
+    ms, g = view.measure(rec), view.goal(rec)
+    last = g.last
+    result = ("No rung was correct." if last is None else
+              f"Last rung {last.rung.id}, {last.rung.title}: {view.median(last.result.time_s)}, "
+              f"{ms.show(ms.rate(last.result))} ({view.percent(last.pct_of_ceiling)} of the measured ceiling), "
+              f"{view.times(last.vs_first)} over rung 00.")
+    return dcc.Link([
+        html.Div([badge("ladder"), badge(f"{len(rec.rows)} rungs", "muted"), view.goal_badge(g)], className="badges"),
+        html.H3(rec.defn.title),
+        html.P(result),
+    ], href=ladders.href(item), className="card tile", id=f"tile-ladder-{view.slug(item.name)}")
 
 
 def register(app: Dash, ctx: Context) -> None:
