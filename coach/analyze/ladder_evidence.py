@@ -4,7 +4,9 @@ A ladder keeps, next to each rung's prediction in ``ladder.toml``, the measured 
 (``measured``) and, where the two differ, the reason (``why``, written by hand from the evidence);
 its ``NOTES.md`` ends with the results. The numbers come from two recorded files: the timing from
 ``results.json`` (through ``coach.ladders.rung_table``) and the profile from the rungs' Nsight
-Compute launches (``traces/<gpu>/ladders/<op>/ncu``, each launch in the NVTX range ``<op>/<rung>``).
+Compute launches (``traces/<gpu>/ladders/<name>/ncu``, each launch in the NVTX range ``<name>/<rung>``;
+a nested name nests: ``matmul/fp32/03_smem_tiles``). A memory-bound ladder's rates are TB/s against
+a DRAM ceiling, a compute-bound one's TFLOP/s against a matmul ceiling.
 This module writes both the ``measured`` sentences and the results table of NOTES.md from them, and
 checks that they still match:
 
@@ -32,6 +34,7 @@ import polars as pl
 from coach.errors import CoachError, InputError
 from coach.ladders import (
     DEFINITION_FILE,
+    FLOPS,
     LadderDef,
     LadderResults,
     Measured,
@@ -68,7 +71,10 @@ LAUNCH_COLUMNS = ("launch_id", "nvtx_range", "kernel_name", "duration_ns", "dram
                   "grid_size", "block_size", "waves_per_sm")
 
 _CEILING_WORDS = {"dram_copy_bandwidth_bytes_per_s": "DRAM copy ceiling",
-                  "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling"}
+                  "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling",
+                  "fp32_simt_matmul_flop_per_s": "FP32 CUDA-core matmul ceiling",
+                  "tf32_tensor_matmul_flop_per_s": "TF32 tensor-core matmul ceiling",
+                  "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul ceiling"}
 
 
 def profile_folder(name: str, gpu: str = "h200", root: Path | None = None) -> Path:
@@ -96,7 +102,7 @@ def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
     if launches.is_empty():
         raise InputError(folder, f"has no launch in an NVTX range {prefix}<rung> (recorded without --nvtx?)")
     return (launches.join(raw, on="launch_id", how="left", maintain_order="left")
-            .with_columns(pl.col("nvtx_range").str.strip_prefix(prefix).alias("rung"))
+            .with_columns(pl.col("nvtx_range").str.split("/").list.last().alias("rung"))
             .sort("duration_ns", descending=True)
             .group_by("rung", maintain_order=True)
             .agg(pl.len().alias("launches"), pl.col("duration_ns").sum().alias("total_duration_ns"), pl.all().first())
@@ -145,8 +151,7 @@ def measured_text(rec: Recorded, i: int) -> str:
         return "not in the recorded run"
     if m.status != "ok":
         return f"{m.status}: {m.error}"
-    text = (f"{_us(m.time_s)} median (p20-p80 {_us(m.p20_s, unit=False)}-{_us(m.p80_s)}), "
-            f"{m.bytes_per_s / 1e12:.2f} TB/s")
+    text = f"{_us(m.time_s)} median (p20-p80 {_us(m.p20_s, unit=False)}-{_us(m.p80_s)}), {_rate(row.rate, results)}"
     if row.pct_of_ceiling is not None:
         text += f" = {row.pct_of_ceiling:.1f}% of the {_CEILING_WORDS.get(results.ceiling_name, results.ceiling_name)}"
     previous = rec.previous(i)
@@ -175,7 +180,8 @@ def profile_text(p: Mapping[str, Any]) -> str:
 def results_table(rec: Recorded) -> str:
     """NOTES.md's results table (Markdown): every rung, then every peer, as recorded, and the goal."""
     res = rec.results
-    head = ["rung", "median", "TB/s", "% of ceiling", "x prev", f"x {res.baseline}",
+    head = ["rung", "median", "TFLOP/s" if res.ceiling_unit == FLOPS else "TB/s", "% of ceiling", "x prev",
+            f"x {res.baseline}",
             "DRAM % of peak (ncu)", "issue active % (ncu)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for row in rec.rows:
@@ -184,23 +190,33 @@ def results_table(rec: Recorded) -> str:
         if not _ok(m):
             lines.append(f"| {name} | {'not run' if m is None else m.status} |" + " - |" * (len(head) - 2))
             continue
-        lines.append(f"| {name} | {_us(m.time_s)} | {m.bytes_per_s / 1e12:.2f} | {_num(row.pct_of_ceiling, '.1f')} | "
+        lines.append(f"| {name} | {_us(m.time_s)} | {_rate(row.rate, res, unit=False)} | {_num(row.pct_of_ceiling, '.1f')} | "
                      f"{_num(row.vs_previous, '.2f')} | {_num(row.vs_baseline, '.2f')} | "
                      f"{_num(p and p['dram_throughput_pct'], '.1f')} | {_num(p and p['sm_issue_active_pct'], '.1f')} |")
     for peer in res.peers:
         if not _ok(peer):
             lines.append(f"| peer: {peer.key} | {peer.status} |" + " - |" * (len(head) - 2))
             continue
-        pct = percent_of(peer.bytes_per_s, res.ceiling_bytes_per_s)
-        lines.append(f"| peer: {peer.key} | {_us(peer.time_s)} | {peer.bytes_per_s / 1e12:.2f} | {_num(pct, '.1f')} |"
+        rate = peer.rate(res.ceiling_unit)
+        pct = percent_of(rate, res.ceiling_value)
+        lines.append(f"| peer: {peer.key} | {_us(peer.time_s)} | {_rate(rate, res, unit=False)} | {_num(pct, '.1f')} |"
                      + " - |" * (len(head) - 4))
-    ceiling = f"{res.ceiling_bytes_per_s / 1e12:.2f} TB/s" if res.ceiling_bytes_per_s else "unknown"
+    ceiling = _rate(res.ceiling_value, res) if res.ceiling_value else "unknown"
     prov = res.provenance
     lines += ["", f"Ceiling: the {_CEILING_WORDS.get(res.ceiling_name, res.ceiling_name)}, {ceiling}. "
                   f"x: time ratios, > 1 is faster. Nsight Compute columns: the rung's longest kernel. "
                   f"{prov.get('gpu_name', res.gpu)}, driver {prov.get('driver')}, CUDA {prov.get('cuda')}, "
                   f"torch {prov.get('torch')}, {prov.get('date')}."]
     return "\n".join(lines)
+
+
+def _rate(rate: float | None, res: LadderResults, unit: bool = True) -> str:
+    """A rate as the tables print it: TB/s to two places, or TFLOP/s to one."""
+    if rate is None:
+        return "-"
+    if res.ceiling_unit == FLOPS:
+        return f"{rate / 1e12:.1f}" + (" TFLOP/s" if unit else "")
+    return f"{rate / 1e12:.2f}" + (" TB/s" if unit else "")
 
 
 def _us(seconds: float | None, unit: bool = True) -> str:
