@@ -64,6 +64,14 @@ RAW_METRICS = {
     "sm__issue_active.avg.pct_of_peak_sustained_elapsed": "sm_issue_active_pct",
     "inst_executed": "warp_inst",
 }
+#: The pipe-utilisation metrics of the ComputeWorkloadAnalysis section: instructions issued to a pipe
+#: (``inst_executed_pipe_<p>``) or cycles a pipe was busy (``pipe_<p>_cycles_active``), each as a % of
+#: its peak over the SM's active cycles. The busiest of them names what a compute-bound rung is
+#: limited by (FMA for CUDA-core matmul, tensor for HMMA/HGMMA, LSU when loads crowd out the math).
+#: The "shared" pipe is left out: on Hopper it is the FP16 and tensor work together and repeats them.
+PIPE_METRIC = r"^sm__(?:inst_executed_pipe_(?:[a-z0-9_]+)|pipe_(?:[a-z0-9_]+)_cycles_active)\.avg\.pct_of_peak_sustained_active$"
+#: The SASS opcodes a compute-bound rung's sentence counts: Hopper warpgroup MMA, warp-level MMA, FP32 FMA.
+TENSOR_OPCODES = ("HGMMA", "HMMA")
 #: The canonical launch columns a rung's sentence quotes.
 LAUNCH_COLUMNS = ("launch_id", "nvtx_range", "kernel_name", "duration_ns", "dram_throughput_pct",
                   "l1_throughput_pct", "l2_throughput_pct", "l1_hit_rate_pct", "l2_hit_rate_pct",
@@ -102,11 +110,22 @@ def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
     if launches.is_empty():
         raise InputError(folder, f"has no launch in an NVTX range {prefix}<rung> (recorded without --nvtx?)")
     return (launches.join(raw, on="launch_id", how="left", maintain_order="left")
+            .join(busiest_pipes(profile.metrics), on="launch_id", how="left", maintain_order="left")
             .with_columns(pl.col("nvtx_range").str.split("/").list.last().alias("rung"))
             .sort("duration_ns", descending=True)
             .group_by("rung", maintain_order=True)
             .agg(pl.len().alias("launches"), pl.col("duration_ns").sum().alias("total_duration_ns"), pl.all().first())
             .drop("nvtx_range"))
+
+
+def busiest_pipes(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Per launch, the pipe-utilisation metric with the highest value (``PIPE_METRIC``; ties go to the
+    first name): ``launch_id``, ``busiest_pipe_metric``, ``busiest_pipe_pct``. Launches profiled
+    without the ComputeWorkloadAnalysis section have none."""
+    return (metrics.filter(pl.col("metric").str.contains(PIPE_METRIC) & ~pl.col("metric").str.contains("_shared"))
+            .sort(["launch_id", "value", "metric"], descending=[False, True, False])
+            .group_by("launch_id", maintain_order=True).first()
+            .select("launch_id", pl.col("metric").alias("busiest_pipe_metric"), pl.col("value").alias("busiest_pipe_pct")))
 
 
 @dataclass(frozen=True)
@@ -161,7 +180,45 @@ def measured_text(rec: Recorded, i: int) -> str:
     if ratios:
         text += "; " + ", ".join(ratios)
     profile = rec.profiles.get(row.rung.key)
-    return f"{text}. {profile_text(profile)}" if profile is not None else text
+    if results.ceiling_unit != FLOPS:
+        return f"{text}. {profile_text(profile)}" if profile is not None else text
+    parts = [text, *([compute_profile_text(profile)] if profile is not None else []),
+             *([sass_text(m.sass, profile and profile["kernel_name"])] if m.sass else [])]
+    return ". ".join(parts)
+
+
+def compute_profile_text(p: Mapping[str, Any]) -> str:
+    """What Nsight Compute measured for a compute-bound rung's longest launch: the busiest pipe first."""
+    head = (f"Nsight Compute, {p['launches']} kernels in {_us(p['total_duration_ns'] / 1e9)}; the longest, "
+            if p["launches"] > 1 else "Nsight Compute, ")
+    pipe = ("" if p.get("busiest_pipe_metric") is None else
+            f"busiest pipe {_pipe_name(p['busiest_pipe_metric'])} at {p['busiest_pipe_pct']:.1f}% of its peak, ")
+    return (f"{head}{p['kernel_name']}: {_us(p['duration_ns'] / 1e9)}, {p['grid_size']:,} blocks of "
+            f"{p['block_size']} ({p['waves_per_sm']:.2f} waves), {pipe}issue active {p['sm_issue_active_pct']:.1f}%, "
+            f"warps {p['achieved_occupancy_pct']:.1f}% of the SM ({p['theoretical_occupancy_pct']:.1f}% possible, "
+            f"{p['registers_per_thread']} registers), DRAM {p['dram_throughput_pct']:.1f}% of peak, L2 "
+            f"{p['l2_throughput_pct']:.1f}% and L1 {p['l1_throughput_pct']:.1f}% of peak, "
+            f"{p['warp_inst'] / 1e6:.2f} M warp instructions")
+
+
+def _pipe_name(metric: str) -> str:
+    """``sm__pipe_fma_cycles_active...`` -> "fma (cycles active)"; ``sm__inst_executed_pipe_lsu...`` ->
+    "lsu (instructions issued)"."""
+    m = re.match(r"^sm__(?:inst_executed_pipe_(?P<inst>[a-z0-9_]+)|pipe_(?P<cyc>[a-z0-9_]+)_cycles_active)\.", metric)
+    if m is None:
+        return metric
+    return f"{m['inst']} (instructions issued)" if m["inst"] else f"{m['cyc']} (cycles active)"
+
+
+def sass_text(sass: Mapping[str, Mapping[str, int]], kernel: str | None = None) -> str:
+    """The tensor-core evidence in a rung's SASS (static counts, in the code): HGMMA or HMMA, and FFMA;
+    of ``kernel`` (the profiled longest one) when its histogram is there, else of all its kernels."""
+    chosen = {kernel: sass[kernel]} if kernel in sass else dict(sass)
+    total = {op: sum(h.get(op, 0) for h in chosen.values()) for op in (*TENSOR_OPCODES, "FFMA")}
+    tensor = [f"{total[op]:,} {op}" for op in TENSOR_OPCODES if total[op]]
+    where = f"SASS of {next(iter(chosen))}" if len(chosen) == 1 else f"SASS of its {len(chosen)} kernels"
+    mma = ", ".join(tensor) if tensor else "no tensor-core instruction (HGMMA, HMMA)"
+    return f"{where}: {mma}, {total['FFMA']:,} FFMA (instructions in the code, not executions)"
 
 
 def profile_text(p: Mapping[str, Any]) -> str:

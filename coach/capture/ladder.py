@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime as _dt
+import functools
 import importlib.util
 import itertools
 import json
@@ -61,6 +62,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from coach.capture.calibrate import describe_gpu, write_json
+from coach.capture.sass import disassemble, sass_record, triton_sass
 from coach.errors import InputError
 from coach.ladders import (
     CEILING_UNITS,
@@ -302,6 +304,12 @@ def nvrtc_options(include: Path, arch: str | None = None) -> tuple[str, ...]:
     return ("--std=c++17", f"-I{include}", *((f"-arch={arch}",) if arch else ()))
 
 
+#: Options CuPy's RawModule adds to the caller's before NVRTC compiles (cupy.cuda.compiler
+#: _compile_with_cache_cuda); compile_using_nvrtc adds the rest (-arch, and
+#: --device-as-default-execution-space for NVRTC 12+) on both paths.
+CUPY_RAWMODULE_OPTIONS = ("-ftz=true",)
+
+
 class CupyBuild:
     """A CUDA rung compiled with NVRTC through CuPy, launched on torch's current stream."""
 
@@ -315,6 +323,7 @@ class CupyBuild:
         if not self.signatures:
             raise ValueError(f"{path.name}: no extern \"C\" __global__ kernel found")
         self.options = nvrtc_options(include, arch)
+        self._source = source
         self._module = cupy.RawModule(code=source, options=self.options, backend="nvrtc")
         self._functions = {name: self._module.get_function(name) for name in self.signatures}  # compiles now
         self.resources = {
@@ -322,6 +331,18 @@ class CupyBuild:
                    "static_smem_bytes": int(f.shared_size_bytes)}
             for name, f in self._functions.items()
         }
+
+    def sass(self) -> dict[str, Any]:
+        """The opcode histograms of the rung's kernels, from the cubin NVRTC makes of the same source
+        with the same options as the loaded module (RawModule exposes no cubin of its own)."""
+        from cupy.cuda import compiler
+
+        result = compiler.compile_using_nvrtc(self._source, self.options + CUPY_RAWMODULE_OPTIONS, cache_in_memory=True)
+        cubin = result[0] if isinstance(result, tuple) else result
+        if not isinstance(cubin, (bytes, bytearray)):
+            raise RuntimeError("NVRTC gave PTX, not a cubin (CuPy compiles to PTX where its NVRTC predates the GPU)")
+        text, tool = disassemble(bytes(cubin))
+        return sass_record(text, f"NVRTC cubin, {tool}", tuple(self.signatures))
 
     _NP = {"int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float32": "float32"}
 
@@ -378,6 +399,7 @@ class Prepared:
     kernels: tuple[str, ...] = ()
     resources: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
     build_s: float = 0.0
+    sass: Callable[[], Mapping[str, Any]] | None = None  # the SASS opcode histograms, once it has run
 
 
 def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: Mapping[str, Any],
@@ -392,6 +414,7 @@ def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: 
         if launch is None:
             raise KeyError(f"problem.py has no launcher for {rung.key} (LAUNCH[{rung.key!r}])")
         kernels, resources = tuple(build.signatures), build.resources
+        sass = getattr(build, "sass", None)  # an NVRTC build has a cubin; the CPU emulator none
     else:
         module = _import_file(path, f"coach_ladder_{_module_name(defn.name)}_{rung.key}")
         ctx = Context(**ctx_args)
@@ -399,8 +422,9 @@ def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: 
         if launch is None:
             raise AttributeError(f"{rung.file} defines no launch(ctx, inputs, outputs)")
         kernels, resources = triton_kernel_names(path.read_text(encoding="utf-8")), {}
+        sass = functools.partial(triton_sass, module, kernels)
     return Prepared(call=lambda inp, out: launch(ctx, inp, out), writes_outputs=True, kernels=kernels,
-                    resources=resources, build_s=time.perf_counter() - t0)
+                    resources=resources, build_s=time.perf_counter() - t0, sass=sass)
 
 
 def prepare_peer(problem: ModuleType, name: str) -> Prepared:
@@ -539,6 +563,8 @@ def measure_item(torch: Any, problem: ModuleType, prepared_fn: Callable[[], Prep
                       build_s=round(prepared.build_s, 3))
         checks = check(torch, problem, prepared, size, device, seed, sync)
         record["checks"] = checks
+        if prepared.sass is not None:
+            record["sass"] = sass_entry(prepared.sass)
         if not all(c["passed"] for c in checks):
             bad = next(c for c in checks if not c["passed"])
             record.update(status="wrong", error=_describe_failure(bad))
@@ -550,6 +576,15 @@ def measure_item(torch: Any, problem: ModuleType, prepared_fn: Callable[[], Prep
         record.update(status="error", error=f"{type(err).__name__}: {_first_lines(str(err))}",
                       traceback=traceback.format_exc(limit=6))
     return record
+
+
+def sass_entry(sass: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """results.json's ``sass`` of a rung: its kernels' opcode histograms, or why there are none (a
+    missing disassembler is no reason to lose the rung's measurement)."""
+    try:
+        return dict(sass())
+    except Exception as err:  # noqa: BLE001 - recorded, never fatal
+        return {"error": f"{type(err).__name__}: {_first_lines(str(err), 3)}"}
 
 
 def _describe_failure(c: Mapping[str, Any]) -> str:
