@@ -1,6 +1,8 @@
 """Every rung of every ladder computes the right answer at a small size on the CPU: CUDA rungs through
 the emulator (tests/ladder_emu), Triton rungs under TRITON_INTERPRET=1, both through the rung's real
-launcher and the runner's own check (fresh random inputs, poisoned outputs, per-dtype tolerance)."""
+launcher and the runner's own check (fresh random inputs, poisoned outputs, per-dtype tolerance).
+A rung whose ladder.toml says ``emulate = false`` (inline PTX the emulator lacks) is skipped with
+its ``emulate_why``: it is checked on the GPU only."""
 
 from __future__ import annotations
 
@@ -19,12 +21,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ladder_emu import EmuBuild  # noqa: E402
 
 RUNGS = [(name, r) for name in ladder_names() for r in load_definition(name).rungs]
+SYNTHETIC_ROOT = Path(__file__).parent / "data" / "ladders" / "synthetic-root"
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found")
 SM_COUNT = 3  # a small "GPU": persistent grids still have several blocks, each looping several times
 
 
-def _measure(name, rung, monkeypatch, seed=11):
+def emu_builder(path, *, arch, include):
+    """The emulator in the runner's builder's place: it runs any target's C++ (``arch`` is for NVRTC)."""
+    return EmuBuild(path, include)
 
+
+def _measure(name, rung, monkeypatch, seed=11):
+    if not rung.emulate:
+        pytest.skip(f"{name}/{rung.key} runs on the GPU only: {rung.emulate_why}")
     if rung.language == "triton":
         # Before triton is first imported: it decides at import whether its own jit functions (tl.max,
         # ...) are interpreted.
@@ -37,7 +46,7 @@ def _measure(name, rung, monkeypatch, seed=11):
     defn = load_definition(name)
     problem = runner.load_problem(defn)
     ctx = {"torch": torch, "device": "cpu", "sm_count": SM_COUNT}
-    return runner.measure_item(torch, problem, lambda: runner.prepare_rung(defn, rung, problem, ctx, EmuBuild),
+    return runner.measure_item(torch, problem, lambda: runner.prepare_rung(defn, rung, problem, ctx, emu_builder),
                                problem.SIZES["small"], "cpu", seed, lambda: None, None)
 
 
@@ -47,6 +56,23 @@ def test_rung_is_correct_at_a_small_size(name, rung, monkeypatch):
     record = _measure(name, rung, monkeypatch)
     assert record["status"] == "ok", record.get("error", "") + "\n" + record.get("traceback", "")
     assert [c["name"] for c in record["checks"]] == list(runner.load_problem(load_definition(name)).INPUTS)
+
+
+def test_a_rung_the_emulator_cannot_run_is_skipped_with_its_reason(monkeypatch):
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    fenced = load_definition("matmul/synthetic").rung("01")
+    with pytest.raises(pytest.skip.Exception, match="matmul/synthetic/01_wgmma runs on the GPU only: wgmma.fence is "
+                                                    "inline PTX the CPU emulator does not implement"):
+        _measure("matmul/synthetic", fenced, monkeypatch)
+
+
+@needs_gxx
+def test_the_synthetic_ladders_naive_rung_runs_in_the_emulator_from_a_nested_folder(monkeypatch):
+    """Its #include "tile.cuh" is found in kernels/common two levels up."""
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    record = _measure("matmul/synthetic", load_definition("matmul/synthetic").rung("00"), monkeypatch)
+    assert record["status"] == "ok", record.get("error")
+    assert record["flops"] == 2 * 32**3 and record["kernels"] == ["mm_naive"]
 
 
 # The emulator itself: warp exchanges, barriers, and the errors it must report.

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from coach.capture import ladder as runner
-from coach.ladders import load_results
+from coach.ladders import load_definition, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
+#: A data folder (COACH_DATA) holding the synthetic compute ladder matmul/synthetic (tests/data/ladders/PROVENANCE.md).
+SYNTHETIC_ROOT = Path(__file__).parent / "data" / "ladders" / "synthetic-root"
 
 
 def test_imports_without_gpu_libraries_polars_typer_or_rich():
@@ -26,11 +28,22 @@ def test_imports_without_gpu_libraries_polars_typer_or_rich():
 
 def test_argument_parsing():
     args = runner.parse_args(["run", "reduction", "--out", "o", "--ncu"])
-    assert args.names == ["reduction"] and args.ncu and args.size == "h200" and str(args.out) == "o"
+    assert args.names == ["reduction"] and args.ncu and args.size is None and str(args.out) == "o"
     assert "reduction" in runner.parse_args(["run", "all", "--out", "o"]).names
+    assert runner.parse_args(["run", "reduction", "scan", "--out", "o", "--size", "small"]).size == "small"
     for bad in (["run", "nope", "--out", "o"], ["run", "reduction"], ["run", "reduction", "--out", "o", "--size", "big"], []):
         with pytest.raises(SystemExit):
             runner.parse_args(bad)
+
+
+def test_size_is_checked_against_each_problems_sizes(monkeypatch, capsys):
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    args = runner.parse_args(["run", "all", "--out", "o", "--size", "h200_big"])
+    assert args.names == ["matmul/synthetic"] and args.size == "h200_big", "nested ladders are in 'all'"
+    with pytest.raises(SystemExit):
+        runner.parse_args(["run", "matmul/synthetic", "--out", "o", "--size", "h200_huge"])
+    assert "ladder matmul/synthetic has no size 'h200_huge' (its problem.py's SIZES: h200, h200_big, small)" in \
+        capsys.readouterr().err
 
 
 def test_kernel_signatures():
@@ -228,13 +241,15 @@ def _describe():
 def test_child_measures_checks_and_records_each_rung(fake_data):
     pytest.importorskip("torch")
     out = fake_data / "out"
-    builder = lambda path: FakeBuild(path.read_text(), IMPLS)  # noqa: E731
+    builder = lambda path, arch, include: FakeBuild(path.read_text(), IMPLS)  # noqa: E731
     rc = runner.run_ladder_child("fake", out, "small", device="cpu", builder=builder, timing=False, describe=_describe)
     assert rc == 0
-    doc = json.loads((out / "fake" / "results.json").read_text())
+    assert not (out / "fake" / "results.json").exists(), "small is not the ladder's main size (h200)"
+    doc = json.loads((out / "fake" / "results.small.json").read_text())
     assert doc["partial"] is True and "in_progress" not in doc, "the parent clears 'partial' when all is done"
-    assert doc["size"] == {"n": 10} and doc["ceiling"] == {"name": "dram_copy_bandwidth_bytes_per_s",
-                                                           "bytes_per_s": None, "source": None}
+    assert doc["size"] == {"n": 10} and doc["size_name"] == "small"
+    assert doc["ceiling"] == {"name": "dram_copy_bandwidth_bytes_per_s", "unit": "bytes/s", "value": None,
+                              "bytes_per_s": None, "source": None}
     rungs = {r["key"]: r for r in doc["rungs"]}
     assert rungs["00_copy"]["status"] == "ok" and rungs["00_copy"]["kernels"] == ["copy"]
     assert [c["name"] for c in rungs["00_copy"]["checks"]] == ["integers", "normal"]
@@ -251,23 +266,21 @@ def test_child_measures_checks_and_records_each_rung(fake_data):
     doc.pop("partial")
     for m in doc["rungs"] + doc["peers"]:  # untimed on the CPU; a recorded run has times
         m["time_s"] = 1e-6 if m["status"] == "ok" else None
-    (out / "fake" / "results.json").write_text(json.dumps(doc))
-    res = load_results(out / "fake" / "results.json")
-    assert [m.status for m in res.rungs] == ["ok", "wrong", "error", "wrong"]
+    (out / "fake" / "results.small.json").write_text(json.dumps(doc))
+    res = load_results(out / "fake" / "results.small.json")
+    assert [m.status for m in res.rungs] == ["ok", "wrong", "error", "wrong"] and res.size_name == "small"
 
 
 def test_child_resumes_and_records_the_rung_that_killed_its_predecessor(fake_data):
     pytest.importorskip("torch")
     out = fake_data / "out"
-    builder = lambda path: FakeBuild(path.read_text(), IMPLS)  # noqa: E731
-    path = out / "fake" / "results.json"
+    builder = lambda path, arch, include: FakeBuild(path.read_text(), IMPLS)  # noqa: E731
+    path = out / "fake" / "results.small.json"
     path.parent.mkdir(parents=True)
     # A child that died during 01_half after recording 00_copy:
-    from coach.ladders import load_definition
-
     defn = load_definition("fake")
     problem = runner.load_problem(defn)
-    doc = runner.new_results(defn, problem, {"n": 10}, _describe())
+    doc = runner.new_results(defn, problem, "small", {"n": 10}, _describe())
     doc["rungs"].append({"key": "00_copy", "status": "ok", "checks": [], "bytes": 80, "flops": 0, "marker": 1})
     doc["in_progress"] = "01_half"
     doc["in_progress_error"] = "timed out after 240 s (a hung kernel?)"
@@ -312,27 +325,43 @@ def test_parent_gives_up_on_a_child_that_makes_no_progress(fake_data, monkeypatc
     assert runner.run(["fake"], fake_data / "out") == 1
 
 
-def test_ncu_command_profiles_only_the_rung_kernels():
+def test_ncu_command_profiles_only_the_rung_kernels_inside_the_ladders_ranges():
     cmd = runner.ncu_command("ncu", "reduction", Path("o"), "h200", ["b_k", "a.k", "b_k"], ["00_a", "01_b"])
     assert cmd[:3] == ["ncu", "--clock-control", "none"]
     assert cmd[cmd.index("-k") + 1] == r"regex:^(a\.k|b_k)$"
+    assert "--nvtx" in cmd and cmd[cmd.index("--nvtx-include") + 1] == "reduction/"
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == list(runner.NCU_SECTIONS)
     assert cmd[cmd.index("-o") + 1] == str(Path("o") / "reduction" / "ncu" / "reduction")
     assert cmd[-8:] == ["coach.capture.ladder", "profile", "reduction", "--size", "h200", "--rungs", "00_a", "01_b"]
     assert runner.parse_args(cmd[cmd.index("profile"):]).rungs == ["00_a", "01_b"]
 
 
-def _results(tmp_path, rungs, peers=()):
-    path = tmp_path / "x" / "results.json"
-    path.parent.mkdir(parents=True)
-    doc = {"schema": "coach-ladder-results/1", "ceiling": {"bytes_per_s": 4e12}, "rungs": list(rungs),
+def test_ncu_command_of_a_nested_compute_ladder(monkeypatch):
+    """matmul/synthetic: the NVTX filter names its two nested ranges, the report a flat file name, and
+    the ladder's own sections follow the default ones."""
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    defn = load_definition("matmul/synthetic")
+    sections = runner.ncu_sections(defn)
+    assert sections == [*runner.NCU_SECTIONS, "ComputeWorkloadAnalysis", "InstructionStats", "WarpStateStats"]
+    cmd = runner.ncu_command("ncu", defn.name, Path("o"), "h200", ["mm_naive"], ["00_naive"], sections)
+    assert cmd[cmd.index("--nvtx-include") + 1] == "matmul/synthetic/"
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--section"] == sections
+    assert cmd[cmd.index("-o") + 1] == str(Path("o") / "matmul" / "synthetic" / "ncu" / "matmul-synthetic")
+    assert runner.parse_args(cmd[cmd.index("profile"):]).name == "matmul/synthetic"
+
+
+def _results(tmp_path, rungs, peers=(), name="x", ceiling=None):
+    path = tmp_path / name / "results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"schema": "coach-ladder-results/1", "ceiling": ceiling or {"bytes_per_s": 4e12}, "rungs": list(rungs),
            "peers": list(peers), "provenance": {}}
     path.write_text(json.dumps(doc))
     return path
 
 
-def test_ncu_leaves_out_rungs_that_crashed_and_stops_when_the_budget_is_spent(tmp_path, monkeypatch):
-    path = _results(tmp_path, [
+def test_ncu_leaves_out_rungs_that_crashed_and_stops_when_the_budget_is_spent(fake_data, monkeypatch):
+    tmp_path = fake_data / "out"
+    path = _results(tmp_path, name="fake", rungs=[
         {"key": "00_a", "status": "ok", "kernels": ["ka"]},
         {"key": "01_b", "status": "error", "kernels": ["kb"]},
         {"key": "02_c", "status": "wrong", "kernels": ["kc"]},
@@ -344,11 +373,11 @@ def test_ncu_leaves_out_rungs_that_crashed_and_stops_when_the_budget_is_spent(tm
         returncode, stdout, stderr = 0, "", ""
 
     monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: seen.append((cmd, kw["timeout"])) or Done())
-    runner.profile_with_ncu("x", tmp_path, "h200", "ncu", timeout_s=100)
+    runner.profile_with_ncu("fake", tmp_path, "h200", "ncu", timeout_s=100)
     (cmd, timeout), = seen
     assert cmd[cmd.index("-k") + 1] == "regex:^(ka|kc)$" and cmd[-2:] == ["00_a", "02_c"] and timeout == 100
     assert json.loads(path.read_text())["ncu"]["command"].startswith("ncu --clock-control none")
-    runner.profile_with_ncu("x", tmp_path, "h200", "ncu", timeout_s=5)
+    runner.profile_with_ncu("fake", tmp_path, "h200", "ncu", timeout_s=5)
     assert len(seen) == 1
     assert json.loads(path.read_text())["ncu"]["error"] == "skipped: the run's time budget was spent"
 
@@ -357,8 +386,112 @@ def test_summary_table(tmp_path):
     _results(tmp_path, [{"key": "00_a", "status": "ok", "bytes": 4e9, "time_s": 1e-3},
                         {"key": "01_b", "status": "wrong", "bytes": 4e9}],
              [{"key": "torch", "status": "ok", "bytes": 4e9, "time_s": 2e-3}])
-    lines = runner.summary(tmp_path, ["x", "missing"]).splitlines()
-    assert lines[1].split() == ["x/00_a", "ok", "1000.0us", "4.00", "100.0"]
+    _results(tmp_path, [{"key": "00_a", "status": "ok", "bytes": 3e6, "flops": 2e12, "time_s": 0.1}], name="m/y",
+             ceiling={"name": "fp32_simt_matmul_flop_per_s", "unit": "FLOP/s", "value": 50e12})
+    other = tmp_path / "m" / "y" / "results.big.json"
+    other.write_text(json.dumps({**json.loads((tmp_path / "m" / "y" / "results.json").read_text()), "size_name": "big"}))
+    lines = runner.summary(tmp_path, ["x", "m/y", "missing"]).splitlines()
+    assert lines[1].split() == ["x/00_a", "ok", "1000.0us", "4.00", "TB/s", "100.0"]
     assert lines[2].split() == ["x/01_b", "wrong", "-", "-", "-"]
-    assert lines[3].split() == ["x/[torch]", "ok", "2000.0us", "2.00", "50.0"]
-    assert lines[4].split() == ["missing", "no", "results"]
+    assert lines[3].split() == ["x/[torch]", "ok", "2000.0us", "2.00", "TB/s", "50.0"]
+    assert lines[4].split() == ["m/y/00_a", "ok", "100000.0us", "20.00", "TFLOP/s", "40.0"], "FLOP/s of a compute ladder"
+    assert lines[5].split() == ["m/y[big]/00_a", "ok", "100000.0us", "20.00", "TFLOP/s", "40.0"]
+    assert lines[6].split() == ["missing", "no", "results"]
+
+
+# The synthetic compute ladder matmul/synthetic: arch, sizes, FLOP ceilings, the profile child.
+
+def test_nvrtc_options_carry_the_rungs_arch():
+    assert runner.nvrtc_options(Path("/k/common")) == ("--std=c++17", "-I/k/common")
+    assert runner.nvrtc_options(Path("/k/common"), "sm_90a") == ("--std=c++17", "-I/k/common", "-arch=sm_90a")
+
+
+def _recording_builder(seen):
+    def build(path, *, arch, include):
+        seen.append((path.name, arch, include))
+        return FakeBuild(path.read_text(), {"mm_naive": _matmul, "mm_fenced": _matmul})
+    return build
+
+
+def _matmul(a, b, c, n):
+    c.copy_(a @ b)
+
+
+def test_rungs_are_built_for_their_arch_with_the_common_headers(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    defn = load_definition("matmul/synthetic")
+    problem = runner.load_problem(defn)
+    seen = []
+    ctx = {"torch": torch, "device": "cpu", "sm_count": 4}
+    for key in ("00_naive", "01_wgmma"):
+        runner.prepare_rung(defn, defn.rung(key), problem, ctx, _recording_builder(seen))
+    common = SYNTHETIC_ROOT.resolve() / "kernels" / "common"
+    assert seen == [("00_naive.cu", None, common), ("01_wgmma.cu", "sm_90a", common)], \
+        "kernels/common is two levels up from a nested ladder"
+
+
+def test_measured_flop_ceiling_and_its_results_entry(monkeypatch):
+    value, source = runner.read_ceiling("NVIDIA H200", "fp32_simt_matmul_flop_per_s")
+    assert value == pytest.approx(51.124e12, rel=1e-4) and source == "hardware/measured/h200.json"
+    assert runner.read_ceiling("NVIDIA H200", "bf16_tensor_matmul_flop_per_s")[0] == pytest.approx(683.0e12, rel=1e-3)
+    assert runner.ceiling_entry("fp32_simt_matmul_flop_per_s", value, source) == {
+        "name": "fp32_simt_matmul_flop_per_s", "unit": "FLOP/s", "value": value, "source": source}
+    assert runner.ceiling_entry("dram_read_bandwidth_bytes_per_s", 4e12, source)["bytes_per_s"] == 4e12
+
+
+def test_each_size_goes_to_its_own_file_and_only_the_first_is_profiled(monkeypatch, tmp_path):
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    calls, profiled = [], []
+
+    def fake_child(args, timeout):
+        calls.append(args)
+        size = args[args.index("--size") + 1]
+        path = tmp_path / "matmul" / "synthetic" / ("results.json" if size == "h200" else f"results.{size}.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"schema": "coach-ladder-results/1", "partial": True, "size_name": size,
+                                    "rungs": [], "peers": [], "provenance": {}}))
+        return 0, False
+
+    monkeypatch.setattr(runner, "_run_child", fake_child)
+    monkeypatch.setattr(runner, "profile_with_ncu", lambda name, out, size, ncu, timeout_s: profiled.append((name, size)))
+    assert runner.run(["matmul/synthetic"], tmp_path, ncu=True) == 0
+    assert [c[c.index("--size") + 1] for c in calls] == ["h200", "h200_big"]
+    assert {p.name for p in (tmp_path / "matmul" / "synthetic").iterdir()} == {"results.json", "results.h200_big.json"}
+    assert profiled == [("matmul/synthetic", "h200")]
+    calls.clear()
+    profiled.clear()
+    assert runner.run(["matmul/synthetic"], tmp_path, size="h200_big", ncu=True) == 0
+    assert [c[c.index("--size") + 1] for c in calls] == ["h200_big"] and profiled == [("matmul/synthetic", "h200_big")]
+
+
+def test_profile_child_warms_every_rung_up_outside_the_ranges(monkeypatch):
+    """Every rung is called once before any NVTX range is open (JIT, autotuning), then once inside
+    the ranges ``matmul`` > ``synthetic`` > ``matmul/synthetic/<rung>`` that the ncu filter selects."""
+    pytest.importorskip("torch")
+    import contextlib
+
+    monkeypatch.setenv("COACH_DATA", str(SYNTHETIC_ROOT))
+    events, stack = [], []
+
+    @contextlib.contextmanager
+    def fake_range(_torch, label):
+        stack.append(label)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    def builder(path, *, arch, include):
+        def record(a, b, c, n):
+            events.append((path.stem, tuple(stack)))
+            c.copy_(a @ b)
+        return FakeBuild(path.read_text(), {"mm_naive": record, "mm_fenced": record})
+
+    monkeypatch.setattr(runner, "nvtx_range", fake_range)
+    rc = runner.profile_child("matmul/synthetic", "small", ["00_naive", "01_wgmma"], device="cpu", builder=builder)
+    assert rc == 0
+    ranges = ("matmul", "synthetic")
+    assert events == [("00_naive", ()), ("01_wgmma", ()),
+                      ("00_naive", (*ranges, "matmul/synthetic/00_naive")),
+                      ("01_wgmma", (*ranges, "matmul/synthetic/01_wgmma"))]

@@ -4,7 +4,9 @@ A ladder keeps, next to each rung's prediction in ``ladder.toml``, the measured 
 (``measured``) and, where the two differ, the reason (``why``, written by hand from the evidence);
 its ``NOTES.md`` ends with the results. The numbers come from two recorded files: the timing from
 ``results.json`` (through ``coach.ladders.rung_table``) and the profile from the rungs' Nsight
-Compute launches (``traces/<gpu>/ladders/<op>/ncu``, each launch in the NVTX range ``<op>/<rung>``).
+Compute launches (``traces/<gpu>/ladders/<name>/ncu``, each launch in the NVTX range ``<name>/<rung>``;
+a nested name nests: ``matmul/fp32/03_smem_tiles``). A memory-bound ladder's rates are TB/s against
+a DRAM ceiling, a compute-bound one's TFLOP/s against a matmul ceiling.
 This module writes both the ``measured`` sentences and the results table of NOTES.md from them, and
 checks that they still match:
 
@@ -32,6 +34,7 @@ import polars as pl
 from coach.errors import CoachError, InputError
 from coach.ladders import (
     DEFINITION_FILE,
+    FLOPS,
     LadderDef,
     LadderResults,
     Measured,
@@ -61,6 +64,14 @@ RAW_METRICS = {
     "sm__issue_active.avg.pct_of_peak_sustained_elapsed": "sm_issue_active_pct",
     "inst_executed": "warp_inst",
 }
+#: The pipe-utilisation metrics of the ComputeWorkloadAnalysis section: instructions issued to a pipe
+#: (``inst_executed_pipe_<p>``) or cycles a pipe was busy (``pipe_<p>_cycles_active``), each as a % of
+#: its peak over the SM's active cycles. The busiest of them names what a compute-bound rung is
+#: limited by (FMA for CUDA-core matmul, tensor for HMMA/HGMMA, LSU when loads crowd out the math).
+#: The "shared" pipe is left out: on Hopper it is the FP16 and tensor work together and repeats them.
+PIPE_METRIC = r"^sm__(?:inst_executed_pipe_(?:[a-z0-9_]+)|pipe_(?:[a-z0-9_]+)_cycles_active)\.avg\.pct_of_peak_sustained_active$"
+#: The SASS opcodes a compute-bound rung's sentence counts: Hopper warpgroup MMA, warp-level MMA, FP32 FMA.
+TENSOR_OPCODES = ("HGMMA", "HMMA")
 #: The canonical launch columns a rung's sentence quotes.
 LAUNCH_COLUMNS = ("launch_id", "nvtx_range", "kernel_name", "duration_ns", "dram_throughput_pct",
                   "l1_throughput_pct", "l2_throughput_pct", "l1_hit_rate_pct", "l2_hit_rate_pct",
@@ -68,7 +79,10 @@ LAUNCH_COLUMNS = ("launch_id", "nvtx_range", "kernel_name", "duration_ns", "dram
                   "grid_size", "block_size", "waves_per_sm")
 
 _CEILING_WORDS = {"dram_copy_bandwidth_bytes_per_s": "DRAM copy ceiling",
-                  "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling"}
+                  "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling",
+                  "fp32_simt_matmul_flop_per_s": "FP32 CUDA-core matmul ceiling",
+                  "tf32_tensor_matmul_flop_per_s": "TF32 tensor-core matmul ceiling",
+                  "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul ceiling"}
 
 
 def profile_folder(name: str, gpu: str = "h200", root: Path | None = None) -> Path:
@@ -96,11 +110,22 @@ def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
     if launches.is_empty():
         raise InputError(folder, f"has no launch in an NVTX range {prefix}<rung> (recorded without --nvtx?)")
     return (launches.join(raw, on="launch_id", how="left", maintain_order="left")
-            .with_columns(pl.col("nvtx_range").str.strip_prefix(prefix).alias("rung"))
+            .join(busiest_pipes(profile.metrics), on="launch_id", how="left", maintain_order="left")
+            .with_columns(pl.col("nvtx_range").str.split("/").list.last().alias("rung"))
             .sort("duration_ns", descending=True)
             .group_by("rung", maintain_order=True)
             .agg(pl.len().alias("launches"), pl.col("duration_ns").sum().alias("total_duration_ns"), pl.all().first())
             .drop("nvtx_range"))
+
+
+def busiest_pipes(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Per launch, the pipe-utilisation metric with the highest value (``PIPE_METRIC``; ties go to the
+    first name): ``launch_id``, ``busiest_pipe_metric``, ``busiest_pipe_pct``. Launches profiled
+    without the ComputeWorkloadAnalysis section have none."""
+    return (metrics.filter(pl.col("metric").str.contains(PIPE_METRIC) & ~pl.col("metric").str.contains("_shared"))
+            .sort(["launch_id", "value", "metric"], descending=[False, True, False])
+            .group_by("launch_id", maintain_order=True).first()
+            .select("launch_id", pl.col("metric").alias("busiest_pipe_metric"), pl.col("value").alias("busiest_pipe_pct")))
 
 
 @dataclass(frozen=True)
@@ -145,8 +170,7 @@ def measured_text(rec: Recorded, i: int) -> str:
         return "not in the recorded run"
     if m.status != "ok":
         return f"{m.status}: {m.error}"
-    text = (f"{_us(m.time_s)} median (p20-p80 {_us(m.p20_s, unit=False)}-{_us(m.p80_s)}), "
-            f"{m.bytes_per_s / 1e12:.2f} TB/s")
+    text = f"{_us(m.time_s)} median (p20-p80 {_us(m.p20_s, unit=False)}-{_us(m.p80_s)}), {_rate(row.rate, results)}"
     if row.pct_of_ceiling is not None:
         text += f" = {row.pct_of_ceiling:.1f}% of the {_CEILING_WORDS.get(results.ceiling_name, results.ceiling_name)}"
     previous = rec.previous(i)
@@ -156,7 +180,45 @@ def measured_text(rec: Recorded, i: int) -> str:
     if ratios:
         text += "; " + ", ".join(ratios)
     profile = rec.profiles.get(row.rung.key)
-    return f"{text}. {profile_text(profile)}" if profile is not None else text
+    if results.ceiling_unit != FLOPS:
+        return f"{text}. {profile_text(profile)}" if profile is not None else text
+    parts = [text, *([compute_profile_text(profile)] if profile is not None else []),
+             *([sass_text(m.sass, profile and profile["kernel_name"])] if m.sass else [])]
+    return ". ".join(parts)
+
+
+def compute_profile_text(p: Mapping[str, Any]) -> str:
+    """What Nsight Compute measured for a compute-bound rung's longest launch: the busiest pipe first."""
+    head = (f"Nsight Compute, {p['launches']} kernels in {_us(p['total_duration_ns'] / 1e9)}; the longest, "
+            if p["launches"] > 1 else "Nsight Compute, ")
+    pipe = ("" if p.get("busiest_pipe_metric") is None else
+            f"busiest pipe {_pipe_name(p['busiest_pipe_metric'])} at {p['busiest_pipe_pct']:.1f}% of its peak, ")
+    return (f"{head}{p['kernel_name']}: {_us(p['duration_ns'] / 1e9)}, {p['grid_size']:,} blocks of "
+            f"{p['block_size']} ({p['waves_per_sm']:.2f} waves), {pipe}issue active {p['sm_issue_active_pct']:.1f}%, "
+            f"warps {p['achieved_occupancy_pct']:.1f}% of the SM ({p['theoretical_occupancy_pct']:.1f}% possible, "
+            f"{p['registers_per_thread']} registers), DRAM {p['dram_throughput_pct']:.1f}% of peak, L2 "
+            f"{p['l2_throughput_pct']:.1f}% and L1 {p['l1_throughput_pct']:.1f}% of peak, "
+            f"{p['warp_inst'] / 1e6:.2f} M warp instructions")
+
+
+def _pipe_name(metric: str) -> str:
+    """``sm__pipe_fma_cycles_active...`` -> "fma (cycles active)"; ``sm__inst_executed_pipe_lsu...`` ->
+    "lsu (instructions issued)"."""
+    m = re.match(r"^sm__(?:inst_executed_pipe_(?P<inst>[a-z0-9_]+)|pipe_(?P<cyc>[a-z0-9_]+)_cycles_active)\.", metric)
+    if m is None:
+        return metric
+    return f"{m['inst']} (instructions issued)" if m["inst"] else f"{m['cyc']} (cycles active)"
+
+
+def sass_text(sass: Mapping[str, Mapping[str, int]], kernel: str | None = None) -> str:
+    """The tensor-core evidence in a rung's SASS (static counts, in the code): HGMMA or HMMA, and FFMA;
+    of ``kernel`` (the profiled longest one) when its histogram is there, else of all its kernels."""
+    chosen = {kernel: sass[kernel]} if kernel in sass else dict(sass)
+    total = {op: sum(h.get(op, 0) for h in chosen.values()) for op in (*TENSOR_OPCODES, "FFMA")}
+    tensor = [f"{total[op]:,} {op}" for op in TENSOR_OPCODES if total[op]]
+    where = f"SASS of {next(iter(chosen))}" if len(chosen) == 1 else f"SASS of its {len(chosen)} kernels"
+    mma = ", ".join(tensor) if tensor else "no tensor-core instruction (HGMMA, HMMA)"
+    return f"{where}: {mma}, {total['FFMA']:,} FFMA (instructions in the code, not executions)"
 
 
 def profile_text(p: Mapping[str, Any]) -> str:
@@ -175,7 +237,8 @@ def profile_text(p: Mapping[str, Any]) -> str:
 def results_table(rec: Recorded) -> str:
     """NOTES.md's results table (Markdown): every rung, then every peer, as recorded, and the goal."""
     res = rec.results
-    head = ["rung", "median", "TB/s", "% of ceiling", "x prev", f"x {res.baseline}",
+    head = ["rung", "median", "TFLOP/s" if res.ceiling_unit == FLOPS else "TB/s", "% of ceiling", "x prev",
+            f"x {res.baseline}",
             "DRAM % of peak (ncu)", "issue active % (ncu)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for row in rec.rows:
@@ -184,23 +247,33 @@ def results_table(rec: Recorded) -> str:
         if not _ok(m):
             lines.append(f"| {name} | {'not run' if m is None else m.status} |" + " - |" * (len(head) - 2))
             continue
-        lines.append(f"| {name} | {_us(m.time_s)} | {m.bytes_per_s / 1e12:.2f} | {_num(row.pct_of_ceiling, '.1f')} | "
+        lines.append(f"| {name} | {_us(m.time_s)} | {_rate(row.rate, res, unit=False)} | {_num(row.pct_of_ceiling, '.1f')} | "
                      f"{_num(row.vs_previous, '.2f')} | {_num(row.vs_baseline, '.2f')} | "
                      f"{_num(p and p['dram_throughput_pct'], '.1f')} | {_num(p and p['sm_issue_active_pct'], '.1f')} |")
     for peer in res.peers:
         if not _ok(peer):
             lines.append(f"| peer: {peer.key} | {peer.status} |" + " - |" * (len(head) - 2))
             continue
-        pct = percent_of(peer.bytes_per_s, res.ceiling_bytes_per_s)
-        lines.append(f"| peer: {peer.key} | {_us(peer.time_s)} | {peer.bytes_per_s / 1e12:.2f} | {_num(pct, '.1f')} |"
+        rate = peer.rate(res.ceiling_unit)
+        pct = percent_of(rate, res.ceiling_value)
+        lines.append(f"| peer: {peer.key} | {_us(peer.time_s)} | {_rate(rate, res, unit=False)} | {_num(pct, '.1f')} |"
                      + " - |" * (len(head) - 4))
-    ceiling = f"{res.ceiling_bytes_per_s / 1e12:.2f} TB/s" if res.ceiling_bytes_per_s else "unknown"
+    ceiling = _rate(res.ceiling_value, res) if res.ceiling_value else "unknown"
     prov = res.provenance
     lines += ["", f"Ceiling: the {_CEILING_WORDS.get(res.ceiling_name, res.ceiling_name)}, {ceiling}. "
                   f"x: time ratios, > 1 is faster. Nsight Compute columns: the rung's longest kernel. "
                   f"{prov.get('gpu_name', res.gpu)}, driver {prov.get('driver')}, CUDA {prov.get('cuda')}, "
                   f"torch {prov.get('torch')}, {prov.get('date')}."]
     return "\n".join(lines)
+
+
+def _rate(rate: float | None, res: LadderResults, unit: bool = True) -> str:
+    """A rate as the tables print it: TB/s to two places, or TFLOP/s to one."""
+    if rate is None:
+        return "-"
+    if res.ceiling_unit == FLOPS:
+        return f"{rate / 1e12:.1f}" + (" TFLOP/s" if unit else "")
+    return f"{rate / 1e12:.2f}" + (" TB/s" if unit else "")
 
 
 def _us(seconds: float | None, unit: bool = True) -> str:

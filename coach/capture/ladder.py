@@ -1,22 +1,24 @@
 """Check and time every rung of a version ladder on the GPU, beside its PyTorch (and other) peers.
 
-    python -m coach.capture.ladder run NAME... --out DIR [--ncu]
+    python -m coach.capture.ladder run NAME... --out DIR [--ncu] [--size SIZE]
 
-For each ladder (``kernels/<NAME>/ladder.toml``) and each rung in order:
+For each ladder (``kernels/<NAME>/ladder.toml``; NAME may be nested, ``matmul/fp32``), at each of
+its sizes (``sizes`` in ladder.toml: the first, the main one, goes to ``results.json``, any other to
+``results.<size>.json``; ``--size`` measures one size of the problem instead), and each rung in order:
 
 1. **Build.** A CUDA rung (``NN_<technique>.cu``) is compiled at run time by NVRTC through
    ``cupy.RawModule`` for the device at hand (``-arch=sm_90`` on an H200, chosen by CuPy from the
-   device's compute capability) with ``--std=c++17``; the compiler's register and local-memory
-   figures of every kernel are recorded. A Triton rung (``NN_<technique>.py``) is imported; Triton
-   compiles it on the first call.
+   device's compute capability, or the rung's ``arch``, ``sm_90a``) with ``--std=c++17``; the
+   compiler's register and local-memory figures of every kernel are recorded. A Triton rung
+   (``NN_<technique>.py``) is imported; Triton compiles it on the first call.
 2. **Check.** For each input distribution the ladder's ``problem.py`` names, fresh random inputs
    (a new seed every run, never zeros), outputs poisoned with NaN, one call, then every output element
    must have been written and ``||out - ref|| / ||ref||`` (float64) must be within the tolerance of
    the output's dtype (``TOLERANCE``), or zero where the problem says the result is exact.
 3. **Time.** ``triton.testing.do_bench`` (median, with the 20th and 80th percentiles), cycling through
    enough input sets that the L2 cannot serve one call's inputs to the next; the ladder's bytes model
-   turns the median into GB/s and a percentage of the measured ceiling
-   (``hardware/measured/<gpu>.{json,toml}``).
+   (or its FLOP model, for a compute-bound ladder) turns the median into GB/s (TFLOP/s) and a
+   percentage of the measured ceiling (``hardware/measured/<gpu>.{json,toml}``).
 
 The peers (``torch.sum``, ``torch.compile`` of the same function, CuPy, ...) are checked and timed
 the same way in the same run, so the "vs PyTorch" ratios compare numbers taken minutes apart on one
@@ -24,10 +26,12 @@ machine. Each ladder runs in a child process that writes ``DIR/<NAME>/results.js
 rung: a kernel that faults poisons its CUDA context, and one that hangs never returns, so the parent
 restarts the child after the rung that failed (recording why) and the rest of the run goes on.
 
-With ``--ncu``, each ladder is then run once more under Nsight Compute (``profile`` below): every
-rung called once inside an NVTX range named ``<NAME>/<rung>``, only its kernels profiled
-(``-k regex:``), a short list of sections, clocks left alone. One Nsight Compute process per ladder,
-not per rung, because starting Python, torch and the profiler costs seconds each time.
+With ``--ncu``, each ladder is then run once more under Nsight Compute at its main size
+(``profile`` below): every rung called once to warm it up (JIT compilation, Triton autotuning)
+outside any NVTX range, then once more inside an NVTX range named ``<NAME>/<rung>``; only those
+calls' kernels are profiled (``--nvtx-include`` and ``-k regex:``), the default sections plus the
+ladder's ``ncu_sections``, clocks left alone. One Nsight Compute process per ladder, not per rung,
+because starting Python, torch and the profiler costs seconds each time.
 
 This module needs only the standard library at import; torch, triton and cupy are imported when a
 ladder runs, so its argument parsing, JSON writing and checking helpers are tested without a GPU.
@@ -39,6 +43,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime as _dt
+import functools
 import importlib.util
 import itertools
 import json
@@ -57,7 +62,18 @@ from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from coach.capture.calibrate import describe_gpu, write_json
-from coach.ladders import RESULTS_SCHEMA, LadderDef, RungDef, load_definition
+from coach.capture.sass import disassemble, sass_record, triton_sass
+from coach.errors import InputError
+from coach.ladders import (
+    CEILING_UNITS,
+    FLOPS,
+    RESULTS_SCHEMA,
+    LadderDef,
+    RungDef,
+    load_definition,
+    problem_sizes,
+    results_file,
+)
 from coach.paths import hardware_dir, kernels_dir
 
 # --------------------------------------------------------------------------------------------
@@ -90,16 +106,24 @@ MIN_SETS = 2
 #: progress (a hung kernel). A ladder takes 10-50 s when nothing hangs (torch.compile peers are most
 #: of it), so a hang costs at most this much of the run.
 CHILD_TIMEOUT_S = 150
-#: Nsight Compute: the sections recorded per rung (``--set full`` costs ~38 replay passes per kernel).
+#: Nsight Compute: the sections recorded per rung (``--set full`` costs ~38 replay passes per kernel);
+#: a ladder's ``ncu_sections`` add to them (compute-bound ones: ComputeWorkloadAnalysis,
+#: InstructionStats, WarpStateStats).
 NCU_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats")
+#: The time one ladder's Nsight Compute process gets. It replays every profiled kernel once per pass
+#: its metrics need: about 10 passes for the four default sections, about 20 with the three compute
+#: sections added (each pass saves and restores the kernel's memory). A ladder's profiled time is
+#: then about passes x the sum of its rungs' kernel times plus ~1 s per kernel of replay overhead,
+#: plus ~20 s to start Python, torch and the warm-up calls: the memory ladders (six rungs of
+#: 0.1-1 ms) took 20-40 s on the H200; a matmul ladder of ten rungs whose naive rungs run 0.1-0.3 s
+#: at 4096^3 needs ~20 x 1 s + 10 x 1 s + 20 s = 50-70 s. 150 s covers both with room, and bounds
+#: what a stuck profile can cost the run.
 NCU_TIMEOUT_S = 150
 #: The whole run (measuring, then profiling) should end within this many seconds: profiling of a
 #: ladder starts only while time is left, and its time limit shrinks to what is left.
 RUN_BUDGET_S = 540
 #: Child exit code meaning "a rung failed and the CUDA context may be poisoned: restart me".
 EXIT_RESTART = 3
-#: Sizes: "h200" is what the ladder is measured at; "small" is for checks on a CPU (tests).
-SIZES = ("h200", "small")
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,7 +208,11 @@ class Build(Protocol):
                args: Sequence[tuple[Param, Any]], smem: int) -> None: ...
 
 
-Builder = Callable[[Path], Build]
+class Builder(Protocol):
+    """Compiles one CUDA rung: ``arch`` the rung's target (None: the device's), ``include`` the
+    folder of the shared headers (kernels/common)."""
+
+    def __call__(self, path: Path, *, arch: str | None, include: Path) -> Build: ...
 
 Dim = int | tuple[int, ...]
 
@@ -267,10 +295,25 @@ def _check_arg(torch: Any, kernel: str, p: Param, a: Any, device: str) -> Any:
     return a
 
 
+def nvrtc_options(include: Path, arch: str | None = None) -> tuple[str, ...]:
+    """The NVRTC options of a CUDA rung. Without ``arch`` CuPy adds ``-arch=sm_XX`` for the device;
+    with one (``sm_90a``) it still appends its own after ours, and NVRTC 13 builds for the
+    architecture-specific target whichever comes first (an sm_90a-only instruction such as
+    ``wgmma.fence`` compiles with ``-arch=sm_90 -arch=sm_90a`` in either order and fails with
+    ``-arch=sm_90`` alone), so the rung gets the target it asks for."""
+    return ("--std=c++17", f"-I{include}", *((f"-arch={arch}",) if arch else ()))
+
+
+#: Options CuPy's RawModule adds to the caller's before NVRTC compiles (cupy.cuda.compiler
+#: _compile_with_cache_cuda); compile_using_nvrtc adds the rest (-arch, and
+#: --device-as-default-execution-space for NVRTC 12+) on both paths.
+CUPY_RAWMODULE_OPTIONS = ("-ftz=true",)
+
+
 class CupyBuild:
     """A CUDA rung compiled with NVRTC through CuPy, launched on torch's current stream."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, arch: str | None, include: Path):
         import cupy
         import numpy
 
@@ -279,14 +322,27 @@ class CupyBuild:
         self.signatures = kernel_signatures(source)
         if not self.signatures:
             raise ValueError(f"{path.name}: no extern \"C\" __global__ kernel found")
-        options = ("--std=c++17", f"-I{path.parent.parent / 'common'}")
-        self._module = cupy.RawModule(code=source, options=options, backend="nvrtc")
+        self.options = nvrtc_options(include, arch)
+        self._source = source
+        self._module = cupy.RawModule(code=source, options=self.options, backend="nvrtc")
         self._functions = {name: self._module.get_function(name) for name in self.signatures}  # compiles now
         self.resources = {
             name: {"registers": int(f.num_regs), "local_bytes": int(f.local_size_bytes),
                    "static_smem_bytes": int(f.shared_size_bytes)}
             for name, f in self._functions.items()
         }
+
+    def sass(self) -> dict[str, Any]:
+        """The opcode histograms of the rung's kernels, from the cubin NVRTC makes of the same source
+        with the same options as the loaded module (RawModule exposes no cubin of its own)."""
+        from cupy.cuda import compiler
+
+        result = compiler.compile_using_nvrtc(self._source, self.options + CUPY_RAWMODULE_OPTIONS, cache_in_memory=True)
+        cubin = result[0] if isinstance(result, tuple) else result
+        if not isinstance(cubin, (bytes, bytearray)):
+            raise RuntimeError("NVRTC gave PTX, not a cubin (CuPy compiles to PTX where its NVRTC predates the GPU)")
+        text, tool = disassemble(bytes(cubin))
+        return sass_record(text, f"NVRTC cubin, {tool}", tuple(self.signatures))
 
     _NP = {"int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float32": "float32"}
 
@@ -301,8 +357,8 @@ class CupyBuild:
         fn(grid, block, values, shared_mem=smem)
 
 
-def cupy_builder(path: Path) -> Build:
-    return CupyBuild(path)
+def cupy_builder(path: Path, *, arch: str | None, include: Path) -> Build:
+    return CupyBuild(path, arch=arch, include=include)
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,11 +368,16 @@ def cupy_builder(path: Path) -> Build:
 
 def load_problem(defn: LadderDef) -> ModuleType:
     """``kernels/<name>/problem.py``: sizes, inputs, reference, bytes model, peers, CUDA launchers."""
-    module = _import_file(defn.folder / "problem.py", f"coach_ladder_{defn.name}_problem")
+    module = _import_file(defn.folder / "problem.py", f"coach_ladder_{_module_name(defn.name)}_problem")
     for attr in ("SIZES", "INPUTS", "EXACT", "inputs", "outputs", "reference", "bytes_moved", "flops", "PEERS", "LAUNCH"):
         if not hasattr(module, attr):
             raise AttributeError(f"{defn.folder / 'problem.py'} lacks {attr}")
     return module
+
+
+def _module_name(ladder: str) -> str:
+    """A ladder name as part of a Python module name (``matmul/fp32`` -> ``matmul_fp32``)."""
+    return ladder.replace("/", "_")
 
 
 def _import_file(path: Path, name: str) -> ModuleType:
@@ -338,6 +399,7 @@ class Prepared:
     kernels: tuple[str, ...] = ()
     resources: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
     build_s: float = 0.0
+    sass: Callable[[], Mapping[str, Any]] | None = None  # the SASS opcode histograms, once it has run
 
 
 def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: Mapping[str, Any],
@@ -346,21 +408,23 @@ def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: 
     path = defn.path(rung)
     t0 = time.perf_counter()
     if rung.language == "cuda":
-        build = builder(path)
+        build = builder(path, arch=rung.arch, include=defn.include_dir)
         ctx = Context(build=build, **ctx_args)
         launch = problem.LAUNCH.get(rung.key)
         if launch is None:
             raise KeyError(f"problem.py has no launcher for {rung.key} (LAUNCH[{rung.key!r}])")
         kernels, resources = tuple(build.signatures), build.resources
+        sass = getattr(build, "sass", None)  # an NVRTC build has a cubin; the CPU emulator none
     else:
-        module = _import_file(path, f"coach_ladder_{defn.name}_{rung.key}")
+        module = _import_file(path, f"coach_ladder_{_module_name(defn.name)}_{rung.key}")
         ctx = Context(**ctx_args)
         launch = getattr(module, "launch", None)
         if launch is None:
             raise AttributeError(f"{rung.file} defines no launch(ctx, inputs, outputs)")
         kernels, resources = triton_kernel_names(path.read_text(encoding="utf-8")), {}
+        sass = functools.partial(triton_sass, module, kernels)
     return Prepared(call=lambda inp, out: launch(ctx, inp, out), writes_outputs=True, kernels=kernels,
-                    resources=resources, build_s=time.perf_counter() - t0)
+                    resources=resources, build_s=time.perf_counter() - t0, sass=sass)
 
 
 def prepare_peer(problem: ModuleType, name: str) -> Prepared:
@@ -499,6 +563,8 @@ def measure_item(torch: Any, problem: ModuleType, prepared_fn: Callable[[], Prep
                       build_s=round(prepared.build_s, 3))
         checks = check(torch, problem, prepared, size, device, seed, sync)
         record["checks"] = checks
+        if prepared.sass is not None:
+            record["sass"] = sass_entry(prepared.sass)
         if not all(c["passed"] for c in checks):
             bad = next(c for c in checks if not c["passed"])
             record.update(status="wrong", error=_describe_failure(bad))
@@ -510,6 +576,15 @@ def measure_item(torch: Any, problem: ModuleType, prepared_fn: Callable[[], Prep
         record.update(status="error", error=f"{type(err).__name__}: {_first_lines(str(err))}",
                       traceback=traceback.format_exc(limit=6))
     return record
+
+
+def sass_entry(sass: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """results.json's ``sass`` of a rung: its kernels' opcode histograms, or why there are none (a
+    missing disassembler is no reason to lose the rung's measurement)."""
+    try:
+        return dict(sass())
+    except Exception as err:  # noqa: BLE001 - recorded, never fatal
+        return {"error": f"{type(err).__name__}: {_first_lines(str(err), 3)}"}
 
 
 def _describe_failure(c: Mapping[str, Any]) -> str:
@@ -538,8 +613,9 @@ def run_ladder_child(name: str, out_dir: Path, size_name: str, *, device: str = 
     defn = load_definition(name)
     problem = load_problem(defn)
     size = dict(problem.SIZES[size_name])
-    path = out_dir / name / "results.json"
-    doc = _read_partial(path) or new_results(defn, problem, size, (describe or (lambda: describe_run(device)))())
+    path = out_dir / name / results_file(size_name, defn.main_size)
+    doc = _read_partial(path) or new_results(defn, problem, size_name, size,
+                                             (describe or (lambda: describe_run(device)))())
     on_gpu = device.startswith("cuda")
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     sm_count = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 4
@@ -566,7 +642,7 @@ def run_ladder_child(name: str, out_dir: Path, size_name: str, *, device: str = 
         doc[section].append(record)
         doc.pop("in_progress")
         write_json(path, doc)
-        _report(name, record)
+        _report(name, record, defn.compute_bound)
         if record["status"] == "error" and on_gpu and not _context_healthy(torch):
             return EXIT_RESTART
         if on_gpu:
@@ -594,10 +670,11 @@ def _context_healthy(torch: Any) -> bool:
         return False
 
 
-def _report(name: str, record: Mapping[str, Any]) -> None:
+def _report(name: str, record: Mapping[str, Any], compute_bound: bool) -> None:
     if record["status"] == "ok" and record.get("time_s"):
-        rate = record["bytes"] / record["time_s"]
-        print(f"[{name}] {record['key']}: {record['time_s'] * 1e6:9.1f} us  {rate / 1e9:7.0f} GB/s", file=sys.stderr)
+        rate = (f"{record['flops'] / record['time_s'] / 1e12:7.1f} TFLOP/s" if compute_bound
+                else f"{record['bytes'] / record['time_s'] / 1e9:7.0f} GB/s")
+        print(f"[{name}] {record['key']}: {record['time_s'] * 1e6:9.1f} us  {rate}", file=sys.stderr)
     else:
         print(f"[{name}] {record['key']}: {record['status']}: {record.get('error', '')}", file=sys.stderr)
 
@@ -609,7 +686,8 @@ def _read_partial(path: Path) -> dict[str, Any] | None:
     return doc if doc.get("schema") == RESULTS_SCHEMA and doc.get("partial") else None
 
 
-def new_results(defn: LadderDef, problem: ModuleType, size: Mapping[str, int], provenance: Mapping[str, Any]) -> dict[str, Any]:
+def new_results(defn: LadderDef, problem: ModuleType, size_name: str, size: Mapping[str, int],
+                provenance: Mapping[str, Any]) -> dict[str, Any]:
     """The skeleton of a results.json, before any rung is measured (``kernels/README.md``)."""
     ceiling_value, ceiling_source = read_ceiling(str(provenance.get("gpu_name", "")), defn.ceiling)
     return {
@@ -618,9 +696,10 @@ def new_results(defn: LadderDef, problem: ModuleType, size: Mapping[str, int], p
         "ladder": defn.name,
         "title": defn.title,
         "gpu": provenance.get("gpu_name", "unknown"),
+        "size_name": size_name,
         "size": dict(size),
         "seed": int.from_bytes(os.urandom(4), "little"),
-        "ceiling": {"name": defn.ceiling, "bytes_per_s": ceiling_value, "source": ceiling_source},
+        "ceiling": ceiling_entry(defn.ceiling, ceiling_value, ceiling_source),
         "baseline": defn.baseline,
         "timing": {"method": "triton.testing.do_bench median (p20, p80 too); the L2 is cleared before "
                              "each repetition and input sets rotate", "warmup_ms": WARMUP_MS, "rep_ms": REP_MS},
@@ -629,6 +708,16 @@ def new_results(defn: LadderDef, problem: ModuleType, size: Mapping[str, int], p
         "rungs": [],
         "peers": [],
     }
+
+
+def ceiling_entry(name: str, value: float | None, source: str | None) -> dict[str, Any]:
+    """results.json's ``ceiling``: its name, unit and value (None: not measured on this GPU), and the
+    file it came from; a bandwidth ceiling also as ``bytes_per_s``, as files before FLOP ceilings had it."""
+    unit = CEILING_UNITS[name]
+    entry: dict[str, Any] = {"name": name, "unit": unit, "value": value}
+    if unit != FLOPS:
+        entry["bytes_per_s"] = value
+    return {**entry, "source": source}
 
 
 def read_ceiling(gpu_name: str, ceiling: str, folder: Path | None = None) -> tuple[float | None, str | None]:
@@ -687,65 +776,83 @@ def git_state() -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def run(names: Sequence[str], out_dir: Path, *, size: str = "h200", ncu: bool = False,
+def run(names: Sequence[str], out_dir: Path, *, size: str | None = None, ncu: bool = False,
         ncu_path: str | None = None, command: str = "", budget_s: float = RUN_BUDGET_S) -> int:
-    """Measure every ladder in ``names`` (each in child processes), then optionally profile them
-    while the time budget lasts; print a summary table last."""
+    """Measure every ladder in ``names`` at each of its sizes (or at ``size`` alone), each in child
+    processes, then optionally profile them at that run's first size while the time budget lasts;
+    print a summary table last."""
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     failed = 0
     for name in names:
-        path = out_dir / name / "results.json"
-        path.unlink(missing_ok=True)
-        done = -1
-        while True:  # each restart records at least one more rung or peer, or the loop ends
-            rc, timed_out = _run_child(["measure", name, "--out", str(out_dir), "--size", size], CHILD_TIMEOUT_S)
-            if rc == 0:
-                break
-            doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-            progress = -1 if doc is None else len(doc["rungs"]) + len(doc["peers"]) + ("in_progress" in doc)
-            if doc is None or progress <= done:
-                print(f"[{name}] the measuring process failed without progress (exit {rc}); giving up on this ladder",
-                      file=sys.stderr)
-                failed += 1
-                break
-            done = progress
-            if "in_progress" in doc:
-                doc["in_progress_error"] = (f"timed out after {CHILD_TIMEOUT_S} s (a hung kernel?)" if timed_out
-                                            else f"the process died during it (exit {rc})")
-                write_json(path, doc)
-        if path.is_file():
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            doc.pop("partial", None)
-            doc["provenance"]["command"] = command
-            write_json(path, doc)
+        defn = load_definition(name)
+        for size_name in ([size] if size else defn.sizes):
+            failed += not _measure(name, size_name, out_dir / name / results_file(size_name, defn.main_size),
+                                   out_dir, command)
     if ncu:
         for name in names:
-            if (out_dir / name / "results.json").is_file():
+            defn = load_definition(name)
+            if (out_dir / name / results_file(size or defn.main_size, defn.main_size)).is_file():
                 left = budget_s - (time.monotonic() - started)
-                profile_with_ncu(name, out_dir, size, ncu_path, timeout_s=min(NCU_TIMEOUT_S, max(left, 0.0)))
+                profile_with_ncu(name, out_dir, size or defn.main_size, ncu_path,
+                                 timeout_s=min(NCU_TIMEOUT_S, max(left, 0.0)))
     print(summary(out_dir, names))
     return 1 if failed else 0
 
 
-def summary(out_dir: Path, names: Sequence[str]) -> str:
-    """A short table of every rung and peer measured: status, median time, TB/s, % of ceiling."""
-    lines = [f"{'ladder/rung':<42} {'status':<6} {'time':>10} {'TB/s':>6} {'%ceil':>6}"]
-    for name in names:
-        path = out_dir / name / "results.json"
-        if not path.is_file():
-            lines.append(f"{name:<42} no results")
-            continue
+def _measure(name: str, size_name: str, path: Path, out_dir: Path, command: str) -> bool:
+    """Measure one ladder at one size into ``path``, restarting the child past rungs that kill it;
+    False when a child fails without recording anything more."""
+    path.unlink(missing_ok=True)
+    done = -1
+    ok = True
+    while True:  # each restart records at least one more rung or peer, or the loop ends
+        rc, timed_out = _run_child(["measure", name, "--out", str(out_dir), "--size", size_name], CHILD_TIMEOUT_S)
+        if rc == 0:
+            break
+        doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        progress = -1 if doc is None else len(doc["rungs"]) + len(doc["peers"]) + ("in_progress" in doc)
+        if doc is None or progress <= done:
+            print(f"[{name}] the measuring process failed without progress (exit {rc}); giving up on this ladder",
+                  file=sys.stderr)
+            ok = False
+            break
+        done = progress
+        if "in_progress" in doc:
+            doc["in_progress_error"] = (f"timed out after {CHILD_TIMEOUT_S} s (a hung kernel?)" if timed_out
+                                        else f"the process died during it (exit {rc})")
+            write_json(path, doc)
+    if path.is_file():
         doc = json.loads(path.read_text(encoding="utf-8"))
-        ceiling = doc.get("ceiling", {}).get("bytes_per_s")
-        for m in [*doc["rungs"], *({**p, "key": f"[{p['key']}]"} for p in doc["peers"])]:
-            t = m.get("time_s")
-            rate = m.get("bytes", 0) / t if t else None
-            pct = f"{100 * rate / ceiling:6.1f}" if rate and ceiling else f"{'-':>6}"
-            lines.append(f"{name + '/' + m['key']:<42.42} {m['status']:<6} "
-                         + (f"{t * 1e6:8.1f}us {rate / 1e12:6.2f} {pct}" if t else f"{'-':>10} {'-':>6} {'-':>6}"))
-        if "ncu" in doc:
-            lines.append(f"{name + '/ncu':<42} {doc['ncu'].get('report') or doc['ncu'].get('error') or 'failed'}")
+        doc.pop("partial", None)
+        doc["provenance"]["command"] = command
+        write_json(path, doc)
+    return ok
+
+
+def summary(out_dir: Path, names: Sequence[str]) -> str:
+    """A short table of every rung and peer measured, each size: status, median time, the rate
+    (TB/s, or TFLOP/s for a compute-bound ladder) and its % of the ceiling."""
+    lines = [f"{'ladder[size]/rung':<46} {'status':<6} {'time':>10} {'rate':>14} {'%ceil':>6}"]
+    for name in names:
+        files = sorted((out_dir / name).glob("results*.json"), key=lambda p: (p.name != "results.json", p.name))
+        if not files:
+            lines.append(f"{name:<46} no results")
+        for path in files:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            ceiling = doc.get("ceiling", {})
+            flops = ceiling.get("unit") == FLOPS
+            value = ceiling.get("value", ceiling.get("bytes_per_s"))
+            label = name if path.name == "results.json" else f"{name}[{doc.get('size_name', '?')}]"
+            for m in [*doc["rungs"], *({**p, "key": f"[{p['key']}]"} for p in doc["peers"])]:
+                t = m.get("time_s")
+                rate = (m.get("flops", 0) if flops else m.get("bytes", 0)) / t if t else None
+                pct = f"{100 * rate / value:6.1f}" if rate and value else f"{'-':>6}"
+                shown = f"{rate / 1e12:6.2f} {'TFLOP/s' if flops else 'TB/s'}" if rate else "-"
+                lines.append(f"{label + '/' + m['key']:<46.46} {m['status']:<6} "
+                             + (f"{t * 1e6:8.1f}us {shown:>14} {pct}" if t else f"{'-':>10} {'-':>14} {'-':>6}"))
+            if "ncu" in doc:
+                lines.append(f"{label + '/ncu':<46} {doc['ncu'].get('report') or doc['ncu'].get('error') or 'failed'}")
     return "\n".join(lines)
 
 
@@ -760,30 +867,58 @@ def _run_child(args: Sequence[str], timeout: float) -> tuple[int, bool]:
         return -9, True
 
 
-def ncu_command(ncu: str, name: str, out_dir: Path, size: str, kernels: Sequence[str], rungs: Sequence[str]) -> list[str]:
-    """Nsight Compute over one ``profile`` child: the given rungs' kernels only, the short section list."""
-    sections = [a for s in NCU_SECTIONS for a in ("--section", s)]
+def ncu_sections(defn: LadderDef) -> list[str]:
+    """The default sections, then the ladder's own (``ncu_sections``), each once."""
+    return list(dict.fromkeys([*NCU_SECTIONS, *defn.ncu_sections]))
+
+
+def nvtx_filter(name: str) -> str:
+    """The ``--nvtx-include`` configuration that selects a ladder's profiled calls.
+
+    In Nsight Compute's NVTX filter ``/`` separates push/pop ranges nested one directly in the other
+    and a trailing ``/`` marks a push/pop range; the match is not anchored to the bottom or top of
+    the stack (``[`` and ``]`` would anchor it). The profile child pushes one range per part of the
+    ladder's name (``matmul``, then ``fp32``) around the rung ranges, so ``"matmul/fp32/"`` selects
+    every kernel launched inside them and none of the warm-up calls made before they were pushed.
+    """
+    return f"{name}/"
+
+
+def report_stem(name: str) -> str:
+    """The Nsight Compute report's file name, without suffix: ``matmul-fp32`` for ``matmul/fp32``."""
+    return name.replace("/", "-")
+
+
+def ncu_command(ncu: str, name: str, out_dir: Path, size: str, kernels: Sequence[str], rungs: Sequence[str],
+                sections: Sequence[str] = NCU_SECTIONS) -> list[str]:
+    """Nsight Compute over one ``profile`` child: the given rungs' kernels launched inside the ladder's
+    NVTX ranges only (not their warm-up calls), the given sections."""
+    section_args = [a for s in sections for a in ("--section", s)]
     regex = "regex:^(" + "|".join(re.escape(k) for k in sorted(set(kernels))) + ")$"
-    report = out_dir / name / "ncu" / name
-    return [ncu, "--clock-control", "none", *sections, "--nvtx", "-k", regex, "-f", "-o", str(report),
+    report = out_dir / name / "ncu" / report_stem(name)
+    return [ncu, "--clock-control", "none", *section_args, "--nvtx", "--nvtx-include", nvtx_filter(name),
+            "-k", regex, "-f", "-o", str(report),
             sys.executable, "-m", "coach.capture.ladder", "profile", name, "--size", size, "--rungs", *rungs]
 
 
 def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None, timeout_s: float = NCU_TIMEOUT_S) -> None:
-    """Run the ladder's rungs once each under Nsight Compute and note the report in results.json."""
-    path = out_dir / name / "results.json"
+    """Run the ladder's rungs once each under Nsight Compute and note the report in the results file
+    of that size."""
+    defn = load_definition(name)
+    path = out_dir / name / results_file(size, defn.main_size)
     doc = json.loads(path.read_text(encoding="utf-8"))
     # A rung that crashed or hung while measured would do it again under the profiler: leave it out.
     rungs = [r for r in doc["rungs"] if r["status"] != "error" and r.get("kernels")]
     kernels = [k for r in rungs for k in r["kernels"]]
     ncu = ncu_path or shutil.which("ncu") or _find_ncu()
-    entry: dict[str, Any] = {"sections": list(NCU_SECTIONS)}
+    sections = ncu_sections(defn)
+    entry: dict[str, Any] = {"sections": sections}
     if ncu is None or not kernels or timeout_s < 10:
         entry["error"] = ("ncu not found" if ncu is None else "no kernels to profile" if not kernels
                           else "skipped: the run's time budget was spent")
     else:
         (out_dir / name / "ncu").mkdir(parents=True, exist_ok=True)
-        cmd = ncu_command(ncu, name, out_dir, size, kernels, [r["key"] for r in rungs])
+        cmd = ncu_command(ncu, name, out_dir, size, kernels, [r["key"] for r in rungs], sections)
         entry["command"] = shlex.join(cmd)
         t0 = time.monotonic()
         try:
@@ -794,7 +929,7 @@ def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None, 
         except subprocess.TimeoutExpired:
             entry["error"] = f"timed out after {timeout_s:.0f} s"
         entry["elapsed_s"] = round(time.monotonic() - t0, 1)
-        report = out_dir / name / "ncu" / f"{name}.ncu-rep"
+        report = out_dir / name / "ncu" / f"{report_stem(name)}.ncu-rep"
         entry["report"] = f"ncu/{report.name}" if report.is_file() else None
     doc["ncu"] = entry
     write_json(path, doc)
@@ -808,39 +943,59 @@ def _find_ncu() -> str | None:
 
 def profile_child(name: str, size_name: str, rungs: Sequence[str] | None = None, *, device: str = "cuda",
                   builder: Builder = cupy_builder) -> int:
-    """Call every rung once, each inside an NVTX range ``<name>/<rung>``, for Nsight Compute to profile.
+    """Call every rung once to warm it up, then once more inside its NVTX range, for Nsight Compute.
 
-    One input set for all rungs; no warm-up (it would be profiled too): Nsight Compute replays each
-    kernel with its caches flushed, so the first call is as good as any.
+    The warm-up calls (JIT compilation, Triton autotuning and anything else a launcher does on its
+    first call) run outside any NVTX range, and the profiler takes only launches inside the ladder's
+    ranges (``nvtx_filter``), so what is profiled is each rung's steady-state call. The rung ranges
+    ``<name>/<rung>`` sit inside one range per part of the ladder's name. One input set for all rungs:
+    Nsight Compute replays each kernel with its caches flushed, so one call is as good as any.
     """
     import torch
 
     defn = load_definition(name)
     problem = load_problem(defn)
     size = dict(problem.SIZES[size_name])
-    _use_torch_stream(torch)
-    sm_count = torch.cuda.get_device_properties(device).multi_processor_count
+    on_gpu = device.startswith("cuda")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    healthy = (lambda: _context_healthy(torch)) if on_gpu else (lambda: True)
+    if on_gpu:
+        _use_torch_stream(torch)
+    sm_count = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 4
     ctx_args = {"torch": torch, "device": device, "sm_count": sm_count}
     gen = torch.Generator(device=device).manual_seed(0)
     inp = problem.inputs(problem.INPUTS[-1], device=device, generator=gen, **size)
     out = problem.outputs(device=device, **size)
+    warm: dict[str, Prepared] = {}
     for rung in defn.rungs:
         if rungs is not None and rung.key not in rungs:
             continue
         try:
             prepared = prepare_rung(defn, rung, problem, ctx_args, builder)
-            with _nvtx(torch, f"{name}/{rung.key}"):
-                prepared.call(inp, out)
-            torch.cuda.synchronize()
+            prepared.call(inp, out)
+            sync()
+            warm[rung.key] = prepared
         except Exception as err:  # noqa: BLE001 - a broken rung is skipped; its record says why
             print(f"[{name}] {rung.key}: {type(err).__name__}: {_first_lines(str(err), 3)}", file=sys.stderr)
-            if not _context_healthy(torch):
+            if not healthy():
                 return EXIT_RESTART
+    with contextlib.ExitStack() as ranges:
+        for part in name.split("/"):
+            ranges.enter_context(nvtx_range(torch, part))
+        for key, prepared in warm.items():
+            try:
+                with nvtx_range(torch, f"{name}/{key}"):
+                    prepared.call(inp, out)
+                sync()
+            except Exception as err:  # noqa: BLE001 - as above
+                print(f"[{name}] {key}: {type(err).__name__}: {_first_lines(str(err), 3)}", file=sys.stderr)
+                if not healthy():
+                    return EXIT_RESTART
     return 0
 
 
 @contextlib.contextmanager
-def _nvtx(torch: Any, label: str) -> Iterator[None]:
+def nvtx_range(torch: Any, label: str) -> Iterator[None]:
     torch.cuda.nvtx.range_push(label)
     try:
         yield
@@ -860,30 +1015,40 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     "DIR/<ladder>/results.json (and Nsight Compute reports with --ncu).")
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="measure ladders (each in a child process), optionally profile them")
-    run_p.add_argument("names", nargs="+", metavar="NAME", help="ladders (folders under kernels/), or 'all'")
+    run_p.add_argument("names", nargs="+", metavar="NAME",
+                       help="ladders (folders under kernels/: reduction, matmul/fp32, ...), or 'all'")
     run_p.add_argument("--out", type=Path, required=True, help="folder for <NAME>/results.json and ncu/ reports")
     run_p.add_argument("--ncu", action="store_true", help="then profile every rung once under Nsight Compute")
     run_p.add_argument("--ncu-path", help="the ncu executable (default: found on PATH or under /opt/nvidia)")
-    run_p.add_argument("--size", choices=SIZES, default="h200", help="problem size (default h200)")
+    run_p.add_argument("--size", help="measure only this size (a key of the problem's SIZES; default: each "
+                                      "size the ladder.toml names, the first into results.json)")
     run_p.add_argument("--budget-s", type=float, default=RUN_BUDGET_S,
                        help=f"start no Nsight Compute pass after this many seconds (default {RUN_BUDGET_S})")
-    for name, help_ in (("measure", "(internal) measure one ladder, resuming a partial results.json"),
+    for name, help_ in (("measure", "(internal) measure one ladder, resuming a partial results file"),
                         ("profile", "(internal) call each rung once for Nsight Compute")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("name")
-        p.add_argument("--size", choices=SIZES, default="h200")
+        p.add_argument("--size", required=True)
         if name == "measure":
             p.add_argument("--out", type=Path, required=True)
         else:
             p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (file stems)")
     args = parser.parse_args(argv)
-    if args.command == "run":
-        known = _known_ladders()
-        if args.names == ["all"]:
-            args.names = known
-        unknown = [n for n in args.names if n not in known]
-        if unknown:
-            parser.error(f"unknown ladder(s) {', '.join(unknown)}; known: {', '.join(known) or 'none'}")
+    names = args.names if args.command == "run" else [args.name]
+    known = _known_ladders()
+    if names == ["all"]:
+        names = args.names = known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown ladder(s) {', '.join(unknown)}; known: {', '.join(known) or 'none'}")
+    if args.size is not None:
+        for n in names:
+            try:
+                sizes = problem_sizes(load_definition(n))
+            except InputError as err:
+                parser.error(str(err))
+            if args.size not in sizes:
+                parser.error(f"ladder {n} has no size {args.size!r} (its problem.py's SIZES: {', '.join(sizes)})")
     return args
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -12,71 +13,105 @@ from coach.errors import CoachError, InputError
 
 @app.command("ladder")
 def ladder_cmd(
-    name: str = typer.Argument(..., help="The ladder: a folder under kernels/ (reduction, scan, transpose, softmax, layernorm, gemv)."),
+    name: str = typer.Argument(..., help="The ladder: a folder under kernels/ (reduction, scan, transpose, softmax, "
+                                         "layernorm, gemv, matmul/fp32, ...), or a folder of ladders (matmul) for each of them."),
     gpu: str = typer.Option("h200", "--gpu", help="Whose recorded results to show: traces/<GPU>/ladders/NAME/results.json."),
+    size: str | None = typer.Option(None, "--size", help="Show the results of this size of the problem (default: the "
+                                                         "ladder's main size, results.json)."),
     results: Path | None = typer.Option(None, "--results", help="Show this results.json instead of the recorded one."),
     live: bool = typer.Option(False, "--live", help="Measure now on this machine's GPU (needs torch, triton and cupy), then show."),
     out: Path | None = typer.Option(None, "--out", help="With --live: where the runner writes NAME/results.json (default: a temporary folder)."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
-    """Show each rung of a version ladder: its change, median time, GB/s, % of the measured DRAM
-    ceiling, speed-up over the previous rung and over rung 00, and the ratio to PyTorch; then the
-    peers timed in the same run, and each rung's prediction beside what was measured.
+    """Show each rung of a version ladder: its change, median time, achieved rate (GB/s, or TFLOP/s
+    for a compute-bound ladder), % of the measured ceiling, speed-up over the previous rung and over
+    rung 00, and the ratio to the baseline library; then the peers timed in the same run, whether
+    the goal is met, and each rung's prediction beside what was measured.
 
     Examples:
 
         coach ladder reduction
 
+        coach ladder matmul
+
+        coach ladder matmul/fp32 --size h200_8192
+
         coach ladder softmax --json
 
         coach ladder transpose --live --out /tmp/ladders
     """
+    from coach.ladders import ladder_names, ladders_under
+
+    names = [name] if name in ladder_names() else ladders_under(name)
+    if not names:
+        from coach.ladders import load_definition
+
+        load_definition(name)  # raises the error that names the known ladders
+    if len(names) > 1 and results is not None:
+        raise InputError("--results", f"{name!r} holds {len(names)} ladders; name one of them with --results")
+    tables = [_load(n, gpu, size, results, live, out) for n in names]
+    if as_json:
+        from coach.cli.output import print_json
+
+        docs = [_as_json(*table) for table in tables]
+        print_json(docs[0] if names == [name] else {"ladders": docs})
+    else:
+        for table in tables:
+            _print_table(*table)
+
+
+def _load(name: str, gpu: str, size: str | None, results: Path | None, live: bool, out: Path | None) -> tuple:
+    """A ladder's definition, its results (recorded, given or measured now) and its rung table."""
     from coach.ladders import load_definition, load_results, results_path, rung_table
 
     defn = load_definition(name)
     if live:
         if results is not None:
             raise InputError("--results", "--live measures anew; leave out --results")
-        path = _measure_live(name, out)
+        path = _measure_live(name, out, size)
     else:
-        path = results or results_path(name, gpu)
+        path = results or results_path(name, gpu, main=defn.main_size)
         if not path.is_file():
             raise InputError(path, f"no recorded results for ladder {name!r} on {gpu}; run `coach ladder {name} --live` "
                                    "on a GPU machine, or pass --results FILE")
-    res = load_results(path)
+    res = load_results(path, size)
     if res.ladder != defn.name:
         raise InputError(path, f"holds results of ladder {res.ladder!r}, not {defn.name!r}")
-    rows = rung_table(defn, res)
-    if as_json:
-        _print_json(defn, res, rows)
-    else:
-        _print_table(defn, res, rows)
+    return defn, res, rung_table(defn, res)
 
 
-def _measure_live(name: str, out: Path | None) -> Path:
+def _measure_live(name: str, out: Path | None, size: str | None) -> Path:
     import tempfile
 
     from coach.capture import ladder as runner
+    from coach.ladders import load_definition, results_file
 
     folder = out or Path(tempfile.mkdtemp(prefix="coach-ladder-"))
     try:
-        rc = runner.main(["run", name, "--out", str(folder)])
+        rc = runner.main(["run", name, "--out", str(folder), *(["--size", size] if size else [])])
     except ImportError as err:
         raise CoachError(f"--live needs torch, triton and cupy on a machine with a GPU ({err}); "
                          "pip install 'coach[gpu]'") from None
-    path = folder / name / "results.json"
+    defn = load_definition(name)
+    path = folder / name / results_file(size or defn.main_size, defn.main_size)
     if rc != 0 or not path.is_file():
         raise CoachError(f"measuring ladder {name!r} failed (see the messages above); partial results in {folder}")
     return path
 
 
-def _print_json(defn, res, rows) -> None:
-    from coach.cli.output import print_json
+def _as_json(defn, res, rows) -> dict[str, Any]:
+    from coach.ladders import goal_verdict
 
-    print_json({
-        "ladder": defn.name, "title": defn.title, "gpu": res.gpu, "synthetic": res.synthetic,
-        "ceiling": {"name": res.ceiling_name, "bytes_per_s": res.ceiling_bytes_per_s},
+    unit, verdict = defn.unit, goal_verdict(defn, rows)
+    return {
+        "ladder": defn.name, "title": defn.title, "gpu": res.gpu, "synthetic": res.synthetic, "size": res.size_name,
+        "unit": unit,
+        "ceiling": {"name": res.ceiling_name, "unit": res.ceiling_unit, "value": res.ceiling_value,
+                    "bytes_per_s": res.ceiling_bytes_per_s},
         "baseline": res.baseline, "goal": defn.goal, "goal_bytes_per_s": defn.goal_bytes_per_s,
+        "goal_flop_per_s": defn.goal_flop_per_s, "goal_ratio_to_baseline": defn.goal_ratio_to_baseline,
+        "goal_met": {"last": verdict.last and verdict.last.rung.key, "last_met": verdict.last_met,
+                     "best": verdict.best and verdict.best.rung.key, "best_met": verdict.best_met},
         "provenance": dict(res.provenance),
         "rungs": [{
             "rung": row.rung.key, "title": row.rung.title, "change": row.rung.change, "reason": row.rung.reason,
@@ -85,27 +120,31 @@ def _print_json(defn, res, rows) -> None:
             "error": row.result.error if row.result else "",
             "time_s": row.result.time_s if row.result else None,
             "bytes_per_s": row.result.bytes_per_s if row.result else None,
-            "pct_of_ceiling": row.pct_of_ceiling, "vs_previous": row.vs_previous, "vs_first": row.vs_first,
-            "vs_baseline": row.vs_baseline,
+            "flop_per_s": row.result.flop_per_s if row.result else None,
+            "rate": row.rate, "pct_of_ceiling": row.pct_of_ceiling, "vs_previous": row.vs_previous,
+            "vs_first": row.vs_first, "vs_baseline": row.vs_baseline,
         } for row in rows],
         "peers": [{"peer": p.key, "status": p.status, "time_s": p.time_s, "bytes_per_s": p.bytes_per_s,
-                   "error": p.error} for p in res.peers],
-    })
+                   "flop_per_s": p.flop_per_s, "rate": p.rate(unit), "error": p.error} for p in res.peers],
+    }
 
 
 def _print_table(defn, res, rows) -> None:
     from rich.table import Table
 
     from coach.cli.output import console
-    from coach.ladders import percent_of
+    from coach.ladders import FLOPS, goal_verdict, percent_of
 
+    compute = defn.unit == FLOPS
+    rate_col, show_rate = ("TFLOP/s", lambda r: f"{r / 1e12:,.1f}") if compute else ("GB/s", lambda r: f"{r / 1e9:,.0f}")
     if res.synthetic:
         console.print("[bold yellow]synthetic results (a test fixture), not a measurement[/]")
-    ceiling = f"{res.ceiling_bytes_per_s / 1e12:.2f} TB/s" if res.ceiling_bytes_per_s else "unknown"
-    t = Table(title=f"{defn.title} on the {res.gpu}",
+    ceiling = _rate_text(res.ceiling_value, compute) if res.ceiling_value else "unknown"
+    size = "" if res.size_name == defn.main_size else f", size {res.size_name}"
+    t = Table(title=f"{defn.title} on the {res.gpu}{size}",
               caption=f"% of the measured {_ceiling_words(res.ceiling_name)} ceiling ({ceiling}); x: time ratios, "
                       f"> 1 is faster (x prev: over the previous correct rung; x base: over {res.baseline})")
-    for col in ("#", "rung", "time", "GB/s", "% ceil", "x prev", "x v0", "x base"):
+    for col in ("#", "rung", "time", rate_col, "% ceil", "x prev", "x v0", "x base"):
         t.add_column(col, justify="left" if col in ("#", "rung") else "right", no_wrap=col != "rung")
     failures = []
     for row in rows:
@@ -116,7 +155,7 @@ def _print_table(defn, res, rows) -> None:
             if m is not None:
                 failures.append(f"{row.rung.key}: {m.status}: {m.error}")
             continue
-        t.add_row(row.rung.id, row.rung.title, _time(m.time_s), f"{m.bytes_per_s / 1e9:,.0f}",
+        t.add_row(row.rung.id, row.rung.title, _time(m.time_s), show_rate(row.rate),
                   _num(row.pct_of_ceiling, "{:.1f}"), _num(row.vs_previous, "{:.2f}"), _num(row.vs_first, "{:.1f}"),
                   _num(row.vs_baseline, "{:.2f}"))
     console.print(t)
@@ -125,24 +164,29 @@ def _print_table(defn, res, rows) -> None:
     failures.clear()
 
     p = Table(title="Peers, same run")
-    for col in ("peer", "time", "GB/s", "% ceil"):
+    for col in ("peer", "time", rate_col, "% ceil"):
         p.add_column(col, justify="left" if col == "peer" else "right")
     for peer in res.peers:
         if peer.status != "ok":
             p.add_row(peer.key, f"[red]{peer.status}[/]", "-", "-")
             failures.append(f"{peer.key}: {peer.status}: {peer.error}")
         else:
-            p.add_row(peer.key, _time(peer.time_s), f"{peer.bytes_per_s / 1e9:,.0f}",
-                      _num(percent_of(peer.bytes_per_s, res.ceiling_bytes_per_s), "{:.1f}"))
+            rate = peer.rate(defn.unit)
+            p.add_row(peer.key, _time(peer.time_s), show_rate(rate), _num(percent_of(rate, res.ceiling_value), "{:.1f}"))
     console.print(p)
     for line in failures:
         console.print(f"[red]{line}[/]")
 
-    last = next((r for r in reversed(rows) if r.result is not None and r.result.status == "ok"), None)
-    if last is not None:
-        met = last.result.bytes_per_s >= defn.goal_bytes_per_s
-        console.print(f"goal: {defn.goal} -> last correct rung {last.rung.key} at "
-                      f"{last.result.bytes_per_s / 1e12:.2f} TB/s ({'met' if met else 'not met'})")
+    verdict = goal_verdict(defn, rows)
+    needs = _rate_text(verdict.rate_goal, compute) + (
+        f" and x{verdict.ratio_goal:.2f} of {res.baseline}" if verdict.ratio_goal is not None else "")
+    console.print(f"goal: {defn.goal} (needs {needs})")
+    for label, row, met in (("last correct rung", verdict.last, verdict.last_met),
+                            ("fastest rung", verdict.best, verdict.best_met)):
+        if row is not None:
+            ratio = f", x{row.vs_baseline:.2f} of {res.baseline}" if row.vs_baseline is not None else ""
+            console.print(f"  {label} {row.rung.key}: {_rate_text(row.rate, compute)}{ratio} "
+                          f"({'met' if met else 'not met'})")
     for row in rows:
         console.print(f"[bold]{row.rung.key}[/] predicted: {row.rung.prediction}")
         if row.rung.measured:
@@ -153,9 +197,18 @@ def _print_table(defn, res, rows) -> None:
                   f"commit {str(prov.get('git_commit'))[:12]}; {res.path}[/]")
 
 
+def _rate_text(rate: float | None, compute: bool) -> str:
+    if rate is None:
+        return "-"
+    return f"{rate / 1e12:.1f} TFLOP/s" if compute else f"{rate / 1e12:.2f} TB/s"
+
+
 def _ceiling_words(name: str) -> str:
     return {"dram_copy_bandwidth_bytes_per_s": "DRAM copy (read + write)",
-            "dram_read_bandwidth_bytes_per_s": "DRAM read"}.get(name, name)
+            "dram_read_bandwidth_bytes_per_s": "DRAM read",
+            "fp32_simt_matmul_flop_per_s": "FP32 CUDA-core matmul (cuBLAS, TF32 off)",
+            "tf32_tensor_matmul_flop_per_s": "TF32 tensor-core matmul (cuBLAS)",
+            "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul (cuBLAS)"}.get(name, name)
 
 
 def _time(seconds: float | None) -> str:

@@ -30,11 +30,12 @@ _CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c
 
 
 class EmuBuild:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, include: Path = COMMON):
+        """``include``: the folder of the headers rungs share (the ladder's kernels/common)."""
         source = path.read_text(encoding="utf-8")
         self.signatures = kernel_signatures(source)
         self.resources = {k: {} for k in self.signatures}
-        self._lib = _compile(path, source, list(self.signatures))
+        self._lib = _compile(path, source, list(self.signatures), include)
         self._lib.emu_launch.restype = ctypes.c_int
         self._lib.emu_launch.argtypes = [ctypes.c_char_p, *[ctypes.c_uint] * 6, ctypes.POINTER(ctypes.c_void_p),
                                          ctypes.c_char_p, ctypes.c_int]
@@ -72,7 +73,7 @@ def _with_guards(torch: Any, t: Any) -> Any:
     return buf
 
 
-def _compile(path: Path, source: str, kernels: list[str]) -> ctypes.CDLL:
+def _compile(path: Path, source: str, kernels: list[str], include: Path) -> ctypes.CDLL:
     table = "\n".join(f'    if (!std::strcmp(name, "{k}")) {{ emu::launch({k}, grid, block, args); return 0; }}' for k in kernels)
     unit = f"""#include "cuda_emu.h"
 #include "{path}"
@@ -89,7 +90,7 @@ extern "C" int emu_launch(const char* name, unsigned gx, unsigned gy, unsigned g
   }}
 }}
 """
-    header = (HERE / "cuda_emu.h").read_text() + "".join(p.read_text() for p in sorted(COMMON.glob("*.cuh")))
+    header = (HERE / "cuda_emu.h").read_text() + "".join(p.read_text() for p in sorted(include.glob("*.cuh")))
     key = hashlib.sha256((unit + source + header).encode()).hexdigest()[:16]
     _CACHE.mkdir(exist_ok=True)
     lib = _CACHE / f"{path.stem}-{key}.so"
@@ -98,7 +99,7 @@ extern "C" int emu_launch(const char* name, unsigned gx, unsigned gy, unsigned g
         cpp.write_text(unit)
         tmp = lib.with_suffix(".tmp")
         proc = subprocess.run(["g++", "-std=c++17", "-O1", "-shared", "-fPIC", "-w", f"-I{HERE}",
-                               f"-I{COMMON}", "-x", "c++", str(cpp), "-o", str(tmp)],
+                               f"-I{include}", "-x", "c++", str(cpp), "-o", str(tmp)],
                               capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(f"{path.name} does not compile for the CPU emulator:\n{proc.stderr[-3000:]}")
