@@ -123,7 +123,7 @@ TUNE_WARMUP = 1  # untimed launches per candidate (the first one loads the modul
 TUNE_REPS = 3  # timed launches per candidate: a few milliseconds each at 4096^3, so the spread is small
 
 
-def _launch_config(ctx, cfg: Config, a, b, c, m: int, n: int, k: int) -> None:
+def launch_config(ctx, cfg: Config, a, b, c, m: int, n: int, k: int) -> None:
     ctx.launch(cfg.kernel, (n // cfg.tile_n, m // cfg.tile_m), cfg.threads, a, b, c, m, n, k)
 
 
@@ -151,7 +151,7 @@ def fastest_config(ctx, a, b, c, m: int, n: int, k: int) -> Config:
                          + ", ".join(f"{t.tile_m}x{t.tile_n}x{t.tile_k}" for t in TUNED) + ")")
     times = {}
     for cfg in fits:
-        run = lambda cfg=cfg: _launch_config(ctx, cfg, a, b, c, m, n, k)  # noqa: E731
+        run = lambda cfg=cfg: launch_config(ctx, cfg, a, b, c, m, n, k)  # noqa: E731
         _elapsed_s(ctx, run, TUNE_WARMUP)
         times[cfg] = _elapsed_s(ctx, run, TUNE_REPS)
     return min(times, key=times.get)
@@ -162,7 +162,7 @@ def _tuned(ctx, inp, out):
     key = (ctx.device, m, n, k)
     if key not in _TUNED_CHOICE:
         _TUNED_CHOICE[key] = fastest_config(ctx, a, b, c, m, n, k)
-    _launch_config(ctx, _TUNED_CHOICE[key], a, b, c, m, n, k)
+    launch_config(ctx, _TUNED_CHOICE[key], a, b, c, m, n, k)
 
 
 LAUNCH = {
