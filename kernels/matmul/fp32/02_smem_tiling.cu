@@ -5,9 +5,10 @@
 // each), the block waits, and each thread then takes its 32 multiply-adds from shared memory.
 // Why: in rung 01 every element of A and B is loaded from L1/L2 by 32 different threads of the block;
 // here it is loaded from global memory once per block and reused 32 times from shared memory, so
-// global load instructions fall 32x. The inner loop still does two shared loads (one a broadcast of
-// As, one conflict-free row of Bs) per FFMA, so shared-memory instruction throughput becomes the limit.
-// Counters: LDG per FFMA from 2 to 1/16; LDS per FFMA 2; l1tex data-pipe (shared) wavefronts high;
+// global load instructions fall 32x. The inner loop reads Bs[k][tx] (a conflict-free row) for every
+// FFMA and As[ty][k] (a broadcast); ptxas merges four of the latter into one LDS.128 (the SASS has 32
+// LDS.32 + 8 LDS.128 per 32 FFMA), so shared-memory instructions, 1.25 per FFMA, become the limit.
+// Counters: LDG per FFMA from 2 to 1/16; LDS per FFMA 1.25; l1tex data-pipe (shared) wavefronts high;
 // pipe fma still well under half of peak.
 #define TILE 32
 

@@ -5,10 +5,12 @@
 // of B's 8 x 64 tile into shared memory; then, for each of the 8 k, it reads one B value into a
 // register and reuses it for its 8 multiply-adds, reading the 8 A values (broadcasts: the warp's 32
 // threads share their rows) from shared memory.
-// Why: in rung 02 each FFMA needed two shared loads; here 8 FFMA need 9 (1 of B + 8 of A), and the
-// block tile is 4x larger so each global element feeds 64 FFMA instead of 32.
-// Counters: LDS per FFMA from 2 to ~1.1; shared wavefronts per FFMA roughly halved; pipe fma up;
-// 8 accumulators per thread (registers ~40).
+// Why: in rung 02 each FFMA needed a shared load of B; here one load of B feeds 8 FFMA. The 8 x 8
+// values of A a thread needs per k-tile are rows of As, which ptxas reads as 16 LDS.128: the SASS has
+// 24 LDS per 64 FFMA (from 40 per 32), and the block tile is 4x larger, so each global element feeds
+// 64 FFMA instead of 32.
+// Counters: LDS per FFMA from 1.25 to 0.375; shared wavefronts per FFMA down ~3x; pipe fma up;
+// 8 accumulators per thread (39 registers).
 #define BM 64
 #define BN 64
 #define BK 8

@@ -5,11 +5,13 @@
 // into registers and does the 64 multiply-adds of their outer product.
 // Why: register reuse grows from 8 FFMA per 9 shared loads (rung 03) to 64 FFMA per 16 loads, and the
 // larger block tile halves global traffic per FFMA again (each element of A or B feeds 128 FFMA).
-// What is still wrong, on purpose (rung 05 fixes it): every access is 4 bytes; A's tile is stored
-// row-major, so a thread's 8 values of A are 8 floats apart (8 LDS.32); the 16 threads of a warp that
-// read B at columns 8 apart hit the same banks (4-way conflicts unless the compiler vectorises).
-// Counters: FFMA share of issued instructions up (~50-60%); pipe fma ~40-50% of peak; shared-memory
-// bank conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared) visible.
+// Written with 4-byte accesses throughout. ptxas (nvcc 13.0) merges the shared loads into LDS.128 by
+// itself: a row of A's tile holds the 8 k of one m contiguously and it can see the alignment, so the
+// SASS has 32 LDS.128 per k-tile, not 128 LDS.32 (it keeps all 64 A values of a k-tile in registers).
+// What stays 4-byte: 8 LDG.32 and 8 STS.32 per thread per k-tile, 64 STG.32 for C; and the 16 lanes of
+// a warp that read B at columns 8 floats apart put 4 of them on each bank (4-way conflicts).
+// Counters: FFMA ~90% of the k-loop's instructions; pipe fma 40-50% of peak; shared-memory bank
+// conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared) on B's loads.
 #define BM 128
 #define BN 128
 #define BK 8

@@ -5,10 +5,12 @@
 // stored transposed, As[k][m], so that a thread's 8 values of A for one k are contiguous (two LDS.128,
 // like its 8 values of B); the results go out as float4 (STG.E.128). As's rows are padded by 4 floats
 // (BM + 4): the transposing stores of one warp (16 rows, k = 0 and 4) then fall on 32 different banks.
-// Why: rung 04 issued 16 LDS.32 per 64 FFMA; this issues 4 LDS.128, and a quarter of the global load
-// and store instructions. Fewer instructions leave more issue slots for the FFMAs.
-// Counters: LDS instructions per FFMA from 1/4 to 1/16; FFMA share of issued instructions ~70-80%;
-// pipe fma ~55-65% of peak.
+// Why: 16-byte global accesses are a quarter of the load and store instructions of rung 04 (per
+// thread and k-tile 2 LDG.128 instead of 8 LDG.32, 5 STS instead of 8; 16 STG.128 for C instead of
+// 64 STG.32). The shared loads do not change: ptxas had already merged rung 04's into the same 32
+// LDS.128 per k-tile; writing them explicitly, with A transposed, no longer depends on it doing so.
+// Counters: global load instructions /4 (sectors per request x4); k-loop instructions ~2% fewer; B's
+// 4-way bank conflicts remain (rung 06 removes them); pipe fma about as in rung 04.
 #define BM 128
 #define BN 128
 #define BK 8
