@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import NamedTuple
 
@@ -144,7 +145,8 @@ def _elapsed_s(ctx, fn, reps: int) -> float:
 
 
 def fastest_config(ctx, a, b, c, m: int, n: int, k: int) -> Config:
-    """Time every instantiation whose tile divides the problem, on the call's own tensors; the fastest."""
+    """Time every instantiation whose tile divides the problem, on the call's own tensors; the fastest.
+    The times go to stderr (the run's log): results.json lists all five kernels, not the winner."""
     fits = [cfg for cfg in TUNED if m % cfg.tile_m == 0 and n % cfg.tile_n == 0 and k % cfg.tile_k == 0]
     if not fits:
         raise ValueError(f"07_tuned: no tile configuration divides {m} x {n} x {k} (tiles: "
@@ -153,8 +155,11 @@ def fastest_config(ctx, a, b, c, m: int, n: int, k: int) -> Config:
     for cfg in fits:
         run = lambda cfg=cfg: launch_config(ctx, cfg, a, b, c, m, n, k)  # noqa: E731
         _elapsed_s(ctx, run, TUNE_WARMUP)
-        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS)
-    return min(times, key=times.get)
+        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
+    best = min(times, key=times.get)
+    print(f"[matmul/fp32] 07_tuned at {m} x {n} x {k}: " + ", ".join(f"{c.kernel} {t * 1e3:.3f} ms" for c, t in times.items())
+          + f" -> {best.kernel}", file=sys.stderr)
+    return best
 
 
 def _tuned(ctx, inp, out):
