@@ -157,8 +157,8 @@ def fastest_config(ctx, a, b, c, m: int, n: int, k: int) -> Config:
         _elapsed_s(ctx, run, TUNE_WARMUP)
         times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
     best = min(times, key=times.get)
-    print(f"[matmul/fp32] 07_tuned at {m} x {n} x {k}: " + ", ".join(f"{c.kernel} {t * 1e3:.3f} ms" for c, t in times.items())
-          + f" -> {best.kernel}", file=sys.stderr)
+    tried = ", ".join(f"{c.kernel} {t * 1e3:.3f} ms" for c, t in times.items())
+    print(f"[matmul/fp32] 07_tuned at {m} x {n} x {k}: {tried} -> {best.kernel}", file=sys.stderr)
     return best
 
 
