@@ -32,7 +32,7 @@
 #define __restrict__ __restrict
 #define __shared__ static
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))  // GNU form: allowed after __shared__ (static)
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
