@@ -18,7 +18,7 @@ from coach.capture import ladder as runner  # noqa: E402
 from coach.ladders import ladder_names, load_definition  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_emu import EmuBuild  # noqa: E402
+from ladder_emu import EmuBuild, triton_interpreter  # noqa: E402
 
 RUNGS = [(name, r) for name in ladder_names() for r in load_definition(name).rungs]
 SYNTHETIC_ROOT = Path(__file__).parent / "data" / "ladders" / "synthetic-root"
@@ -43,6 +43,7 @@ def _measure(name, rung, monkeypatch, seed=11):
 
         if type(tl.max).__name__ != "InterpretedFunction":
             pytest.skip("triton was imported before TRITON_INTERPRET was set; run this file on its own")
+        triton_interpreter.patch(monkeypatch)  # bf16 tl.dot and autotune on the CPU
     defn = load_definition(name)
     problem = runner.load_problem(defn)
     ctx = {"torch": torch, "device": "cpu", "sm_count": SM_COUNT}
