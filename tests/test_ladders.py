@@ -257,7 +257,8 @@ def test_every_cuda_rung_has_a_launcher_and_every_peer_a_factory(name):
     for r in defn.rungs:
         if r.language == "cuda":
             assert kernel_signatures(defn.path(r).read_text()), r.key
-    assert set(problem.SIZES) == {"h200", "small"} and set(problem.EXACT) <= set(problem.INPUTS)
+    assert {"h200", "small", *defn.sizes} == set(problem.SIZES) and defn.sizes[0] == "h200"
+    assert set(problem.EXACT) <= set(problem.INPUTS)
 
 
 @pytest.mark.parametrize("name", LADDERS)
