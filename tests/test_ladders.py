@@ -367,6 +367,24 @@ def test_cli_json_of_another_size_and_of_a_family():
     assert rungs["01_wgmma"]["pct_of_ceiling"] == pytest.approx(100 * 2 * 8192**3 / 0.025 / 51123904740184.73)
     assert doc["goal_met"] == {"last": "02_triton", "last_met": False, "best": "01_wgmma", "best_met": True}
     family = json.loads(_coach_synthetic("ladder", "matmul", "--json").stdout)
-    assert [d["ladder"] for d in family["ladders"]] == ["matmul/synthetic"]
+    assert [d["ladder"] for d in family["ladders"]] == ["matmul/synthetic"] and family["not_shown"] == []
     proc = _coach_synthetic("ladder", "matmul/synthetic", "--size", "small")
     assert proc.returncode == 2 and "no results recorded at size 'small'" in proc.stderr
+
+
+def test_a_family_shows_the_ladders_that_have_results(tmp_path):
+    """A second track without recorded results is named, not fatal; with none recorded it is an error."""
+    import shutil
+
+    root = tmp_path / "data"
+    shutil.copytree(SYNTHETIC_ROOT, root)
+    shutil.copytree(root / "kernels" / "matmul" / "synthetic", root / "kernels" / "matmul" / "other")
+    toml = root / "kernels" / "matmul" / "other" / "ladder.toml"
+    toml.write_text(toml.read_text().replace('name = "matmul/synthetic"', 'name = "matmul/other"'))
+    env = {"PYTHONPATH": str(ROOT), "COLUMNS": "120", "PATH": "/usr/bin:/bin", "COACH_DATA": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "coach", "ladder", "matmul"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Synthetic FP32 matmul" in proc.stdout and "not shown: matmul/other:" in proc.stdout
+    shutil.rmtree(root / "traces")
+    proc = subprocess.run([sys.executable, "-m", "coach", "ladder", "matmul"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 2 and "none of its ladders has results to show" in proc.stderr

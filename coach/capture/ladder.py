@@ -22,7 +22,7 @@ its sizes (``sizes`` in ladder.toml: the first, the main one, goes to ``results.
 
 The peers (``torch.sum``, ``torch.compile`` of the same function, CuPy, ...) are checked and timed
 the same way in the same run, so the "vs PyTorch" ratios compare numbers taken minutes apart on one
-machine. Each ladder runs in a child process that writes ``DIR/<NAME>/results.json`` after every
+machine. Each ladder (at each size) runs in a child process that writes its results file after every
 rung: a kernel that faults poisons its CUDA context, and one that hangs never returns, so the parent
 restarts the child after the rung that failed (recording why) and the rest of the run goes on.
 

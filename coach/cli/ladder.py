@@ -49,15 +49,28 @@ def ladder_cmd(
         load_definition(name)  # raises the error that names the known ladders
     if len(names) > 1 and results is not None:
         raise InputError("--results", f"{name!r} holds {len(names)} ladders; name one of them with --results")
-    tables = [_load(n, gpu, size, results, live, out) for n in names]
+    tables, missing = [], []
+    for n in names:
+        try:
+            tables.append(_load(n, gpu, size, results, live, out))
+        except InputError as err:
+            if names == [name]:
+                raise
+            missing.append(f"{n}: {err}")  # a family shows the ladders it can; the others say why not
+    if not tables:
+        raise InputError(name, "none of its ladders has results to show: " + "; ".join(missing))
     if as_json:
         from coach.cli.output import print_json
 
         docs = [_as_json(*table) for table in tables]
-        print_json(docs[0] if names == [name] else {"ladders": docs})
+        print_json(docs[0] if names == [name] else {"ladders": docs, "not_shown": missing})
     else:
+        from coach.cli.output import console
+
         for table in tables:
             _print_table(*table)
+        for line in missing:
+            console.print(f"[yellow]not shown: {line}[/]")
 
 
 def _load(name: str, gpu: str, size: str | None, results: Path | None, live: bool, out: Path | None) -> tuple:
