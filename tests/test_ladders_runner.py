@@ -495,3 +495,11 @@ def test_profile_child_warms_every_rung_up_outside_the_ranges(monkeypatch):
     assert events == [("00_naive", ()), ("01_wgmma", ()),
                       ("00_naive", (*ranges, "matmul/synthetic/00_naive")),
                       ("01_wgmma", (*ranges, "matmul/synthetic/01_wgmma"))]
+
+
+def test_git_state_prefers_the_commit_the_sender_names(monkeypatch):
+    """A tree copied to a GPU machine may carry a stale .git: the commit named in COACH_GIT_COMMIT wins."""
+    monkeypatch.setenv("COACH_GIT_COMMIT", "f33032791c3a32ec07d635507dac89f8cbca62db")
+    assert runner.git_state() == {"git_commit": "f33032791c3a32ec07d635507dac89f8cbca62db", "git_dirty": None}
+    monkeypatch.delenv("COACH_GIT_COMMIT")
+    assert len(runner.git_state()["git_commit"]) == 40

@@ -759,7 +759,12 @@ def describe_run(device: str) -> dict[str, Any]:
 
 
 def git_state() -> dict[str, Any]:
-    """The commit the kernels came from, and whether the tree had uncommitted changes."""
+    """The commit the kernels came from, and whether the tree had uncommitted changes.
+
+    ``COACH_GIT_COMMIT``, when set, wins: a copy of the tree sent to a GPU machine may carry a stale
+    ``.git`` (or none), and whoever sent it knows which commit it was."""
+    if os.environ.get("COACH_GIT_COMMIT"):
+        return {"git_commit": os.environ["COACH_GIT_COMMIT"], "git_dirty": None}
     root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
