@@ -35,11 +35,12 @@ FMA_BUSY_PCT = LATENCY_PCT
 # multiply-accumulate), not of element-wise arithmetic.
 FMA_MIX = 0.5
 # How much faster the tensor pipe does the same FP32 multiply-accumulates (as TF32): measured on the
-# H200, 386 TFLOP/s TF32 (cuBLAS) against 51 TFLOP/s FP32 on CUDA cores (../shared/GPU.md). A GPU
-# table entry can override it (key tensor_over_fma_speedup).
-TENSOR_OVER_FMA = 386.0 / 51.0
+# H200, 356 TFLOP/s TF32 (cuBLAS) against 51.1 TFLOP/s FP32 on CUDA cores (hardware/measured/h200.json).
+# A GPU table entry can override it (key tensor_over_fma_speedup).
+TENSOR_OVER_FMA = 356.0 / 51.1
 # A tensor-core kernel whose tensor pipe is busy less than half the time leaves most of the
-# matrix rate unused; cuBLAS keeps it near 68% on the H200 (675 of 989 TFLOP/s BF16, GPU.md).
+# matrix rate unused; cuBLAS keeps it near 69% on the H200 (683 TFLOP/s BF16 measured,
+# hardware/measured/h200.json, of the datasheet's 989.5 dense, hardware/gpus/h200.toml).
 TENSOR_UNDERFED_PCT = 50.0
 
 
