@@ -3,7 +3,7 @@
     python -m coach.capture.calibrate OUT.json
 
 Datasheet peaks are what the silicon could do at its boost clock with perfect code; what a kernel
-can reach is lower (the H200 copies at about 4.25 TB/s against 4.8 TB/s on its datasheet). Every
+can reach is lower (the H200 copies at about 4.19 TB/s against 4.8 TB/s on its datasheet). Every
 "% of ceiling" that coach prints is more honest against a measured ceiling, so this script measures
 the ones that matter and ``coach.analyze.hardware`` reads its output next to the datasheet numbers:
 
