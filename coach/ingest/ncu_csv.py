@@ -13,7 +13,8 @@ Two layouts, told apart by the header:
     "Rule Type", "Rule Description", and in recent versions "Estimated Speedup Type" and
     "Estimated Speedup").
 
-Values carry thousands separators ("2,335,800") and display units; both are normalised. Lines
+Values carry thousands separators ("2,335,800") and display units; both are normalised. Waves per
+SM, printed with two decimals, is recomputed from the integers it is the quotient of. Lines
 ncu prints around the table when run live ("==PROF==", "==WARNING==", the program's own output)
 are skipped. Display labels reach canonical columns through ``ncu_details_names.csv`` (label ->
 the metric NVIDIA's section files show under it) and then the same metric mapping as raw pages.
@@ -70,6 +71,19 @@ _RAW_METRIC = r"^[a-z][a-z0-9_]*__[A-Za-z0-9_.]+$"
 _NO_LAUNCHES = "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel?)"
 _COLUMNS_PER_PASS = 256  # raw-page metric columns unpivoted together (a --set full page has ~2,200)
 _TEMPLATE_DEPTH = 8  # nesting of template arguments stripped from demangled kernel names
+
+# Waves per SM is printed with two decimals on both pages ("248.24"; Nsight Compute 2025.3, with or
+# without --print-fp), and the tail estimate turns on the fraction above a whole number: 265 blocks
+# on 132 SMs of 2 blocks are 1.0038 waves, printed "1.00", which reads as no tail at all. The tool's
+# value is grid size / (SMs x the blocks an SM holds, the least of the occupancy limits), all printed
+# as exact integers: the quotient equals ncu_report's value on all 128 launches of the recorded
+# H200 reports (traces/h200, tests/data). It replaces the printed number where it rounds to it.
+_WAVE_BLOCK_LIMITS = ("launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
+                      "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+                      "launch__occupancy_limit_barriers")
+# Half the last printed digit of waves per SM, with slack for the float quotient of a value on a
+# rounding boundary (x.xx5).
+_WAVES_PRINTED_HALF_STEP = 0.005 + 1e-9
 
 
 def read(path: Path) -> KernelProfile:
@@ -333,7 +347,30 @@ def _launches(path: Path, identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.D
     shared = [c for c in config.columns if c in identity.columns and c != "launch_id"]
     out = identity.join(config, on="launch_id", how="left", suffix="_metric")
     out = out.with_columns(pl.coalesce(f"{c}_metric", c).alias(c) for c in shared).drop(f"{c}_metric" for c in shared)
-    return out.join(canonical, on="launch_id", how="left", maintain_order="left").sort("launch_id")
+    out = out.join(canonical, on="launch_id", how="left", maintain_order="left").sort("launch_id")
+    return _exact_waves(out, metrics)
+
+
+def _exact_waves(launches: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
+    """``waves_per_sm`` to full precision from the integers it is computed from (``_WAVE_BLOCK_LIMITS``).
+
+    The printed value stays where a term is missing or the quotient does not round to it (a limit
+    not exported, or a tool version that counts waves otherwise).
+    """
+    if "grid_size" not in launches.columns:
+        return launches
+    blocks_per_sm = (
+        metrics.filter(pl.col("metric").is_in(_WAVE_BLOCK_LIMITS) & pl.col("value").is_not_null())
+        .group_by("launch_id").agg(pl.col("value").min().alias("_blocks_per_sm"))
+    )
+    slots = pl.col("sm_count") * pl.col("_blocks_per_sm")
+    exact = pl.when(slots > 0).then(pl.col("grid_size") / slots)
+    printed = pl.col("waves_per_sm")
+    return (
+        launches.join(blocks_per_sm, on="launch_id", how="left", maintain_order="left")
+        .with_columns(pl.when((exact - printed).abs() <= _WAVES_PRINTED_HALF_STEP).then(exact).otherwise(printed).alias("waves_per_sm"))
+        .drop("_blocks_per_sm")
+    )
 
 
 def _rules(rows: pl.DataFrame) -> pl.DataFrame | None:
