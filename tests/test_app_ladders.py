@@ -1,5 +1,6 @@
 """The Ladders page and the home page's ladder gallery, over the ladders recorded on the H200
-(kernels/<name>/ladder.toml with traces/h200/ladders/<name>/results.json and ncu/).
+(kernels/<name>/ladder.toml with traces/h200/ladders/<name>/results.json, results.<size>.json and ncu/):
+memory-bound ones in bytes/s, and the compute-bound matmul/fp32, matmul/bf16 and attention in FLOP/s.
 
 The pages are fetched through Dash's own endpoint, as the browser fetches them; the pinned numbers
 are those of the recorded results (and of ``coach ladder NAME``, which reads the same rows).
@@ -83,6 +84,17 @@ def recorded_here() -> list[str]:
     return [n for n in ladder_names() if results_path(n).is_file()]
 
 
+def cli_json(*args: str) -> dict:
+    result = CliRunner().invoke(cli, ["ladder", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def words(tree: Any) -> str:
+    """``text`` with runs of spaces made one."""
+    return " ".join(text(tree).split())
+
+
 # --------------------------------------------------------------------------------------------
 # /ladders
 # --------------------------------------------------------------------------------------------
@@ -91,7 +103,7 @@ def recorded_here() -> list[str]:
 def test_the_overview_has_a_row_per_recorded_ladder_with_where_it_ended(app):
     out = page(app, "/ladders")
     table = rows(by_id(out, "lad-overview"))
-    assert len(table) == len(recorded_here()) >= 6
+    assert len(table) == len(recorded_here()) >= 9
     titles = {load_definition(n).title: n for n in recorded_here()}
     assert [r[0] for r in table] == list(titles)
     softmax = table[list(titles.values()).index("softmax")]
@@ -104,12 +116,31 @@ def test_the_overview_has_a_row_per_recorded_ladder_with_where_it_ended(app):
     assert links == [f"/ladders/{n}?gpu=h200" for n in titles.values()]
 
 
+def test_the_overview_shows_compute_ladders_in_flop_per_s_and_the_sizes_that_meet_the_goal(app):
+    out = page(app, "/ladders")
+    names = [load_definition(n).name for n in recorded_here()]
+    table = dict(zip(names, rows(by_id(out, "lad-overview"))))
+    assert table["matmul/bf16"] == ["BF16 matrix multiplication on the tensor cores, 8192^3", "NVIDIA H200", "7",
+                                    "06 warp specialisation (producer TMA warp, consumer wgmma warpgroups)", "1.610 ms",
+                                    "683.1 TFLOP/s", "100.0%", "2.98×", "1.02× cublas.bf16", "goal met"]
+    assert table["matmul/fp32"][4:9] == ["2.965 ms", "46.35 TFLOP/s", "90.7%", "93.04×", "0.90× cublas.fp32"]
+    # the goal column of a ladder measured at several sizes: met at the main one, and where else
+    assert " ".join(table["matmul/fp32"][9].split()) == "goal met at h200; met at 2 of 2 sizes"
+    assert " ".join(table["attention"][9].split()) == "goal met at h200; met at 1 of 4 sizes"
+
+
 def test_the_overview_chart_has_each_ladder_as_a_share_of_its_ceiling(app):
     fig = graph(by_id(page(app, "/ladders"), "lad-body"))
     traces = {t["meta"]["ladder"]: t for t in fig["data"]}
     assert list(traces) == recorded_here()
     assert traces["reduction"]["x"][-1] == "05" and traces["reduction"]["y"][-1] == pytest.approx(101.7, abs=0.05)
     assert fig["layout"]["yaxis"]["range"][1] > 101.7  # reduction's last rung is drawn, not clipped
+    # a compute-bound ladder's share is of its FLOP ceiling: matmul/bf16's rung 05 beats cuBLAS's 683.0 TFLOP/s
+    bf16 = traces["matmul/bf16"]
+    assert bf16["x"][5] == "05" and bf16["y"][5] == pytest.approx(101.4, abs=0.05)
+    assert bf16["customdata"][5] == ["TMA descriptors, persistent grid", "692.3 TFLOP/s"]
+    assert {t["meta"]["unit"] for t in traces.values()} == {"B/s", "FLOP/s"}
+    assert all((t["line"]["dash"] == "dash") == (t["meta"]["unit"] == "FLOP/s") for t in traces.values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,8 +219,130 @@ def test_a_nested_ladder_name_routes_to_its_page_and_makes_plain_ids():
     item = view.Listing("matmul/fp32", "h200", None, "kernels/matmul/fp32/ladder.toml: broken")
     assert route(ladders.href(item).split("?")[0]) == (ladders, "matmul/fp32")
     assert view.slug(item.name) == "matmul-fp32"
-    out = ladders.ladder_page("matmul/fp32", "h200", [item])
+    out = ladders.ladder_page("matmul/fp32", "h200", None, [item])
     assert "matmul/fp32: kernels/matmul/fp32/ladder.toml: broken" in str(out)
+
+
+# --------------------------------------------------------------------------------------------
+# /ladders/<name>: a compute-bound ladder, at each of its sizes
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["matmul/bf16", "matmul/fp32", "attention"])
+def test_a_compute_ladder_s_rung_table_is_coach_ladder_s_in_flop_per_s(app, name):
+    cli_rows = cli_json(name)["rungs"]
+    table = rows(by_id(page(app, f"/ladders/{name}"), "lad-rungs"))
+    assert [r[:2] for r in table] == [[c["rung"][:2], c["title"]] for c in cli_rows]
+    for r, c in zip(table, cli_rows):
+        value, unit = r[4].split()
+        assert unit in ("GFLOP/s", "TFLOP/s")  # four significant digits: 498.2 GFLOP/s, 46.35 TFLOP/s
+        assert float(value) * (1e9 if unit == "GFLOP/s" else 1e12) == pytest.approx(c["rate"], rel=5e-4)
+        assert r[5] == f"{c['pct_of_ceiling']:.1f}%" and r[8] == f"{c['vs_baseline']:.2f}×"
+
+
+def test_a_compute_rung_shows_its_busiest_pipe_and_its_tensor_and_fma_pipes(app):
+    table = rows(by_id(page(app, "/ladders/matmul/bf16"), "lad-rungs"))
+    assert table[5] == ["05", "TMA descriptors, persistent grid", "1.588 ms", "1.521 ms – 1.645 ms", "692.3 TFLOP/s",
+                        "101.4%", "1.05×", "3.02×", "1.03×", "tensor 97.4%", "97.4%", "3.1%"]
+    fp32 = rows(by_id(page(app, "/ladders/matmul/fp32"), "lad-rungs"))
+    # the CUDA-core ladder: loads crowd the LSU pipe until register blocking; then the FMA pipe, tensor idle
+    assert [r[9] for r in fp32] == ["lsu 6.0%", "lsu 74.3%", "lsu 73.5%", "lsu 51.9%", "fma 48.6%", "fma 55.3%",
+                                    "fma 64.0%", "fma 72.1%"]
+    assert fp32[7][2:] == ["2.965 ms", "2.965 ms – 2.966 ms", "46.35 TFLOP/s", "90.7%", "1.12×", "93.04×", "0.90×",
+                           "fma 72.1%", "0.1%", "72.1%"]
+
+
+def test_a_compute_goal_is_a_rate_and_a_share_of_the_baseline_for_the_last_and_the_fastest_rung(app):
+    bf16 = words(by_id(page(app, "/ladders/matmul/bf16"), "lad-goal"))
+    assert "(needs 580 TFLOP/s and ×0.85 of cublas.bf16)" in bf16
+    assert ("The last rung, 06 (warp specialisation (producer TMA warp, consumer wgmma warpgroups)), reaches "
+            "683.1 TFLOP/s, ×1.02 of cublas.bf16: met. The fastest, rung 05 (TMA descriptors, persistent grid), "
+            "reaches 692.3 TFLOP/s, ×1.03 of cublas.bf16: met.") in bf16
+    fp32 = words(by_id(page(app, "/ladders/matmul/fp32"), "lad-goal"))
+    assert "reaches 46.35 TFLOP/s, ×0.90 of cublas.fp32: met." in fp32 and "The fastest" not in fp32
+    # causal attention: within 0.75x of SDPA, but under the 448 TFLOP/s the goal also asks
+    causal = words(by_id(page(app, "/ladders/attention", "?gpu=h200&size=h200_causal"), "lad-goal"))
+    assert ("The last rung, 05 (TMA tensor descriptors), reaches 436.0 TFLOP/s, ×0.83 of torch.sdpa: missed "
+            "(under 448 TFLOP/s).") in causal
+    assert "The fastest, rung 04 (causal block skipping), reaches 441.1 TFLOP/s, ×0.84 of torch.sdpa" in causal
+
+
+def test_the_attention_peers_are_the_sdpa_backends_of_the_same_run(app):
+    table = rows(by_id(page(app, "/ladders/attention"), "lad-peers"))
+    assert table == [["torch.sdpa", "1.843 ms", "1.825 ms – 1.862 ms", "596.5 TFLOP/s", "87.3%", "0.82×"],
+                     ["torch.sdpa.flash", "3.208 ms", "3.180 ms – 3.351 ms", "342.7 TFLOP/s", "50.2%", "1.43×"],
+                     ["torch.sdpa.cudnn", "1.899 ms", "1.842 ms – 1.959 ms", "578.9 TFLOP/s", "84.8%", "0.84×"]]
+
+
+def test_a_compute_chart_draws_flop_rates_the_ceiling_the_goal_and_its_share_of_the_baseline(app):
+    rec = view.recorded_ladders(app.ctx)[recorded_here().index("matmul/bf16")].recorded
+    fig = graph(by_id(page(app, "/ladders/matmul/bf16"), "lad-trajectory"))
+    traces = {t["meta"]["role"]: t for t in fig["data"]}
+    assert set(traces) == {"rungs", "peers"}  # no Nsight Compute FLOP rate was recorded to set beside them
+    assert traces["rungs"]["y"] == [r.result.flop_per_s for r in rec.rows]
+    assert traces["rungs"]["text"][5] == "692.3 TFLOP/s" and traces["peers"]["text"] == ["671.6 TFLOP/s"]
+    cublas = rec.results.peer("cublas.bf16").flop_per_s
+    assert {s["y0"] for s in fig["layout"]["shapes"]} == {683001164887645.6, 5.8e14, 0.85 * cublas}
+    assert fig["layout"]["yaxis"]["ticksuffix"] == "FLOP/s"
+
+
+def test_each_compute_rung_sits_on_the_roofline_at_its_flops_over_its_dram_bytes(app):
+    rec = view.recorded_ladders(app.ctx)[recorded_here().index("matmul/fp32")].recorded
+    fig = graph(by_id(page(app, "/ladders/matmul/fp32"), "lad-roofline"))
+    roofs = {t["meta"]["source"]: t["meta"] for t in fig["data"] if t["meta"]["role"] == "roof"}
+    assert (roofs["measured"]["bandwidth"], roofs["measured"]["flop_per_s"]) == (4194828280369.6514, 51123904740184.73)
+    assert (roofs["datasheet"]["bandwidth"], roofs["datasheet"]["flop_per_s"]) == (4.8e12, 67e12)
+    rungs = next(t for t in fig["data"] if t["meta"]["role"] == "rungs")
+    assert rungs["text"] == [r.rung.id for r in rec.rows] and rungs["y"] == [r.rate for r in rec.rows]
+    # 137.4 GFLOP over the DRAM bytes Nsight Compute counted: 8.52 GB for the naive rung, 0.66 GB for the last
+    assert rungs["x"][0] == pytest.approx(16.12, abs=0.01) and rungs["x"][7] == pytest.approx(209.0, abs=0.1)
+    assert rungs["customdata"][0][2] == "8.52 GB"
+    compulsory = fig["layout"]["shapes"][0]
+    assert compulsory["x0"] == pytest.approx(4096 / 6)  # 2 * 4096^3 FLOP over 3 * 4096^2 * 4 bytes
+    assert all(x < compulsory["x0"] for x in rungs["x"])
+
+
+def test_a_ladder_measured_at_several_sizes_links_each_with_its_goal(app):
+    out = page(app, "/ladders/attention")
+    sizes = by_id(out, "lad-sizes")
+    links = [n for n in nodes(sizes) if n["type"] == "Link"]
+    assert [text(n) for n in links] == ["h200: goal met", "h200_causal: goal missed", "h200_d64: goal missed",
+                                        "h200_d64_causal: goal missed"]
+    assert [n["props"]["href"] for n in links] == ["/ladders/attention?gpu=h200"] + [
+        f"/ladders/attention?gpu=h200&size={s}" for s in ("h200_causal", "h200_d64", "h200_d64_causal")]
+    assert [n["props"]["className"] for n in links] == ["active", "", "", ""]
+    assert "No roofline" not in text(out) and by_id(out, "lad-roofline")
+    assert "lad-sizes" not in str(page(app, "/ladders/matmul/bf16"))  # measured at one size: no links
+
+
+def test_another_size_shows_its_own_numbers_and_says_what_was_profiled_at_the_main_size(app):
+    out = page(app, "/ladders/matmul/fp32", "?gpu=h200&size=h200_8192")
+    cli_rows = cli_json("matmul/fp32", "--size", "h200_8192")["rungs"]
+    table = rows(by_id(out, "lad-rungs"))
+    assert [r[5] for r in table] == [f"{c['pct_of_ceiling']:.1f}%" for c in cli_rows]
+    assert table[7][2:] == ["23.41 ms", "23.39 ms – 23.41 ms", "46.97 TFLOP/s", "91.9%", "1.11×", "93.70×", "0.92×",
+                            "–", "–", "–"]  # no Nsight Compute at this size
+    assert [n["props"]["className"] for n in nodes(by_id(out, "lad-sizes")) if n["type"] == "Link"] == ["", "active"]
+    assert "Measured at size h200_8192: m 8192, n 8192, k 8192" in text(out)
+    assert "No roofline at this size" in text(by_id(out, "lad-roofline"))
+    assert "written from the main size, h200" in text(out) and "(results.h200_8192.json, ncu/)" in text(out)
+    assert "reaches 46.97 TFLOP/s, ×0.92 of cublas.fp32: met." in words(by_id(out, "lad-goal"))
+
+
+def test_an_unrecorded_size_says_which_are(app):
+    out = page(app, "/ladders/attention", "?size=h200_huge")
+    assert "no results recorded at size 'h200_huge' (files there: results.h200_causal.json" in text(out)
+    assert by_id(out, "lad-sizes")  # the recorded sizes are still a click away
+
+
+def test_each_compute_rung_card_has_its_words_and_its_busiest_pipe(app):
+    out = page(app, "/ladders/matmul/bf16")
+    for rung in load_definition("matmul/bf16").rungs:
+        card = text(by_id(out, f"rung-{rung.key}"))
+        for words_ in (rung.title, rung.change, rung.reason, rung.prediction, rung.measured, rung.why):
+            assert words_ in card
+    assert "busiest pipe: tensor 97.4%" in text(by_id(out, "rung-05_tma_persistent"))
+    assert "692.3 TFLOP/s" in text(by_id(out, "rung-05_tma_persistent"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,12 +353,17 @@ def test_a_nested_ladder_name_routes_to_its_page_and_makes_plain_ids():
 def test_home_has_a_tile_per_recorded_ladder_leading_to_its_page(app):
     out = page(app, "/")
     tiles = [n for n in nodes(by_id(out, "home-ladders")) if str(n["props"].get("id", "")).startswith("tile-ladder-")]
-    assert [t["props"]["id"] for t in tiles] == [f"tile-ladder-{n}" for n in recorded_here()]
+    assert [t["props"]["id"] for t in tiles] == [f"tile-ladder-{n.replace('/', '-')}" for n in recorded_here()]
     softmax = by_id(out, "tile-ladder-softmax")
     assert softmax["props"]["href"] == "/ladders/softmax?gpu=h200"
     assert ("Last rung 05, Triton, one program per row: 134.1 µs, 4.00 TB/s (95.5% of the measured ceiling), "
             "4.82× over rung 00.") in text(softmax)
     assert "goal missed" in text(by_id(out, "tile-ladder-scan"))
+    bf16 = by_id(out, "tile-ladder-matmul-bf16")
+    assert bf16["props"]["href"] == "/ladders/matmul/bf16?gpu=h200"
+    assert ("Last rung 06, warp specialisation (producer TMA warp, consumer wgmma warpgroups): 1.610 ms, 683.1 TFLOP/s "
+            "(100.0% of the measured ceiling), ×1.02 of cublas.bf16, 2.98× over rung 00.") in text(bf16)
+    assert "2 sizes" in text(by_id(out, "tile-ladder-matmul-fp32")) and "sizes" not in text(bf16)
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,3 +408,31 @@ def test_without_recordings_the_page_names_the_defined_ladders(copied):
     out = page(create_app(copied), "/ladders")
     assert "No ladder results are recorded yet" in text(out)
     assert "3 ladders are defined under kernels/ (scan, softmax, transpose)" in text(out)
+
+
+@pytest.fixture
+def fp32_copy(tmp_path) -> Settings:
+    """matmul/fp32 as recorded (a nested ladder, two sizes), in a folder of its own."""
+    kernels, traces = tmp_path / "kernels", tmp_path / "traces"
+    shutil.copytree(paths.kernels_dir() / "matmul" / "fp32", kernels / "matmul" / "fp32")
+    shutil.copytree(results_path("matmul/fp32").parent, results_path("matmul/fp32", root=traces).parent)
+    return Settings(kernels_dir=kernels, traces_dir=traces, walkthroughs=lambda: [],
+                    progress_path=tmp_path / "progress.sqlite")
+
+
+def test_results_in_another_unit_than_the_ladder_s_are_refused(fp32_copy):
+    path = results_path("matmul/fp32", root=fp32_copy.traces_dir)
+    doc = json.loads(path.read_text())
+    doc["ceiling"] = {"name": "dram_read_bandwidth_bytes_per_s", "unit": "bytes/s", "value": 4.19e12}
+    path.write_text(json.dumps(doc))
+    app = create_app(fp32_copy)
+    assert "is measured in bytes/s but ladder 'matmul/fp32' in FLOP/s" in text(page(app, "/ladders"))
+    assert "record it again" in text(page(app, "/ladders/matmul/fp32"))
+
+
+def test_a_size_without_its_results_file_is_not_offered(fp32_copy):
+    results_path("matmul/fp32", root=fp32_copy.traces_dir, size="h200_8192", main="h200").unlink()
+    app = create_app(fp32_copy)
+    out = page(app, "/ladders/matmul/fp32")
+    assert "lad-sizes" not in str(out) and "46.35 TFLOP/s" in text(by_id(out, "lad-rungs"))
+    assert "no results recorded at size 'h200_8192'" in text(page(app, "/ladders/matmul/fp32", "?size=h200_8192"))

@@ -42,6 +42,8 @@ LAD_TRAJECTORY = "lad-trajectory"
 LAD_STEPS = "lad-steps"
 LAD_RUNGS = "lad-rungs"
 LAD_PEERS = "lad-peers"
+LAD_ROOFLINE = "lad-roofline"  # a compute-bound ladder: each rung on the roofline
+LAD_SIZES = "lad-sizes"  # a ladder recorded at several sizes: one link per size
 
 # hardware and predictions
 HW_GPU = "hw-gpu"

@@ -77,17 +77,21 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
 
 
 def ladder_tile(item: view.Listing) -> dcc.Link:
-    """A recorded ladder and where its last rung ended: time, rate, against the ceiling and rung 00.
-    (A ladder that cannot be read is left out here; the Ladders page shows its error in full.)"""
+    """A recorded ladder and where its last rung ended: time, rate against the ceiling (and, for a
+    goal set against the baseline peer, against it), speed-up over rung 00. (A ladder that cannot be
+    read is left out here; the Ladders page shows its error in full.)"""
     rec = item.recorded
     ms, g = view.measure(rec), view.goal(rec)
     last = g.last
+    ratio = last and g.of_baseline(last)
     result = ("No rung was correct." if last is None else
               f"Last rung {last.rung.id}, {last.rung.title}: {view.median(last.result.time_s)}, "
-              f"{ms.show(ms.rate(last.result))} ({view.percent(last.pct_of_ceiling)} of the measured ceiling), "
-              f"{view.times(last.vs_first)} over rung 00.")
+              f"{ms.show(last.rate)} ({view.percent(last.pct_of_ceiling)} of the measured ceiling)"
+              f"{f', {ratio}' if ratio else ''}, {view.times(last.vs_first)} over rung 00.")
     return dcc.Link([
-        html.Div([badge("ladder"), badge(f"{len(rec.rows)} rungs", "muted"), view.goal_badge(g)], className="badges"),
+        html.Div([badge("ladder"), badge(f"{len(rec.rows)} rungs", "muted"),
+                  *([badge(f"{len(item.sizes)} sizes", "muted")] if len(item.sizes) > 1 else []),
+                  view.goal_badge(g)], className="badges"),
         html.H3(rec.defn.title),
         html.P(result),
     ], href=ladders.href(item), className="card tile", id=f"tile-ladder-{view.slug(item.name)}")
