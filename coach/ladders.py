@@ -520,9 +520,14 @@ class GoalVerdict:
         return self.meets(self.best)
 
 
-def goal_verdict(defn: LadderDef, rows: list[Row]) -> GoalVerdict:
+def goal_verdict(defn: LadderDef, rows: list[Row], size: str | None = None) -> GoalVerdict:
+    """The goal at ``size`` (default the main one). The rate goal is a number for the main size;
+    at another size of a ladder whose goal is a share of the baseline peer (attention's causal and
+    D64 sizes), only that share is judged: the library's rate, and so the rate worth reaching,
+    differs from size to size."""
     correct = [r for r in rows if r.rate is not None]
-    return GoalVerdict(rate_goal=defn.goal_rate, ratio_goal=defn.goal_ratio_to_baseline,
+    other_size = size is not None and size != defn.main_size and defn.goal_ratio_to_baseline is not None
+    return GoalVerdict(rate_goal=0.0 if other_size else defn.goal_rate, ratio_goal=defn.goal_ratio_to_baseline,
                        last=correct[-1] if correct else None,
                        best=max(correct, key=lambda r: r.rate or 0.0) if correct else None)
 

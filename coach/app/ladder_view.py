@@ -279,7 +279,9 @@ class Goal:
     def needs(self, ms: Measure) -> str:
         """What a rung must reach: "580.0 TFLOP/s and ×0.85 of cublas.bf16"."""
         ratio = self.verdict.ratio_goal
-        return ms.show(self.verdict.rate_goal) + ("" if ratio is None else f" and ×{ratio:.2f} of {self.baseline}")
+        terms = ([ms.show(self.verdict.rate_goal)] if self.verdict.rate_goal else []) + (
+            [] if ratio is None else [f"×{ratio:.2f} of {self.baseline}"])
+        return " and ".join(terms)
 
     def reaches(self, ms: Measure, row: Row) -> str:
         """A rung against the goal's terms: "683.1 TFLOP/s, ×1.02 of cublas.bf16"."""
@@ -299,7 +301,7 @@ class Goal:
 
 
 def goal(rec: Recorded) -> Goal:
-    verdict = goal_verdict(rec.defn, list(rec.rows))
+    verdict = goal_verdict(rec.defn, list(rec.rows), rec.results.size_name)
     return Goal(rec.defn.goal, verdict, rec.results.baseline, tuple(r for r in rec.rows if verdict.meets(r)))
 
 

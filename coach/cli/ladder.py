@@ -115,7 +115,7 @@ def _measure_live(name: str, out: Path | None, size: str | None) -> Path:
 def _as_json(defn, res, rows) -> dict[str, Any]:
     from coach.ladders import goal_verdict
 
-    unit, verdict = defn.unit, goal_verdict(defn, rows)
+    unit, verdict = defn.unit, goal_verdict(defn, rows, res.size_name)
     return {
         "ladder": defn.name, "title": defn.title, "gpu": res.gpu, "synthetic": res.synthetic, "size": res.size_name,
         "unit": unit,
@@ -190,9 +190,10 @@ def _print_table(defn, res, rows) -> None:
     for line in failures:
         console.print(f"[red]{line}[/]")
 
-    verdict = goal_verdict(defn, rows)
-    needs = _rate_text(verdict.rate_goal, compute) + (
-        f" and x{verdict.ratio_goal:.2f} of {res.baseline}" if verdict.ratio_goal is not None else "")
+    verdict = goal_verdict(defn, rows, res.size_name)
+    terms = ([_rate_text(verdict.rate_goal, compute)] if verdict.rate_goal else []) + (
+        [f"x{verdict.ratio_goal:.2f} of {res.baseline}"] if verdict.ratio_goal is not None else [])
+    needs = " and ".join(terms)
     console.print(f"goal: {defn.goal} (needs {needs})")
     for label, row, met in (("last correct rung", verdict.last, verdict.last_met),
                             ("fastest rung", verdict.best, verdict.best_met)):

@@ -65,7 +65,7 @@ def test_the_size_links_show_a_ladder_at_another_size_without_reloading(driver, 
     driver.execute_script("window.__sameDocument = true;")
     driver.find_element(By.PARTIAL_LINK_TEXT, "h200_causal").click()
     assert "441.1 TFLOP/s" in wait_for(driver, "#lad-rungs", "441.1 TFLOP/s").text
-    assert "missed (under 448 TFLOP/s)" in wait_for(driver, "#lad-goal").text
+    assert "×0.83 of torch.sdpa: met" in wait_for(driver, "#lad-goal").text
     assert driver.current_url.endswith("/ladders/attention?gpu=h200&size=h200_causal")
     assert "active" in driver.find_element(By.PARTIAL_LINK_TEXT, "h200_causal").get_attribute("class")
     assert driver.execute_script("return window.__sameDocument === true;")
