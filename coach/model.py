@@ -7,7 +7,9 @@ Two kinds of profile exist:
     ``launches``  one row per profiled kernel launch, with the launch configuration and the
                   metrics the analysis uses, under canonical names (``LAUNCH_METRICS``).
     ``metrics``   every metric of every launch in long form (launch, metric, value, unit), so
-                  nothing in a report is lost.
+                  nothing in a report is lost. An instanced metric whose instances are named
+                  (``sass__inst_executed_per_opcode``: one count per executed SASS opcode) adds
+                  one row per instance, its name in ``instance``, beside its aggregate row.
     ``rules``     Nsight Compute's own rule results (the guided-analysis messages).
     ``devices``   one row per device the launches ran on.
 
@@ -177,6 +179,12 @@ METRICS: dict[str, pl.DataType] = {
     "value": Float,  # in base units (see ``unit``); null for text-valued metrics
     "unit": Str,  # normalised unit: ns, byte, byte/s, hz, %, cycle, inst, sector, ... or ""
     "text": Str,  # the value as text, for string-valued metrics (device names, ...)
+    # Null on a metric's aggregate row. An instanced metric whose instances Nsight Compute names
+    # (its correlation IDs are strings: the SASS opcode "HGMMA" of sass__inst_executed_per_opcode,
+    # the category "Floating Point" of ..._per_opcode_category) also has one row per instance, the
+    # name here and the instance's value in ``value``; so (launch_id, metric, instance) is the key.
+    # Instances keyed by number (per-PC counters, occupancy curves) are not kept.
+    "instance": Str,
 }
 
 RULES: dict[str, pl.DataType] = {

@@ -3,11 +3,16 @@
 traces/<gpu>/ladders/: every `results*.json` as it is, and each ladder's Nsight Compute report as the
 compact Parquet profile the CLI and the dashboard read (the `.ncu-rep` itself stays out of the repo).
 
-    scripts/import-ladders.py RUN_DIR [--gpu h200] [--dest traces]
+    scripts/import-ladders.py RUN_DIR [--gpu h200] [--dest traces] [--profiles-only]
 
 A ladder is any folder under RUN_DIR holding a results.json (nested names: RUN_DIR/matmul/fp32/).
 The Parquet folder is written beside its final name and renamed into place, so an interrupted import
 leaves no half-written profile; a ladder whose results.json does not read is refused with one line.
+
+--profiles-only re-reads the reports (after the report reader learned something new) and leaves the
+recorded results*.json alone: they may have been corrected by hand since the import (a provenance
+note says so), and the profile's provenance is taken from them. The run's results.json must be the
+same recording (same ladder, same date), else the ladder is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,23 +34,31 @@ from coach.ladders import RESULTS_FILE, load_results  # noqa: E402
 from coach.model import save  # noqa: E402
 
 
-def import_ladder(run_ladder: Path, dest_ladder: Path) -> str:
-    """Copy one ladder's results files and save its Nsight Compute report as Parquet; say what was done."""
-    doc = json.loads((run_ladder / RESULTS_FILE).read_text(encoding="utf-8"))
-    load_results(run_ladder / RESULTS_FILE)  # refuse a file the readers would refuse
-    dest_ladder.mkdir(parents=True, exist_ok=True)
-    for path in sorted(run_ladder.glob("results*.json")):
-        shutil.copyfile(path, dest_ladder / path.name)
+def import_ladder(run_ladder: Path, dest_ladder: Path, profiles_only: bool = False) -> str:
+    """Copy one ladder's results files (unless ``profiles_only``) and save its Nsight Compute report as
+    Parquet; say what was done."""
+    doc = _results(run_ladder / RESULTS_FILE)
+    if profiles_only:
+        recorded = _results(dest_ladder / RESULTS_FILE)
+        if (recorded["ladder"], _date(recorded)) != (doc["ladder"], _date(doc)):
+            raise InputError(dest_ladder / RESULTS_FILE, f"records {recorded['ladder']} of {_date(recorded)}, not the run's "
+                                                         f"{doc['ladder']} of {_date(doc)}: not the same recording")
+    else:
+        dest_ladder.mkdir(parents=True, exist_ok=True)
+        for path in sorted(run_ladder.glob("results*.json")):
+            shutil.copyfile(path, dest_ladder / path.name)
+        recorded = doc
     report = (doc.get("ncu") or {}).get("report")
     if not report or not (run_ladder / report).is_file():
-        return f"{doc['ladder']}: results only (no Nsight Compute report)"
+        return f"{doc['ladder']}: " + ("no Nsight Compute report" if profiles_only else "results only (no Nsight Compute report)")
     profile = load(run_ladder / report)
+    provenance = recorded.get("provenance", {})
     profile.source.meta.update({  # type: ignore[union-attr] - meta is a plain dict here
         "command": doc["ncu"].get("command", ""),
-        "date": doc.get("provenance", {}).get("date"),
-        "driver": doc.get("provenance", {}).get("driver"),
-        "git_commit": doc.get("provenance", {}).get("git_commit"),
-        "gpu": doc.get("gpu"),
+        "date": provenance.get("date"),
+        "driver": provenance.get("driver"),
+        "git_commit": provenance.get("git_commit"),
+        "gpu": recorded.get("gpu"),
         "recorded_by": "python3 -m coach.capture.ladder run ... --ncu",
     })
     with tempfile.TemporaryDirectory(dir=dest_ladder) as tmp:
@@ -53,7 +67,18 @@ def import_ladder(run_ladder: Path, dest_ladder: Path) -> str:
         if final.exists():
             shutil.rmtree(final)
         (Path(tmp) / "ncu").rename(final)
-    return f"{doc['ladder']}: results and {profile.launches.height} profiled launches"
+    what = "profile" if profiles_only else "results and"
+    return f"{doc['ladder']}: {what} {profile.launches.height} profiled launches"
+
+
+def _results(path: Path) -> dict[str, Any]:
+    """A results.json as a dict, once the ladder readers accept it."""
+    load_results(path)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _date(doc: dict[str, Any]) -> str | None:
+    return (doc.get("provenance") or {}).get("date")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--gpu", default="h200", help="the folder under traces/ (default h200)")
     parser.add_argument("--dest", type=Path, default=ROOT / "traces", help="the traces folder")
+    parser.add_argument("--profiles-only", action="store_true",
+                        help="re-import the Nsight Compute reports only, keeping the recorded results*.json")
     args = parser.parse_args(argv)
     found = sorted(p.parent for p in args.run_dir.glob(f"**/{RESULTS_FILE}"))
     if not found:
@@ -69,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for run_ladder in found:
             name = run_ladder.relative_to(args.run_dir).as_posix()
-            print(import_ladder(run_ladder, args.dest / args.gpu / "ladders" / name))
+            print(import_ladder(run_ladder, args.dest / args.gpu / "ladders" / name, args.profiles_only))
     except (CoachError, InputError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

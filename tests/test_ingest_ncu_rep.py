@@ -135,3 +135,63 @@ def test_ncu_export_failure_is_one_line(strided_ncu_rep, data_dir, tmp_path, mon
     monkeypatch.setenv("COACH_NCU", str(_fake_ncu(tmp_path, data_dir, exit_code=1)))
     with pytest.raises(InputError, match="ncu could not export it .exit 1: ==ERROR== cannot open report"):
         load(strided_ncu_rep)
+
+
+# Named instances of an instanced metric: the executed SASS opcodes (InstructionStats).
+
+OPCODES = "sass__inst_executed_per_opcode"
+
+
+def _opcodes(profile, launch_id: int) -> dict[str, int]:
+    rows = profile.metrics.filter((pl.col("metric") == OPCODES) & (pl.col("launch_id") == launch_id)
+                                  & pl.col("instance").is_not_null())
+    return {op: int(v) for op, v in rows.select("instance", "value").iter_rows()}
+
+
+def test_executed_opcodes_are_kept_one_row_each(prof):
+    strided, coalesced = _opcodes(prof, 0), _opcodes(prof, 1)
+    # 2^26 threads are 2,097,152 warps: each warp loads and stores once; the gather's index
+    # arithmetic (I2F/F2I, MUFU for the division) is what the coalesced copy does not execute
+    assert strided["LDG"] == strided["STG"] == coalesced["LDG"] == coalesced["STG"] == 2_097_152
+    assert (strided["MUFU"], strided["I2F"], strided["F2I"], strided["IMAD"]) == (2_097_152, 2_097_152, 2_097_152, 18_874_368)
+    assert len(strided) == 21 and len(coalesced) == 9 and "MUFU" not in coalesced
+    # the instances add up to the aggregate, which is every executed warp-level instruction
+    l = prof.launches.sort("launch_id")
+    assert [sum(strided.values()), sum(coalesced.values())] == l["warp_inst_executed"].to_list() == [94_371_840, 33_554_432]
+    aggregate = prof.metrics.filter((pl.col("metric") == OPCODES) & pl.col("instance").is_null()).sort("launch_id")
+    assert aggregate["value"].to_list() == [94_371_840, 33_554_432]
+
+
+def test_only_named_instances_are_kept(prof):
+    m = prof.metrics
+    instanced = m.filter(pl.col("instance").is_not_null())
+    assert set(instanced["metric"]) == {OPCODES, f"{OPCODES}_category", f"{OPCODES}_with_modifier_all",
+                                        f"{OPCODES}_with_modifier_selective", "sass__thread_inst_executed_per_opcode_category",
+                                        "sass__thread_inst_executed_true_per_opcode",
+                                        "sass__thread_inst_executed_true_per_opcode_with_modifier_all",
+                                        "sass__thread_inst_executed_true_per_opcode_with_modifier_selective"}
+    # per-PC counters (inst_executed: one instance per SASS address) keep their aggregate row only
+    assert m.filter((pl.col("metric") == "inst_executed") & (pl.col("launch_id") == 0)).height == 1
+    assert m.select("launch_id", "metric", "instance").is_unique().all()
+    categories = instanced.filter((pl.col("metric") == f"{OPCODES}_category") & (pl.col("launch_id") == 1))
+    assert dict(categories.select("instance", pl.col("value").cast(pl.Int64)).iter_rows()) == {
+        "Load/Store": 12_582_912, "Integer": 8_388_608, "Uniform Datapath": 6_291_456, "Control": 4_194_304,
+        "Miscellaneous": 2_097_152}
+
+
+def test_executed_opcodes_of_a_triton_kernel(data_dir):
+    """The Triton row softmax (--set full): floating-point work on the CUDA cores without one FMA,
+    the exponentials on the special-function unit (MUFU), the row reductions through SHFL."""
+    p = load(data_dir / "ncu_triton_softmax" / "triton_softmax.ncu-rep")
+    ops = _opcodes(p, 0)
+    assert (ops["FMUL"], ops["FADD"], ops["FMNMX"], ops["MUFU"], ops["SHFL"]) == (
+        25_690_112, 10_223_616, 6_029_312, 4_456_448, 4_194_304)
+    assert "FFMA" not in ops and "HMMA" not in ops and sum(ops.values()) == 77_332_480
+
+
+def test_instances_survive_save_and_load(prof, tmp_path):
+    from coach.model import save
+
+    again = load(save(prof, tmp_path / "saved"))
+    assert _opcodes(again, 0) == _opcodes(prof, 0)
+    assert again.launches.height == 2

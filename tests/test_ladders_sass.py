@@ -5,8 +5,12 @@ rather than raised, and the busiest pipe from a real Nsight Compute profile (tes
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -79,31 +83,102 @@ def test_disassemble_a_cubin_built_here(tmp_path):
         "wgmma_bf16": (1, 0, 0), "mma_sync_bf16": (0, 1, 0), "cp_async_copy": (0, 0, 0), "ffma_smem": (0, 0, 32)}
 
 
-# Triton: which compiled variant ran.
+# Triton: its asm["sass"] listing, and which compiled variant ran (real kernels compiled here for
+# sm_90 by Triton, which needs no GPU for that: tests/data/ladders/sass/triton_dot.py).
 
-def _variant(block, warps, stages):
-    fn = SimpleNamespace(arg_names=["x_ptr", "n", "BLOCK"])
-    return SimpleNamespace(src=SimpleNamespace(fn=fn, constants={(2,): block}),
-                           metadata=SimpleNamespace(num_warps=warps, num_stages=stages),
-                           asm={"sass": f"\t\tFunction : k\n        /*0000*/   FFMA R1, R2, R3, R1 ;\n" * block})
+def test_triton_asm_sass_listing():
+    """Triton's own listing (triton_dot.triton-sass): ``CTRL<tab>INSTRUCTION;`` lines under
+    ``Function:NAME``, branch targets as ``LBBn:`` labels; every instruction line is counted."""
+    text = (SASS / "triton_dot.triton-sass").read_text()
+    got = sass.opcode_histograms(text)
+    assert list(got) == ["dot_tile"]
+    h = got["dot_tile"]
+    assert (h["HGMMA"], h["WARPGROUP"], h["FMUL"], h["LDG"], h["STG"], h["BRA"]) == (4, 2, 32, 64, 32, 4)
+    assert "HMMA" not in h and "FFMA" not in h
+    assert sum(h.values()) == sum("\t" in line for line in text.splitlines()) == 664
+    assert sass.sass_record(text, "Triton asm['sass']")["kernels"] == got
 
 
-def _jit(*variants):
-    return SimpleNamespace(device_caches={0: ({i: v for i, v in enumerate(variants)}, {}, None, None, None)},
-                           fn=lambda: None)
+def test_a_listing_without_instructions_is_an_error():
+    with pytest.raises(RuntimeError, match="no instruction read for k "):
+        sass.sass_record("Function:k\n0000: HGMMA R0 (a format nobody prints)\n", "somewhere")
 
 
-def test_triton_sass_takes_the_autotuners_choice():
-    jit = _jit(_variant(1, 4, 3), _variant(2, 8, 3), _variant(3, 4, 3))
-    tuner = SimpleNamespace(fn=jit, configs=[], best_config=SimpleNamespace(kwargs={"BLOCK": 2}, num_warps=8, num_stages=3))
-    record = sass.triton_sass(SimpleNamespace(k=tuner), ["k"])
-    assert record == {"source": "Triton asm['sass']", "kernels": {"k": {"FFMA": 2}}}
-    assert sass.triton_sass(SimpleNamespace(k=_jit(_variant(3, 4, 3))), ["k"])["kernels"] == {"k": {"FFMA": 3}}
-    ambiguous = SimpleNamespace(fn=jit, configs=[], best_config=SimpleNamespace(kwargs={"BLOCK": 9}, num_warps=8, num_stages=3))
-    with pytest.raises(RuntimeError, match="3 compiled variants and 0 match the autotuner's choice"):
-        sass.triton_sass(SimpleNamespace(k=ambiguous), ["k"])
-    with pytest.raises(RuntimeError, match="holds no compiled kernel"):
-        sass.triton_sass(SimpleNamespace(k=_jit()), ["k"])
+# Triton reads TRITON_INTERPRET when it is imported, and these tests import it for the interpreter:
+# compiling needs a fresh interpreter without it. The child compiles two variants of dot_tile for
+# sm_90 (BLOCK 64: one warpgroup, wgmma; BLOCK 32: too few rows for wgmma, mma.sync), puts them
+# where Triton keeps what it compiled (device_caches), and reports what coach.capture.sass makes of them.
+_CHILD = r"""
+import importlib.util, json, sys
+import triton
+from coach.capture import sass
+
+spec = importlib.util.spec_from_file_location("triton_dot", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules["triton_dot"] = module
+spec.loader.exec_module(module)
+out = {}
+try:
+    out["none_compiled"] = sass.triton_sass(module, ["scaled", "dot_tile"])
+except RuntimeError as err:
+    out["none_compiled"] = str(err)
+try:
+    variants = {64: module.compile_variant(64, 4), 32: module.compile_variant(32, 4)}
+except Exception as err:
+    print(json.dumps({"cannot_compile": f"{type(err).__name__}: {err}"}))
+    raise SystemExit(0)
+cubin_text, _ = sass.disassemble(bytes(variants[64].asm["cubin"]))
+out["listings_agree"] = sass.opcode_histograms(variants[64].asm["sass"]) == sass.opcode_histograms(cubin_text)
+configs = [triton.Config({"BLOCK": b}, num_warps=4, num_stages=3) for b in (32, 64, 128)]
+tuner = triton.autotune(configs=configs[:2], key=["K"])(module.dot_tile)
+out["tuner_has_cache_dict"] = isinstance(tuner.cache, dict)
+out["unwrapped"] = sass._unwrap(tuner) == (module.dot_tile, tuner)
+module.dot_tile.device_caches[0] = ({0: variants[32], 1: variants[64]}, {}, None, None, None)
+rung = type(module)("rung")
+rung.dot_tile, rung.scaled = tuner, module.scaled
+for config in configs:
+    tuner.best_config = config
+    try:
+        out[f"best_{config.kwargs['BLOCK']}"] = sass.triton_sass(rung, ["scaled", "dot_tile"])
+    except RuntimeError as err:
+        out[f"best_{config.kwargs['BLOCK']}"] = str(err)
+tuner.best_config = configs[1]
+sass.find_disassembler = lambda: None
+out["fallback"] = sass.triton_sass(rung, ["dot_tile"])
+out["fallback_expected"] = {"source": "Triton asm['sass']", "kernels": sass.opcode_histograms(variants[64].asm["sass"])}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None or sass.find_disassembler() is None,
+                    reason="triton, or a cuobjdump/nvdisasm, missing")
+def test_triton_sass_of_real_compiled_variants(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), TRITON_CACHE_DIR=str(tmp_path),
+               TRITON_DEFAULT_FP_FUSION="1")
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(SASS / "triton_dot.py")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    if "cannot_compile" in out:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {out['cannot_compile']}")
+    # nothing launched: neither the kernel nor its inlined helper holds a compiled kernel
+    assert out["none_compiled"] == "Triton holds no compiled kernel of scaled, dot_tile (were they launched?)"
+    # Triton's listing and cuobjdump's of the same cubin give the same histogram
+    assert out["listings_agree"] is True
+    # an Autotuner keeps a cache dict of its own; it is unwrapped to the JIT function under it
+    assert out["tuner_has_cache_dict"] is True and out["unwrapped"] is True
+    # the autotuner's choice picks the variant: wgmma for BLOCK 64, mma.sync for BLOCK 32; the
+    # helper `scaled`, inlined into dot_tile, is skipped
+    for block, (present, absent) in ((64, ("HGMMA", "HMMA")), (32, ("HMMA", "HGMMA"))):
+        record = out[f"best_{block}"]
+        assert record["source"] in ("cuobjdump -sass", "nvdisasm") and list(record["kernels"]) == ["dot_tile"]
+        h = record["kernels"]["dot_tile"]
+        assert h.get(present, 0) > 0 and absent not in h, (block, h)
+    assert out["best_128"].startswith("dot_tile: 2 compiled variants and 0 match the autotuner's choice (BLOCK: 128")
+    # no disassembler of ours: Triton's own listing of the chosen variant
+    assert out["fallback"] == out["fallback_expected"]
+    assert out["fallback"]["kernels"]["dot_tile"]["HGMMA"] > 0
 
 
 def test_a_failure_to_get_sass_is_recorded_not_raised():

@@ -70,8 +70,13 @@ RAW_METRICS = {
 #: limited by (FMA for CUDA-core matmul, tensor for HMMA/HGMMA, LSU when loads crowd out the math).
 #: The "shared" pipe is left out: on Hopper it is the FP16 and tensor work together and repeats them.
 PIPE_METRIC = r"^sm__(?:inst_executed_pipe_(?:[a-z0-9_]+)|pipe_(?:[a-z0-9_]+)_cycles_active)\.avg\.pct_of_peak_sustained_active$"
-#: The SASS opcodes a compute-bound rung's sentence counts: Hopper warpgroup MMA, warp-level MMA, FP32 FMA.
+#: The SASS opcodes a compute-bound rung's sentence counts: Hopper warpgroup MMA (``wgmma``), warp-level
+#: MMA (``mma.sync``, WMMA), and the CUDA-core FP32 FMA the SIMT rungs do their work with.
 TENSOR_OPCODES = ("HGMMA", "HMMA")
+EXECUTED_OPCODES = (*TENSOR_OPCODES, "FFMA")
+#: The InstructionStats metric whose named instances are the executed SASS opcodes, each with its
+#: warp-level count (coach.model.METRICS ``instance``); its aggregate is every executed instruction.
+OPCODE_METRIC = "sass__inst_executed_per_opcode"
 #: The canonical launch columns a rung's sentence quotes.
 LAUNCH_COLUMNS = ("launch_id", "nvtx_range", "kernel_name", "duration_ns", "dram_throughput_pct",
                   "l1_throughput_pct", "l2_throughput_pct", "l1_hit_rate_pct", "l2_hit_rate_pct",
@@ -111,6 +116,7 @@ def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
         raise InputError(folder, f"has no launch in an NVTX range {prefix}<rung> (recorded without --nvtx?)")
     return (launches.join(raw, on="launch_id", how="left", maintain_order="left")
             .join(busiest_pipes(profile.metrics), on="launch_id", how="left", maintain_order="left")
+            .join(executed_opcodes(profile.metrics), on="launch_id", how="left", maintain_order="left")
             .with_columns(pl.col("nvtx_range").str.split("/").list.last().alias("rung"))
             .sort("duration_ns", descending=True)
             .group_by("rung", maintain_order=True)
@@ -126,6 +132,16 @@ def busiest_pipes(metrics: pl.DataFrame) -> pl.DataFrame:
             .sort(["launch_id", "value", "metric"], descending=[False, True, False])
             .group_by("launch_id", maintain_order=True).first()
             .select("launch_id", pl.col("metric").alias("busiest_pipe_metric"), pl.col("value").alias("busiest_pipe_pct")))
+
+
+def executed_opcodes(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Per launch, the executed warp-level count of each of ``EXECUTED_OPCODES`` (``hgmma_inst``,
+    ``hmma_inst``, ``ffma_inst``; 0 where the launch executed none), from the per-opcode instances of
+    ``OPCODE_METRIC``. Launches profiled without the InstructionStats section (or read from a CSV
+    export, which prints the aggregate only) have no row."""
+    per_opcode = metrics.filter((pl.col("metric") == OPCODE_METRIC) & pl.col("instance").is_not_null())
+    return per_opcode.group_by("launch_id", maintain_order=True).agg(
+        pl.col("value").filter(pl.col("instance") == op).sum().alias(f"{op.lower()}_inst") for op in EXECUTED_OPCODES)
 
 
 @dataclass(frozen=True)
@@ -182,13 +198,15 @@ def measured_text(rec: Recorded, i: int) -> str:
     profile = rec.profiles.get(row.rung.key)
     if results.ceiling_unit != FLOPS:
         return f"{text}. {profile_text(profile)}" if profile is not None else text
-    parts = [text, *([compute_profile_text(profile)] if profile is not None else []),
-             *([sass_text(m.sass, profile and profile["kernel_name"])] if m.sass else [])]
-    return ". ".join(parts)
+    executed = profile is not None and profile.get("ffma_inst") is not None
+    static = None if executed else sass_text(m.sass, profile and profile["kernel_name"])
+    return ". ".join([text, *([compute_profile_text(profile)] if profile is not None else []), *([static] if static else [])])
 
 
 def compute_profile_text(p: Mapping[str, Any]) -> str:
-    """What Nsight Compute measured for a compute-bound rung's longest launch: the busiest pipe first."""
+    """What Nsight Compute measured for a compute-bound rung's longest launch: the busiest pipe first,
+    the executed tensor-core instructions (HGMMA, HMMA) and FFMA's share of all executed last, where
+    the profile has the InstructionStats section's per-opcode counts."""
     head = (f"Nsight Compute, {p['launches']} kernels in {_us(p['total_duration_ns'] / 1e9)}; the longest, "
             if p["launches"] > 1 else "Nsight Compute, ")
     pipe = ("" if p.get("busiest_pipe_metric") is None else
@@ -198,7 +216,21 @@ def compute_profile_text(p: Mapping[str, Any]) -> str:
             f"warps {p['achieved_occupancy_pct']:.1f}% of the SM ({p['theoretical_occupancy_pct']:.1f}% possible, "
             f"{p['registers_per_thread']} registers), DRAM {p['dram_throughput_pct']:.1f}% of peak, L2 "
             f"{p['l2_throughput_pct']:.1f}% and L1 {p['l1_throughput_pct']:.1f}% of peak, "
-            f"{p['warp_inst'] / 1e6:.2f} M warp instructions")
+            f"{p['warp_inst'] / 1e6:.2f} M warp instructions{_executed_text(p)}")
+
+
+def _executed_text(p: Mapping[str, Any]) -> str:
+    """" executed: 8.39 M HGMMA, 0 HMMA, no FFMA" or " executed: 0 HGMMA, 0 HMMA, FFMA 89.5% of them"
+    (warp-level executed counts), or "" where the profile lacks them."""
+    if p.get("ffma_inst") is None:
+        return ""
+    tensor = ", ".join(f"{_millions(p[f'{op.lower()}_inst'])} {op}" for op in TENSOR_OPCODES)
+    ffma = f"FFMA {100 * p['ffma_inst'] / p['warp_inst']:.1f}% of them" if p["ffma_inst"] else "no FFMA"
+    return f" executed: {tensor}, {ffma}"
+
+
+def _millions(count: float) -> str:
+    return "0" if count == 0 else f"{count / 1e6:,.2f} M"
 
 
 def _pipe_name(metric: str) -> str:
@@ -210,11 +242,16 @@ def _pipe_name(metric: str) -> str:
     return f"{m['inst']} (instructions issued)" if m["inst"] else f"{m['cyc']} (cycles active)"
 
 
-def sass_text(sass: Mapping[str, Mapping[str, int]], kernel: str | None = None) -> str:
+def sass_text(sass: Mapping[str, Mapping[str, int]], kernel: str | None = None) -> str | None:
     """The tensor-core evidence in a rung's SASS (static counts, in the code): HGMMA or HMMA, and FFMA;
-    of ``kernel`` (the profiled longest one) when its histogram is there, else of all its kernels."""
-    chosen = {kernel: sass[kernel]} if kernel in sass else dict(sass)
-    total = {op: sum(h.get(op, 0) for h in chosen.values()) for op in (*TENSOR_OPCODES, "FFMA")}
+    of ``kernel`` (the profiled longest one) when its histogram is there, else of all its kernels.
+    None where no histogram holds an instruction: an empty histogram is a failed disassembly, not
+    evidence that the code has no tensor-core instruction."""
+    present = {k: h for k, h in sass.items() if h}
+    chosen = {kernel: present[kernel]} if kernel in present else present
+    if not chosen:
+        return None
+    total = {op: sum(h.get(op, 0) for h in chosen.values()) for op in EXECUTED_OPCODES}
     tensor = [f"{total[op]:,} {op}" for op in TENSOR_OPCODES if total[op]]
     where = f"SASS of {next(iter(chosen))}" if len(chosen) == 1 else f"SASS of its {len(chosen)} kernels"
     mma = ", ".join(tensor) if tensor else "no tensor-core instruction (HGMMA, HMMA)"

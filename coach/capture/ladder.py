@@ -61,6 +61,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
+from coach.capture import nvrtc
 from coach.capture.calibrate import describe_gpu, write_json
 from coach.capture.sass import disassemble, sass_record, triton_sass
 from coach.errors import InputError
@@ -305,9 +306,17 @@ def nvrtc_options(include: Path, arch: str | None = None) -> tuple[str, ...]:
 
 
 #: Options CuPy's RawModule adds to the caller's before NVRTC compiles (cupy.cuda.compiler
-#: _compile_with_cache_cuda); compile_using_nvrtc adds the rest (-arch, and
-#: --device-as-default-execution-space for NVRTC 12+) on both paths.
-CUPY_RAWMODULE_OPTIONS = ("-ftz=true",)
+#: _compile_with_cache_cuda: -ftz=true; compile_using_nvrtc: --device-as-default-execution-space
+#: for NVRTC 12+, and -arch for the device).
+CUPY_RAWMODULE_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
+
+
+def cubin_options(options: Sequence[str], compute_capability: str) -> tuple[str, ...]:
+    """The NVRTC options that rebuild a rung's module as RawModule built it, for a cubin: the rung's
+    own, CuPy's, and the device's real architecture (``-arch=sm_90`` for capability "90") unless the
+    rung names one (``-arch=sm_90a``)."""
+    arch = () if any(o.startswith("-arch=") for o in options) else (f"-arch=sm_{compute_capability}",)
+    return (*options, *CUPY_RAWMODULE_OPTIONS, *arch)
 
 
 class CupyBuild:
@@ -334,14 +343,14 @@ class CupyBuild:
 
     def sass(self) -> dict[str, Any]:
         """The opcode histograms of the rung's kernels, from the cubin NVRTC makes of the same source
-        with the same options as the loaded module (RawModule exposes no cubin of its own)."""
-        from cupy.cuda import compiler
+        with the same options as the loaded module (RawModule exposes no cubin of its own), through
+        the NVRTC library CuPy loaded (coach.capture.nvrtc says why not through CuPy)."""
+        import cupy
+        from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
 
-        result = compiler.compile_using_nvrtc(self._source, self.options + CUPY_RAWMODULE_OPTIONS, cache_in_memory=True)
-        cubin = result[0] if isinstance(result, tuple) else result
-        if not isinstance(cubin, (bytes, bytearray)):
-            raise RuntimeError("NVRTC gave PTX, not a cubin (CuPy compiles to PTX where its NVRTC predates the GPU)")
-        text, tool = disassemble(bytes(cubin))
+        lib = nvrtc.library(f"libnvrtc.so.{cupy_nvrtc.getVersion()[0]}")
+        options = cubin_options(self.options, str(cupy.cuda.Device().compute_capability))
+        text, tool = disassemble(nvrtc.compile_cubin(lib, self._source, options))
         return sass_record(text, f"NVRTC cubin, {tool}", tuple(self.signatures))
 
     _NP = {"int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float32": "float32"}

@@ -6,7 +6,15 @@ A compute-bound rung's claim ("this rung moves the FMAs onto the tensor cores", 
 UTMALDG (TMA). The runner disassembles each rung's cubin with ``cuobjdump -sass`` (or ``nvdisasm``)
 and records, per kernel, the count of every opcode mnemonic (``HGMMA.64x128x16.F32.BF16`` counts as
 ``HGMMA``, ``LDG.E.128`` as ``LDG``). These are static counts, instructions in the code, not
-executions: a loop body counts once.
+executions: a loop body counts once. (What ran is Nsight Compute's InstructionStats section: the
+executed count of each opcode, which coach.analyze.ladder_evidence prefers.)
+
+Three listings are read: ``cuobjdump -sass`` (``/*0060*/  HGMMA... ;  /* 0x... */`` under
+``Function : NAME``), ``nvdisasm`` (the same instruction lines under ``.text.NAME:``) and Triton's
+``CompiledKernel.asm["sass"]`` (triton/tools/disasm.py rewrites cuobjdump's listing as
+``Function:NAME`` then one ``CTRL<tab>INSTRUCTION;`` line per instruction, CTRL being the decoded
+scheduling fields ``--:-:0:Y:4``, and ``LBBn:`` labels for branch targets). A kernel whose listing
+yields no instruction is an error (an unrecognised format), never an empty histogram.
 
 Instructions predicated on ``@!PT`` (never true) are left out: ptxas emits them as filler
 (``@!PT LDS RZ, [RZ]``) and they never execute.
@@ -29,15 +37,19 @@ from pathlib import Path
 _CUOBJDUMP_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
 _NVDISASM_TEXT = re.compile(r"^\.text\.(\S+):\s*$")
 _SECTION = re.compile(r"^\s*\.section\s+(\S+?),")
-#: An instruction line: ``/*0060*/  [@P0 ]OPCODE.MODIFIERS operands ;``.
-_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:\{\s*)?(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?:\.\S*)?[\s;]")
+#: An instruction line: ``/*0060*/  [@P0 ]OPCODE.MODIFIERS operands ;`` (cuobjdump, nvdisasm), or
+#: Triton's ``--:-:0:Y:4<tab>[@P0 ]OPCODE.MODIFIERS operands;`` (wait mask, read and write barriers,
+#: yield, stall cycles).
+_INSTRUCTION = re.compile(r"^(?:\s*/\*[0-9a-f]{4,}\*/\s+|(?:--|\d\d):[-0-7]:[-0-7]:[-Y]:[0-9a-f]\t)(?:\{\s*)?"
+                          r"(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?:\.\S*)?[\s;]")
 #: A predicate that is never true: the instruction never executes.
 _NEVER = "@!PT"
 TIMEOUT_S = 60
 
 
 def opcode_histograms(text: str) -> dict[str, dict[str, int]]:
-    """kernel -> opcode mnemonic -> count, from ``cuobjdump -sass`` or ``nvdisasm`` output."""
+    """kernel -> opcode mnemonic -> count, from ``cuobjdump -sass``, ``nvdisasm`` or Triton's
+    ``asm["sass"]`` output."""
     counts: dict[str, Counter[str]] = {}
     current: str | None = None
     for line in text.splitlines():
@@ -83,12 +95,15 @@ def disassemble(cubin: bytes) -> tuple[str, str]:
 
 def sass_record(text: str, source: str, kernels: list[str] | tuple[str, ...] = ()) -> dict[str, object]:
     """results.json's ``sass`` entry: the histogram of each kernel (of ``kernels``, when given: the
-    cubin of a CUDA rung may hold helpers the rung does not launch) and what produced it."""
+    cubin of a CUDA rung may hold helpers the rung does not launch) and what produced it. Raises
+    RuntimeError where there is no kernel, or a kernel without one instruction read."""
     histograms = opcode_histograms(text)
     if kernels:
         histograms = {k: v for k, v in histograms.items() if k in kernels}
     if not histograms:
         raise RuntimeError(f"{source} printed no kernel's SASS")
+    if empty := sorted(k for k, v in histograms.items() if not v):
+        raise RuntimeError(f"{source}: no instruction read for {', '.join(empty)} (a listing format this parser does not know)")
     return {"source": source, "kernels": histograms}
 
 
@@ -100,17 +115,26 @@ def sass_record(text: str, source: str, kernels: list[str] | tuple[str, ...] = (
 def triton_sass(module: object, names: list[str] | tuple[str, ...]) -> dict[str, object]:
     """The ``sass`` entry of a Triton rung whose kernels have run: for each ``@triton.jit`` function
     named in ``names`` (an attribute of the rung's module, possibly under ``@triton.autotune`` or
-    ``@triton.heuristics``), the SASS of the variant compiled for the call, from Triton's own
-    ``asm["sass"]`` when it can make it (it needs cuobjdump), else from its cubin here."""
+    ``@triton.heuristics``) that Triton compiled, the SASS of the variant compiled for the call.
+
+    A ``@triton.jit`` helper that kernels call is inlined into them and never compiled on its own:
+    it is skipped; none of ``names`` compiled is an error. The variant's cubin is disassembled here
+    (the whole listing, as for CUDA rungs); Triton's own ``asm["sass"]`` is the fallback where no
+    disassembler is found (Triton may know one through TRITON_CUOBJDUMP_PATH)."""
     histograms: dict[str, dict[str, int]] = {}
     sources: set[str] = set()
+    compiled: dict[str, object] = {}
     for name in names:
         jit, tuner = _unwrap(getattr(module, name))
-        compiled = _chosen(name, compiled_variants(jit), tuner)
-        try:
-            text, source = compiled.asm["sass"], "Triton asm['sass']"
-        except Exception:  # noqa: BLE001 - Triton found no disassembler: use ours on its cubin
-            text, source = disassemble(bytes(compiled.asm["cubin"]))
+        if variants := compiled_variants(jit):
+            compiled[name] = _chosen(name, variants, tuner)
+    if not compiled:
+        raise RuntimeError(f"Triton holds no compiled kernel of {', '.join(names)} (were they launched?)")
+    for kernel in compiled.values():
+        if find_disassembler() is not None:
+            text, source = disassemble(bytes(kernel.asm["cubin"]))
+        else:
+            text, source = kernel.asm["sass"], "Triton asm['sass']"
         record = sass_record(text, source)
         histograms.update(record["kernels"])  # type: ignore[arg-type]
         sources.add(source)
@@ -118,7 +142,8 @@ def triton_sass(module: object, names: list[str] | tuple[str, ...]) -> dict[str,
 
 
 def _unwrap(obj: object) -> tuple[object, object | None]:
-    """The JIT function under an autotuner or heuristics wrapper (each has ``fn``), and the autotuner."""
+    """The JIT function under an autotuner or heuristics wrapper (each has ``fn``), and the autotuner
+    (the wrapper with ``configs``)."""
     tuner = None
     while not _is_jit(obj) and hasattr(obj, "fn"):
         if hasattr(obj, "configs"):
@@ -128,16 +153,16 @@ def _unwrap(obj: object) -> tuple[object, object | None]:
 
 
 def _is_jit(obj: object) -> bool:
-    return hasattr(obj, "device_caches") or isinstance(getattr(obj, "cache", None), dict)
+    """A ``JITFunction`` of Triton 3.2 or later: it keeps its kernels in ``device_caches``. (An
+    ``Autotuner`` holds a ``cache`` dict too, of the configs it chose, so that is no sign of one.)"""
+    return hasattr(obj, "device_caches")
 
 
 def compiled_variants(jit: object) -> list[object]:
-    """Every kernel Triton compiled for ``jit``, in compilation order. Triton 3.2 and later keep them
-    in ``device_caches[device][0]`` (key -> kernel); earlier versions in ``cache[device]``."""
-    caches = getattr(jit, "device_caches", None)
-    if caches is not None:
-        return [k for entry in caches.values() for k in (entry[0] if isinstance(entry, tuple) else entry).values()]
-    return [k for per_device in getattr(jit, "cache", {}).values() for k in per_device.values()]
+    """Every kernel Triton compiled for ``jit``, in compilation order: Triton 3.2 and later keep them
+    in ``device_caches[device][0]`` (key -> kernel)."""
+    caches = getattr(jit, "device_caches", {})
+    return [k for entry in caches.values() for k in (entry[0] if isinstance(entry, tuple) else entry).values()]
 
 
 def _chosen(name: str, variants: list[object], tuner: object | None) -> object:
@@ -145,8 +170,6 @@ def _chosen(name: str, variants: list[object], tuner: object | None) -> object:
     constexpr values, warps and stages)."""
     if len(variants) == 1:
         return variants[0]
-    if not variants:
-        raise RuntimeError(f"{name}: Triton holds no compiled kernel (was it launched?)")
     best = getattr(tuner, "best_config", None)
     matches = [v for v in variants if best is not None and _runs_config(v, best)]
     if len(matches) != 1:

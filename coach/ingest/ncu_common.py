@@ -172,17 +172,20 @@ def launch_config(metrics: pl.DataFrame) -> pl.DataFrame:
 
 
 def to_base_units(raw: pl.DataFrame | pl.LazyFrame, raw_units: pl.Series | None = None) -> pl.DataFrame:
-    """(launch_id, metric, raw_value, raw_unit, text) -> (launch_id, metric, value, unit, text) in base units.
+    """(launch_id, metric, raw_value, raw_unit, text) -> (launch_id, metric, value, unit, text) in base units,
+    with the ``instance`` column too where ``raw`` has one (named instances of a metric, see
+    ``coach.model.METRICS``).
 
     ``raw`` may be lazy, so that a large table is built, scaled and collected in one pass; then
     pass the unit strings it can hold as ``raw_units`` rather than have them collected first.
     """
     units = unit_table(raw_units if raw_units is not None else raw.lazy().select("raw_unit").unique().collect()["raw_unit"])
+    lf = raw.lazy()
+    instance = [c for c in ("instance",) if c in lf.collect_schema().names()]
     return (
-        raw.lazy()
-        .with_columns(pl.col("raw_unit").fill_null(""))
+        lf.with_columns(pl.col("raw_unit").fill_null(""))
         .join(units.lazy(), on="raw_unit", how="left", maintain_order="left")  # the report's order, every run
-        .select("launch_id", "metric", (pl.col("raw_value") * pl.col("factor")).alias("value"), "unit", "text")
+        .select("launch_id", "metric", (pl.col("raw_value") * pl.col("factor")).alias("value"), "unit", "text", *instance)
         .collect()
     )
 

@@ -22,6 +22,10 @@ the metric NVIDIA's section files show under it) and then the same metric mappin
 Identity columns changed over versions: 2019.x to 2021.x print "Kernel Time" (a launch timestamp)
 and no "Block Size", "Grid Size", "Device", "CC"; ``--nvtx`` adds columns named after the NVTX
 domain ("thread Domain:Push/Pop_Range:..."). Any of them may be absent; what a file lacks is null.
+
+An instanced metric (``sass__inst_executed_per_opcode``: a count per executed SASS opcode) prints
+as its aggregate only, unless ncu is asked for ``--print-metric-instances``; its per-opcode rows
+(``instance`` in the model) come from the ``.ncu-rep`` reader alone.
 """
 
 from __future__ import annotations

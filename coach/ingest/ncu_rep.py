@@ -5,9 +5,17 @@ Every metric of every profiled launch goes into the long ``metrics`` table; the 
 (``rule_results_as_dicts``) become the ``rules`` table; ``device__attribute_*`` metrics the
 ``devices`` table.
 
+An instanced metric holds, besides its aggregate, one value per instance (``num_instances``,
+``as_double(i)``), each identified by ``correlation_ids()``, itself a metric whose instances are
+the IDs. Where the IDs are strings the instances are named things worth keeping: the executed SASS
+opcodes of the InstructionStats section (``sass__inst_executed_per_opcode``: "HGMMA", "HMMA",
+"FFMA", "LDGSTS", ... with their warp-level counts) and their categories; each becomes a row with
+its name in ``instance``. Numbered instances (per-PC counters, occupancy curves) are left out.
+
 ``ncu_report`` has no wheel for Linux aarch64 (Grace Hopper). Where it is missing but the ``ncu``
 command is there ($COACH_NCU, else PATH), the report is exported with ``ncu --import FILE --csv``
-(the raw page for the metrics, the details page for the rule results) and read by the CSV reader.
+(the raw page for the metrics, the details page for the rule results) and read by the CSV reader;
+that page holds instanced metrics' aggregates only, so the named instances are missing then.
 """
 
 from __future__ import annotations
@@ -106,7 +114,8 @@ def read(path: Path) -> KernelProfile:
     except Exception as err:  # the module raises its own exception types for damaged files
         raise InputError(path, f"is not a readable Nsight Compute report ({str(err).strip() or type(err).__name__})") from None
 
-    metric_rows: dict[str, list[Any]] = {"launch_id": [], "metric": [], "raw_value": [], "raw_unit": [], "text": []}
+    metric_rows: dict[str, list[Any]] = {"launch_id": [], "metric": [], "raw_value": [], "raw_unit": [], "text": [],
+                                         "instance": []}
     identity: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
     launch_id = 0
@@ -128,7 +137,8 @@ def read(path: Path) -> KernelProfile:
         raise InputError(path, f"is damaged: launch {empty[0]} has no readable metrics")
 
     metrics = _metrics_frame(metric_rows)
-    launches = _launches(pl.DataFrame(identity), metrics)
+    aggregates = metrics.filter(pl.col("instance").is_null())
+    launches = _launches(pl.DataFrame(identity), aggregates)
     source = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=None,
                     meta={"reader": f"ncu_report {ncu_report.get_version() if hasattr(ncu_report, 'get_version') else ''}".strip()})
     return make_kernel_profile(
@@ -136,7 +146,7 @@ def read(path: Path) -> KernelProfile:
         launches=launches,
         metrics=metrics,
         rules=pl.DataFrame(rules) if rules else None,
-        devices=devices(metrics),
+        devices=devices(aggregates),
     )
 
 
@@ -175,6 +185,7 @@ def _collect_metrics(action, launch_id: int, rows: dict[str, list[Any]]) -> None
         m = action.metric_by_name(name)
         if m is None or not m.has_value():
             continue
+        unit = m.unit() or ""
         if m.kind() == _STRING_KIND:
             value, text = None, m.as_string()
         else:
@@ -182,16 +193,33 @@ def _collect_metrics(action, launch_id: int, rows: dict[str, list[Any]]) -> None
                 value, text = float(m.as_double()), None
             except (TypeError, ValueError):
                 value, text = None, str(m.value())
-        rows["launch_id"].append(launch_id)
-        rows["metric"].append(name)
-        rows["raw_value"].append(value)
-        rows["raw_unit"].append(m.unit() or "")
-        rows["text"].append(text)
+        _append(rows, launch_id, name, value, unit, text, None)
+        for instance, value, text in _named_instances(m):
+            _append(rows, launch_id, name, value, unit, text, instance)
+
+
+def _named_instances(m) -> list[tuple[str, float | None, str | None]]:
+    """(name, value, text) of each instance of ``m`` whose correlation ID is a string; none otherwise."""
+    if m.num_instances() == 0 or not m.has_correlation_ids():
+        return []
+    ids = m.correlation_ids()
+    if ids.kind() != _STRING_KIND:
+        return []
+    text = m.kind() == _STRING_KIND
+    return [(ids.as_string(i), None if text else float(m.as_double(i)), m.as_string(i) if text else None)
+            for i in range(m.num_instances())]
+
+
+def _append(rows: dict[str, list[Any]], launch_id: int, metric: str, value: float | None, unit: str, text: str | None,
+            instance: str | None) -> None:
+    for column, v in (("launch_id", launch_id), ("metric", metric), ("raw_value", value), ("raw_unit", unit),
+                      ("text", text), ("instance", instance)):
+        rows[column].append(v)
 
 
 def _metrics_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
     return to_base_units(pl.DataFrame(rows, schema={"launch_id": pl.Int64, "metric": pl.Utf8, "raw_value": pl.Float64,
-                                                    "raw_unit": pl.Utf8, "text": pl.Utf8}))
+                                                    "raw_unit": pl.Utf8, "text": pl.Utf8, "instance": pl.Utf8}))
 
 
 def _launches(identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
