@@ -9,7 +9,7 @@ def test_home_lists_the_walkthrough_and_the_way_to_your_own_report(driver, live_
     open_page(driver, live_app, "/", "#tile-strided-copy", "A gather that reads every 33rd float")
     assert "Open your own report" in wait_for(driver, "#tile-explore").text
     assert "4.00 TB/s (95.5% of the measured ceiling)" in wait_for(driver, "#home-ladders #tile-ladder-softmax").text
-    assert "683.1 TFLOP/s" in wait_for(driver, "#home-ladders #tile-ladder-matmul-bf16").text
+    assert "689.6 TFLOP/s" in wait_for(driver, "#home-ladders #tile-ladder-matmul-bf16").text
     screenshot(driver, "home")
     assert_clean_console(driver)
 
@@ -48,8 +48,8 @@ def test_the_ladders_overview_leads_to_a_ladder_in_full(driver, live_app):
 
 def test_a_compute_ladder_draws_its_flop_rates_and_each_rung_on_the_roofline(driver, live_app):
     open_page(driver, live_app, "/ladders/matmul/bf16", "#lad-rungs", "TMA descriptors, persistent grid")
-    assert "692.3 TFLOP/s" in wait_for(driver, "#lad-rungs").text
-    assert "reaches 692.3 TFLOP/s, ×1.03 of cublas.bf16: met" in wait_for(driver, "#lad-goal").text
+    assert "687.2 TFLOP/s" in wait_for(driver, "#lad-rungs").text
+    assert "reaches 689.6 TFLOP/s, ×1.02 of cublas.bf16: met" in wait_for(driver, "#lad-goal").text
     wait_for(driver, "#lad-trajectory .js-plotly-plot .scatterlayer .trace")
     wait_for(driver, "#lad-roofline .js-plotly-plot .scatterlayer .trace")
     wait_idle(driver)
@@ -61,11 +61,11 @@ def test_the_size_links_show_a_ladder_at_another_size_without_reloading(driver, 
     from selenium.webdriver.common.by import By
 
     open_page(driver, live_app, "/ladders/attention", "#lad-sizes", "h200_causal")
-    assert "489.0 TFLOP/s" in wait_for(driver, "#lad-rungs").text
+    assert "477.4 TFLOP/s" in wait_for(driver, "#lad-rungs").text
     driver.execute_script("window.__sameDocument = true;")
     driver.find_element(By.PARTIAL_LINK_TEXT, "h200_causal").click()
-    assert "441.1 TFLOP/s" in wait_for(driver, "#lad-rungs", "441.1 TFLOP/s").text
-    assert "×0.83 of torch.sdpa: met" in wait_for(driver, "#lad-goal").text
+    assert "435.4 TFLOP/s" in wait_for(driver, "#lad-rungs", "435.4 TFLOP/s").text
+    assert "×0.84 of torch.sdpa: met" in wait_for(driver, "#lad-goal").text
     assert driver.current_url.endswith("/ladders/attention?gpu=h200&size=h200_causal")
     assert "active" in driver.find_element(By.PARTIAL_LINK_TEXT, "h200_causal").get_attribute("class")
     assert driver.execute_script("return window.__sameDocument === true;")
