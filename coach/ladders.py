@@ -28,7 +28,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from coach.errors import InputError
 from coach.paths import kernels_dir, traces_dir
@@ -510,6 +510,13 @@ class GoalVerdict:
         if row is None or row.rate is None or row.rate < self.rate_goal:
             return False
         return self.ratio_goal is None or (row.vs_baseline is not None and row.vs_baseline >= self.ratio_goal)
+
+    def needs(self, show_rate: Callable[[float], str], baseline: str, times: str = "x") -> str:
+        """What a rung must reach, in words: "580.0 TFLOP/s and x0.85 of cublas.bf16" (the rate term
+        left out where only the share of the baseline is judged)."""
+        terms = ([show_rate(self.rate_goal)] if self.rate_goal else []) + (
+            [f"{times}{self.ratio_goal:.2f} of {baseline}"] if self.ratio_goal is not None else [])
+        return " and ".join(terms)
 
     @property
     def last_met(self) -> bool:

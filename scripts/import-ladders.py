@@ -22,6 +22,7 @@ import json
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def import_ladder(run_ladder: Path, dest_ladder: Path, profiles_only: bool = Fal
         return f"{doc['ladder']}: " + ("no Nsight Compute report" if profiles_only else "results only (no Nsight Compute report)")
     profile = load(run_ladder / report)
     provenance = recorded.get("provenance", {})
-    profile.source.meta.update({  # type: ignore[union-attr] - meta is a plain dict here
+    profile.source = replace(profile.source, meta={
+        **dict(profile.source.meta),
         "command": doc["ncu"].get("command", ""),
         "date": provenance.get("date"),
         "driver": provenance.get("driver"),

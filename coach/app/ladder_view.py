@@ -278,10 +278,7 @@ class Goal:
 
     def needs(self, ms: Measure) -> str:
         """What a rung must reach: "580.0 TFLOP/s and ×0.85 of cublas.bf16"."""
-        ratio = self.verdict.ratio_goal
-        terms = ([ms.show(self.verdict.rate_goal)] if self.verdict.rate_goal else []) + (
-            [] if ratio is None else [f"×{ratio:.2f} of {self.baseline}"])
-        return " and ".join(terms)
+        return self.verdict.needs(ms.show, self.baseline, times="×")
 
     def reaches(self, ms: Measure, row: Row) -> str:
         """A rung against the goal's terms: "683.1 TFLOP/s, ×1.02 of cublas.bf16"."""

@@ -191,9 +191,7 @@ def _print_table(defn, res, rows) -> None:
         console.print(f"[red]{line}[/]")
 
     verdict = goal_verdict(defn, rows, res.size_name)
-    terms = ([_rate_text(verdict.rate_goal, compute)] if verdict.rate_goal else []) + (
-        [f"x{verdict.ratio_goal:.2f} of {res.baseline}"] if verdict.ratio_goal is not None else [])
-    needs = " and ".join(terms)
+    needs = verdict.needs(lambda rate: _rate_text(rate, compute), res.baseline)
     console.print(f"goal: {defn.goal} (needs {needs})")
     for label, row, met in (("last correct rung", verdict.last, verdict.last_met),
                             ("fastest rung", verdict.best, verdict.best_met)):
