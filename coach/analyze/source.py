@@ -63,6 +63,8 @@ def gap(profile: KernelProfile, launch_id: int | None = None, name: str | None =
     it has counters, lines and text."""
     where = name or PurePath(str(profile.source.path)).name
     if not has_counters(profile, launch_id):
+        if str((profile.source.meta or {}).get("reader", "")).startswith("ncu --csv"):
+            return f"source counters of {where} not read: they need NVIDIA's ncu_report module (pip install ncu-report)"
         return f"no source counters in {where}: {NEED_COUNTERS}"
     if not has_lines(profile, launch_id):
         return f"SASS only in {where} (no line information): {NEED_LINEINFO}"

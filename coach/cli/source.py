@@ -27,6 +27,9 @@ def source_cmd(
 ) -> None:
     """The hot lines of each kernel: share of warp-state samples, what the warps wait on, excess sectors.
 
+    Lines are ranked by their share of the samples (where the warps spend their time); a line that
+    a finding of `coach diagnose` points at says so ("cause of: ...").
+
     Reads the source counters of an Nsight Compute report (--set full, or --section SourceCounters):
     per line, its share of the warp-state samples with the dominant stall reasons, the L2 sectors
     its global accesses fetch beyond a coalesced pattern, the shared-memory wavefronts beyond one per
@@ -61,7 +64,13 @@ def source_cmd(
     missing = source.gap(profile, name=str(report))
     if missing and not source.has_counters(profile):
         raise CoachError(missing)
-    out = {"path": str(report), "launches": [_launch(profile, l, top, sass) for l in launches]}
+    from coach.analyze.diagnose import diagnose  # noqa: PLC0415
+
+    pointed: dict[tuple[int, str], list[str]] = {}  # (launch, file:line) -> the findings that point there
+    for f in diagnose(profile):
+        for loc in f.locations:
+            pointed.setdefault((f.launch_id, loc.where), []).append(f.rule_id)
+    out = {"path": str(report), "launches": [_launch(profile, l, top, sass, pointed) for l in launches]}
     if as_json:
         print_json(out)
         return
@@ -69,7 +78,8 @@ def source_cmd(
         _print_launch(item)
 
 
-def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool) -> dict[str, Any]:
+def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool,
+            pointed: dict[tuple[int, str], list[str]]) -> dict[str, Any]:
     from coach.analyze import source  # noqa: PLC0415
 
     lid = launch["launch_id"]
@@ -82,6 +92,8 @@ def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool) -> dict[
         table = source.hot_lines(profile, lid, top)
         item["samples"] = float(source.sass_rows(profile, lid)["samples"].sum())
         item["lines"] = [_line(r) for r in table.iter_rows(named=True)]
+        for line in item["lines"]:
+            line["findings"] = pointed.get((lid, line["where"]), [])
         item["instructions"] = []
         if with_sass and item["lines"]:
             first = table.row(0, named=True)
@@ -92,6 +104,8 @@ def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool) -> dict[
         item["samples"] = float(source.sass_rows(profile, lid)["samples"].sum())
         item["lines"] = []
         item["instructions"] = [_instruction(r) for r in rows.iter_rows(named=True)]
+        for r in item["instructions"]:
+            r["findings"] = pointed.get((lid, f"SASS +0x{r['pc_offset']:x}"), [])
     return item
 
 
@@ -136,6 +150,8 @@ def _print_launch(item: dict[str, Any]) -> None:
             console.print(f"        {escape(r['text'])}", highlight=False, overflow="ellipsis", no_wrap=True)
         for extra in _excess(r):
             console.print(f"        [yellow]{extra}[/]", highlight=False)
+        if r["findings"]:
+            console.print(f"        [cyan]cause of: {', '.join(r['findings'])}[/]", highlight=False)
     for r in item["instructions"]:
         pct = f"{r['samples_pct']:5.1f}%" if r["samples_pct"] is not None else "    - "
         reason = f"  [dim]{r['top_reason'].replace('_', ' ')}[/]" if r["top_reason"] else ""
