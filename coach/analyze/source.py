@@ -20,7 +20,7 @@ local memory (``l2_local_sectors``: spills, dynamically indexed arrays).
 from __future__ import annotations
 
 import re
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 import polars as pl
 
@@ -61,7 +61,7 @@ def has_lines(profile: KernelProfile, launch_id: int | None = None) -> bool:
 def gap(profile: KernelProfile, launch_id: int | None = None, name: str | None = None) -> str | None:
     """One line on what the profile lacks for a source view, with what to re-record with; None when
     it has counters, lines and text."""
-    where = name or PurePath(str(profile.source.path)).name
+    where = name or short_path(str(profile.source.path), Path(str(profile.source.path)).is_dir())
     if not has_counters(profile, launch_id):
         if str((profile.source.meta or {}).get("reader", "")).startswith("ncu --csv"):
             return f"source counters of {where} not read: they need NVIDIA's ncu_report module (pip install ncu-report)"
@@ -75,6 +75,13 @@ def gap(profile: KernelProfile, launch_id: int | None = None, name: str | None =
     if files["text"].is_null().all():
         return f"no source text in {where} (lines only): {NEED_TEXT}"
     return None
+
+
+def short_path(path: str, folder: bool = False) -> str:
+    """A report's name for a message: its file name, or for a saved profile folder (traces/.../slow/ncu)
+    the last three parts, which name the recording."""
+    parts = PurePath(path).parts
+    return "/".join(parts[-3:]) if folder and len(parts) >= 3 else (parts[-1] if parts else path)
 
 
 def display_name(path: str | None) -> str:
