@@ -169,8 +169,8 @@ def pipeline_bubble(stages: int, microbatches: int) -> Drill:
     if stages < 2 or microbatches < 1:
         raise DrillError("a pipeline needs at least 2 stages and 1 micro-batch")
     frac = (stages - 1) / (microbatches + stages - 1)
-    steps = (f"Each stage idles while the pipeline fills and drains: p - 1 = {stages - 1} micro-batch slots at each end "
-             "(GPipe and 1F1B alike).",
+    steps = (f"Each stage idles p - 1 = {stages - 1} slots in all while the pipeline fills and drains (a slot: one "
+             "micro-batch's forward and backward on one stage; GPipe and 1F1B alike).",
              f"The whole schedule lasts m + p - 1 = {microbatches} + {stages} - 1 = {microbatches + stages - 1} slots.",
              f"Bubble = (p-1)/(m+p-1) = {stages - 1}/{microbatches + stages - 1} = {100 * frac:.1f}% of the step.",
              f"More micro-batches shrink it: m = {4 * stages} would give {100 * (stages - 1) / (4 * stages + stages - 1):.1f}%; "
