@@ -121,8 +121,6 @@ def _save(attempt) -> None:
 
 
 def _attempt(d, seed: int, text: str, result):
-    from coach.exercises.progress import Attempt
+    from coach.exercises.drills import attempt
 
-    return Attempt(kind="drill", item=d.id, topic=d.topic, score=1.0 if result.correct else 0.0, max_score=1.0,
-                   answer=text, details={"kind": d.kind, "seed": seed, "answer": d.answer, "unit": d.unit.name,
-                                         "given": result.given, "error": result.error})
+    return attempt(d, seed, text, result)

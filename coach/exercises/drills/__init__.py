@@ -55,6 +55,15 @@ def kinds_for(gpu: str | None) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k not in parallel.NEEDS_SWITCHED)
 
 
+def attempt(drill: Drill, seed: int | None, text: str, result: DrillResult):
+    """The progress record of one graded drill (``coach.exercises.progress.Attempt``)."""
+    from coach.exercises.progress import Attempt
+
+    return Attempt(kind="drill", item=drill.id, topic=drill.topic, score=1.0 if result.correct else 0.0, max_score=1.0,
+                   answer=text, details={"kind": drill.kind, "seed": seed, "answer": drill.answer,
+                                         "unit": drill.unit.name, "given": result.given, "error": result.error})
+
+
 def generate(kind: str | None = None, gpu: str | None = None, seed: int | None = None) -> Drill:
     """A drill of ``kind`` (any kind if None) on ``gpu`` (any suitable GPU if None), reproducible by ``seed``."""
     if kind is not None and kind not in SAMPLERS:
@@ -65,7 +74,7 @@ def generate(kind: str | None = None, gpu: str | None = None, seed: int | None =
     return SAMPLERS[kind or rng.choice(kinds_for(gpu))](rng, gpu)
 
 
-__all__ = ["BOUND_MARGIN", "DECODE_MEMORY_SHARE", "Drill", "DrillError", "DrillResult", "FLOOR_TOLERANCE",
+__all__ = ["attempt", "BOUND_MARGIN", "DECODE_MEMORY_SHARE", "Drill", "DrillError", "DrillResult", "FLOOR_TOLERANCE",
            "KINDS", "KIND_HELP", "KIND_TOPICS", "KV_TOLERANCE", "MEMORY_OPS", "MFU_TOLERANCE", "MODELS", "ModelConfig",
            "SAMPLERS", "_datasheet", "activation_memory", "bound", "data_parallel", "decode_floor", "gemm", "generate",
            "kinds_for", "kv_cache", "memory_op", "mfu", "moe_all_to_all", "pipeline_bubble", "prefill", "tensor_parallel",
