@@ -15,6 +15,7 @@ both print ``shown``, so they cannot disagree.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -80,8 +81,9 @@ def _field(gpu: hardware.GPU, group: str, quantity: str, name: str, unit: str) -
     return _row(gpu.id, group, quantity, gpu.value(name), unit, _sheet_origin(s), source)
 
 
-def sheet(gpu_id: str, *, measured: bool = True) -> pl.DataFrame:
-    """Every number of one GPU, as rows (see the module docstring)."""
+def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = True) -> pl.DataFrame:
+    """Every number of one GPU, as rows (see the module docstring). ``measured`` as for
+    ``coach.analyze.hardware.ceilings``: False for datasheet numbers only, or a calibration to use."""
     gpu = hardware.get(gpu_id)
     sheet_roofs = hardware.ceilings(gpu, measured=False)
     roofs = hardware.ceilings(gpu, measured=measured)
@@ -155,16 +157,24 @@ def sheet(gpu_id: str, *, measured: bool = True) -> pl.DataFrame:
         rows.append(_row(g, "launch", "Graph launch saving", stream.value / graph.value, "x", "derived",
                          "kernel launch / graph per-kernel cost, both measured"))
 
-    # latency
+    # latency, and what it implies by Little's law
     for label, key in LATENCY_MEASUREMENTS:
         value = m.values.get(key) if m is not None else None
         rows.append(_row(g, "latency", label, value, "s", "measured",
                          f"{m.describe()}: {key}" if value is not None
-                         else "not measured: needs a pointer-chase calibration on this GPU"))
+                         else "not measured: needs a pointer-chase calibration on this GPU (coach calibrate)"))
+    dram_latency = m.values.get("dram_load_latency_s") if m is not None else None
+    in_flight = dram.value * dram_latency if dram.value and dram_latency else None
+    rows.append(_row(g, "latency", "Bytes in flight to fill HBM", in_flight, "B", "derived",
+                     f"Little's law: HBM bandwidth ({dram.origin}) x DRAM load latency"
+                     + ("" if in_flight else "; needs the DRAM load latency")))
+    if in_flight and gpu.sm_count:
+        rows.append(_row(g, "latency", "... per SM", in_flight / gpu.sm_count, "B", "derived",
+                         f"bytes in flight / {gpu.sm_count} SMs"))
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
-def compare(gpu_ids: list[str], *, measured: bool = True) -> pl.DataFrame:
+def compare(gpu_ids: list[str], *, measured: bool | hardware.Measurements | str | Path = True) -> pl.DataFrame:
     """One row per quantity and one column per GPU (the shown values): the sheets side by side."""
     frames = [sheet(g, measured=measured) for g in gpu_ids]
     # rows in the order the sheets give them: a quantity one GPU lacks goes after its predecessor
