@@ -5,7 +5,9 @@ an optional GPU entry (``coach.analyze.hardware.GPU``) for ceilings such as the 
 
 ``run_all(timeline, hardware)`` runs every rule whose table has the columns it requires and returns
 the findings ranked by estimated saving, then a note (``coach.analyze.diagnose.not_checked``) for
-each rule whose table has records without a column the rule needs.
+each rule whose table has records without a column the rule needs, and one for each way the trace is
+incomplete (``coach.analyze.coverage``). A trace whose API calls launched work but which holds no GPU
+record gets only that note: every rule would speak of a GPU the trace did not record.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from coach.analyze.coverage import api_without_gpu_records, timeline_gaps
 from coach.analyze.diagnose import not_checked
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.timeline import TimelineAnalysis
@@ -64,7 +67,10 @@ def run_all(timeline: Timeline, hardware: Any = None) -> list[Finding]:
     analysis = TimelineAnalysis(timeline)
     hardware = hardware if hardware is not None else timeline_gpu(timeline.devices)
     findings: list[Finding] = []
-    notes: list[Finding] = []
+    notes: list[Finding] = [not_checked("capture", "the GPU side of the trace", [], reason=gap[0].lower() + gap[1:].rstrip("."),
+                                        scope="timeline") for gap in timeline_gaps(timeline)]
+    if api_without_gpu_records(timeline):  # every rule would speak of a GPU the trace did not record
+        return notes
     for rule in RULES:
         gone = missing_columns(rule.SPEC, timeline)
         if gone:
