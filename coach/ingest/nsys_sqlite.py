@@ -120,7 +120,8 @@ _TABLES_SHOWN = 12
 def _tables_note(tables: dict[str, frozenset[str]]) -> str:
     """A short list of the tables an export without activity holds, so the user sees what was recorded."""
     names = sorted(t for t in tables if not t.startswith("ENUM_"))
-    shown = ", ".join(names[:_TABLES_SHOWN]) + (f" and {len(names) - _TABLES_SHOWN} more" if len(names) > _TABLES_SHOWN else "")
+    more = len(names) - _TABLES_SHOWN
+    shown = ", ".join(names[:_TABLES_SHOWN]) + (f" and {more} more" if more > 0 else "")
     return f"; it holds only {shown}" if names else ""
 
 
