@@ -30,12 +30,12 @@ SPEC = RuleSpec(
     doc="Module loading and slow first launches measured inside the profiled window.",
 )
 
-LOADING_CALLS = r"^cu(Module|Library)Load"
+LOADING_CALLS = r"^(cu(Module|Library)Load|hipModuleLoad)"
 # Code compiled at run time reaches the driver as an image in memory: Triton's launcher
 # (backends/nvidia/driver.c), CuPy's RawModule and ElementwiseKernel (NVRTC) and TorchInductor (through
 # Triton) load it with cuModuleLoadData(Ex). Kernels built ahead of time (PyTorch's own, cuBLAS) are
 # registered fat binaries that lazy loading brings in with cuLibraryLoadData instead.
-RUN_TIME_LOAD_CALLS = r"^cuModuleLoadData(Ex)?$"
+RUN_TIME_LOAD_CALLS = r"^(cu|hip)ModuleLoadData(Ex)?$"
 COMPILE = "compiling before cuModuleLoadData"
 
 # A launch call ten times the steady-state cost (one launch latency, ~10 us on the H200) is not
