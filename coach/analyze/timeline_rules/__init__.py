@@ -12,6 +12,7 @@ record gets only that note: every rule would speak of a GPU the trace did not re
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType
 from typing import Any
 
@@ -79,4 +80,12 @@ def run_all(timeline: Timeline, hardware: Any = None) -> list[Finding]:
                                      scope="timeline"))
         elif applicable(rule.SPEC, timeline):
             findings.extend(rule.apply(analysis, hardware))
-    return rank(findings) + notes
+    return rank([_within_window(f, analysis.window_ns) for f in findings]) + notes
+
+
+def _within_window(f: Finding, window_ns: int) -> Finding:
+    """No fix saves more than the profiled window (each rule bounds its own; this keeps any that does
+    not from claiming more than 100%)."""
+    if f.estimated_saving_ns is None or not window_ns or f.estimated_saving_ns <= window_ns:
+        return f
+    return dataclasses.replace(f, estimated_saving_ns=float(window_ns), estimated_gain_pct=100.0)

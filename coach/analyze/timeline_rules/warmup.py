@@ -18,7 +18,8 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, merge_intervals, with_launch_call
-from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
+from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
+                                                  share_pct, within_window)
 
 SPEC = RuleSpec(
     id="warmup-in-profile",
@@ -94,7 +95,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     if calls.is_empty():
         return []
     # a runtime launch and the driver load inside it count once
-    saving_ns = float(merge_intervals(calls, ["pid", "tid"])["dur_ns"].sum())
+    # per process, the largest: the processes of a multi-rank trace load their modules side by side
+    saving_ns = within_window(largest_group(merge_intervals(calls, ["pid", "tid"]), "pid", "dur_ns")[0], a.window_ns)
     if not reportable(saving_ns, a.window_ns):
         return []
     calls = calls.with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
