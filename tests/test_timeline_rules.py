@@ -72,7 +72,7 @@ def test_recorded_trace_ranking(kineto):
 
 def test_rule_declarations():
     ids = [r.SPEC.id for r in RULES]
-    assert len(set(ids)) == len(ids) == 9
+    assert len(set(ids)) == len(ids) == 10
     for r in RULES:
         assert isinstance(r.SPEC.category, Bottleneck) and callable(r.apply)
 

@@ -27,6 +27,7 @@ from coach.analyze.timeline_rules import (
     allocator_churn,
     gpu_idle,
     host_sync,
+    input_pipeline,
     launch_bound,
     layout_copies,
     no_overlap,
@@ -37,6 +38,7 @@ from coach.analyze.timeline_rules import (
 from coach.model import Timeline
 
 RULES: tuple[ModuleType, ...] = (
+    input_pipeline,
     gpu_idle,
     launch_bound,
     host_sync,

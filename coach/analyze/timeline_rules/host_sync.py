@@ -6,7 +6,9 @@ synchronous ``cudaMemcpy``, or an asynchronous copy into pageable memory (which 
 before returning). ``.item()``, ``print(loss)`` and ``tensor.cpu()`` in PyTorch are a small
 device-to-host copy plus a stream synchronisation. The cost is not the wait itself (the GPU is
 working meanwhile) but what follows: the queue has drained, so the GPU sits idle until the host
-launches again. That bubble, the GPU gap the synchronisation returns into, is what the rule measures.
+launches again. That bubble, the GPU gap the synchronisation returns into, is what the rule measures;
+a bubble the loop spent mostly waiting inside a DataLoader is the input-pipeline rule's (without the
+synchronisation the loop would wait for the batch instead).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, interval_join, with_launch_call
+from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
 from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
                                                   share_pct, within_window)
 
@@ -92,7 +95,9 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     points = sync_points(a)
     if points.is_empty() or a.gaps.is_empty():
         return []
-    bubbles = returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS)
+    bubbles = gaps_in_loader(a, returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
+    loading = bubbles.filter("in_loader")  # the loop waited for its next batch: the input pipeline's gaps
+    bubbles = bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader")
     saving_ns, per_device = largest_group(bubbles, "device_id", pl.col("gap_ns") - LAUNCH_LATENCY_NS)
     saving_ns = within_window(saving_ns, a.window_ns)
     if not reportable(saving_ns, a.window_ns):
@@ -113,6 +118,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         f"({share_pct(bubble_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window) until the host launched again."
         + (f" Of these, {scalars} waited for a one-scalar device-to-host copy: .item(), float(t) or a printed loss."
            if scalars else "")
+        + (f" {loading.height} more gap(s) after a synchronisation the loop spent waiting in the DataLoader (see the "
+           "input-pipeline finding)." if loading.height else "")
     )
     return [Finding(
         rule_id=SPEC.id,
