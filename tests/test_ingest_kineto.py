@@ -323,3 +323,10 @@ def test_synthetic_complete_events_without_ph(tmp_path):
 def test_the_odd_field_is_named(tmp_path):
     doc = {"traceEvents": [_x("kernel", "k", 1.0, 1.0, grid={"x": 1})]}
     assert "event 0 (cat kernel): args.grid is {\"x\": 1}" in _one_line_error(_write(tmp_path, "odd.json", doc))
+
+
+def test_a_chrome_trace_of_another_tool_says_so(tmp_path):
+    doc = {"traceEvents": [{"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": 1.0, "dur": 3.0},
+                           {"ph": "X", "cat": "Op", "name": "Add", "pid": 1, "tid": 2, "ts": 5.0, "dur": 1.0}]}
+    message = _one_line_error(_write(tmp_path, "tf.trace.json", doc))
+    assert "none of its 2 events has a category PyTorch's profiler writes" in message and "'Op'" in message

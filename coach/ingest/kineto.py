@@ -150,6 +150,8 @@ def read(path: str | Path) -> Timeline:
     events = _duration_events(doc, path)
     t0 = events["ts"].min()
     ev = _canonical_events(events, t0)
+    if ev.is_empty():
+        raise _foreign_trace(path, events)
     corr = _launching_thread(ev)
     return make_timeline(
         _source(path, doc, t0),
@@ -256,6 +258,20 @@ def _duration_events(doc: pl.DataFrame, path: Path) -> pl.DataFrame:
     if events.is_empty():
         raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
     return events
+
+
+#: Categories named in the error for a Chrome trace of another tool.
+_FOREIGN_CATEGORIES = 5
+
+
+def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
+    """A Chrome trace whose complete events use none of the categories PyTorch's profiler writes
+    (TensorFlow's or JAX's profiler, a rocprof results.json, a hand-made trace)."""
+    cats = events.group_by("cat").len().sort("len", descending=True)["cat"].head(_FOREIGN_CATEGORIES).to_list()
+    named = ", ".join("(none)" if c is None else repr(c) for c in cats)
+    return InputError(path, f"is a Chrome trace, but none of its {events.height:,} events has a category PyTorch's "
+                            f"profiler writes (kernel, cuda_runtime, cpu_op, ...; it has {named}): a trace from "
+                            "another tool, which coach does not read")
 
 
 def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:

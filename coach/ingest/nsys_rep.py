@@ -14,7 +14,8 @@ report's ``.sqlite`` export made where the report was recorded.
 
 Where the report was recorded is kept apart from where it was exported: ``tool_version`` is the
 recording version (a ``.qdrep`` of 2021 exported by nsys 2022.4 is a 2021 report), and
-``meta["exported_by"]`` / ``meta["export_product_version"]`` name the nsys that exported it.
+``meta["exported_by"]`` / ``meta["export_product_version"]`` name the nsys that exported it; where the
+report does not say which version recorded it, ``tool_version`` is None rather than the exporter's.
 
 Where the version is in the file: a report ends with a protobuf footer (before the ``[END]`` marker)
 that holds the file name, a UUID, the capture date, the host name, then the product version as field
@@ -93,7 +94,7 @@ def read(path: str | Path) -> Timeline:
     if timeline.source.tool_version:
         meta["export_product_version"] = timeline.source.tool_version
     source = dataclasses.replace(timeline.source, path=str(path), format="nsys-rep",
-                                 tool_version=recorded or timeline.source.tool_version, meta=meta)
+                                 tool_version=recorded, meta=meta)
     return dataclasses.replace(timeline, source=source)
 
 
