@@ -78,3 +78,14 @@ def test_without_any_sector_count_the_rule_says_what_it_needs(report):
 def test_the_full_report_keeps_its_l1_reading(report):
     top = diagnose(report)[0]
     assert top.launch_id == 0 and top.rule_id == "uncoalesced-global-access" and top.details["sectors_from"] == "L1"
+
+
+def test_a_profile_saved_before_a_column_existed_gets_it_on_reading(report, tmp_path):
+    from coach.model import save  # noqa: PLC0415
+
+    folder = save(report, tmp_path / "saved")
+    launches = pl.read_parquet(folder / "launches.parquet").drop("l1_to_l2_read_sectors", "l1_to_l2_write_sectors")
+    launches.write_parquet(folder / "launches.parquet")
+    again = load(folder)
+    assert again.launches["l1_to_l2_read_sectors"].to_list() == report.launches["l1_to_l2_read_sectors"].to_list()
+    assert again.launches["l1_to_l2_read_sectors"][0] == pytest.approx(67_108_864)
