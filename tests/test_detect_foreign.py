@@ -40,3 +40,14 @@ def test_rocprof_database(tmp_path):
     con.executescript("CREATE TABLE rocpd_kernel_dispatch (id INTEGER, start INTEGER, end INTEGER);")
     con.close()
     assert "ROCm profiler database" in _message(p)
+
+
+def test_exports_saved_as_utf16_on_windows_read_as_the_originals(data_dir, tmp_path):
+    """PowerShell's ``>`` writes UTF-16 with a byte-order mark: the same numbers must come out."""
+    for original in (data_dir / "ncu_strided_copy" / "nvidia" / "raw.csv",
+                     data_dir / "kineto_torch_softmax" / "torch_softmax_kineto.json"):
+        copy = tmp_path / original.name
+        copy.write_bytes(original.read_text().encode("utf-16"))
+        a, b = load(original), load(copy)
+        first = "launches" if a.kind == "kernel-profile" else "kernels"
+        assert getattr(a, first).equals(getattr(b, first))

@@ -67,3 +67,17 @@ def test_api_calls_without_gpu_records_warn_and_diagnose_nothing_about_the_gpu(s
 
 def test_a_complete_trace_has_no_warnings(softmax_nsys_sqlite):
     assert summarize_timeline(load(softmax_nsys_sqlite))["warnings"] == []
+
+
+def test_an_nvtx_table_of_an_unknown_layout_is_left_out(copy_to_tmp, softmax_nsys_sqlite):
+    """Synthetic: the real export with NVTX_EVENTS rebuilt without its eventType column."""
+    import sqlite3  # noqa: PLC0415
+
+    path = copy_to_tmp(softmax_nsys_sqlite, "nvtx_unknown.sqlite")
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE n AS SELECT start, end, text, globalTid FROM NVTX_EVENTS; DROP TABLE NVTX_EVENTS; "
+                      "ALTER TABLE n RENAME TO NVTX_EVENTS;")
+    con.close()
+    tl = load(path)
+    assert tl.kernels.height == 11 and tl.nvtx.height == 0
+    assert "NVTX_EVENTS has no column for event_type" in tl.source.meta["unread"]["nvtx"]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from coach.errors import InputError
 from coach.ingest.ncu_csv import header_offset as ncu_header_offset
+from coach.ingest.text import as_utf8, is_utf16
 from coach.model import SAVED_MARKER, Format
 
 NCU_MAGIC = b"NVR\x00"
@@ -63,6 +64,8 @@ def detect(path: str | Path) -> Format:
         if _looks_like_json(text):
             return "kineto-json"
         raise InputError(p, "is gzip-compressed but does not hold a JSON trace")
+    if is_utf16(head):  # saved on Windows through PowerShell's redirection
+        head = as_utf8(head[: len(head) // 2 * 2])
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     if _looks_like_json(text):
         return "kineto-json"

@@ -52,6 +52,7 @@ from pathlib import Path
 import polars as pl
 
 from coach.errors import InputError
+from coach.ingest.text import as_utf8
 from coach.model import Source, Timeline, make_timeline
 
 FIELDS_TABLE = Path(__file__).with_name("kineto_fields.csv")
@@ -175,6 +176,7 @@ def _read_bytes(path: Path) -> bytes:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as err:
             raise InputError(path, f"is a damaged gzip file ({err})") from None
+    raw = as_utf8(raw)
     if not raw.strip():
         raise InputError(path, "is empty")
     return raw

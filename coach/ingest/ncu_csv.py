@@ -39,6 +39,7 @@ from pathlib import Path
 import polars as pl
 
 from coach.errors import InputError
+from coach.ingest.text import as_utf8, is_utf16
 from coach.ingest.ncu_common import RULE_TYPE_SEVERITY, canonical_metrics, devices, launch_config, to_base_units
 from coach.model import KernelProfile, Source, make_kernel_profile
 
@@ -139,6 +140,10 @@ def header_offset(path: Path) -> int | None:
         size = path.stat().st_size
         if size == 0:
             return None
+        if is_utf16(fh.read(2)):  # saved on Windows: search the transcoded text
+            fh.seek(0)
+            m = _HEADER.search(as_utf8(fh.read(MAX_CSV_BYTES)))
+            return m.start() if m else None
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             m = _HEADER.search(mm, 0, min(size, MAX_CSV_BYTES))
             return m.start() if m else None
@@ -152,10 +157,11 @@ def _table_bytes(path: Path) -> tuple[bytes, int]:
     if size > MAX_CSV_BYTES:
         raise InputError(path, f"is {size / 2**20:,.0f} MiB; coach reads ncu CSV exports up to {MAX_CSV_BYTES / 2**20:,.0f} MiB "
                                "(profile fewer launches with -k/-c, or read the .ncu-rep)")
-    offset = header_offset(path)
-    if offset is None:
+    data = as_utf8(path.read_bytes())
+    found = _HEADER.search(data, 0, MAX_CSV_BYTES)
+    if found is None:
         raise InputError(path, 'is not an ncu CSV export: no header line starting "ID",...,"Kernel Name"')
-    data = path.read_bytes()
+    offset = found.start()
     first_line = data.count(b"\n", 0, offset) + 1
     body = data[offset:]
     if b"\x00" in body:

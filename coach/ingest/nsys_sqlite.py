@@ -44,10 +44,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "devices": ("device_id",),
 }
 
-#: Tables a timeline is still right without: a device-properties or synchronisation table of a layout
+#: Tables a timeline is still right without: a device-properties, synchronisation or NVTX table of a layout
 #: coach does not know is left out (and said so in ``Source.meta["unread"]``) rather than failing the
-#: whole report; the kernels, copies, API calls and ranges are what every number rests on.
-OPTIONAL_TABLES = frozenset({"devices", "sync"})
+#: whole report; the kernels, copies and API calls are what every number rests on.
+OPTIONAL_TABLES = frozenset({"devices", "sync", "nvtx"})
 
 #: Tables that hold CUDA activity or annotations; an export with none of them has nothing to analyse.
 ACTIVITY_TABLES = ("kernels", "memcpy", "memset", "api", "nvtx")
