@@ -55,8 +55,9 @@ while [ $# -gt 0 ]; do [ "$1" = "--output" ] && out="$2"; shift; done
 
 def test_missing_nsys_says_to_install_it_or_pass_the_sqlite(softmax_nsys_rep, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ToolError, match=r"install Nsight Systems .* pass the report's SQLite export"):
+    with pytest.raises(ToolError, match=r"install Nsight Systems .* pass the report's SQLite export") as info:
         load(softmax_nsys_rep)
+    assert "recorded by Nsight Systems 2025.3.1.0" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_coach_nsys_must_be_executable(softmax_nsys_rep, tmp_path, monkeypatch):

@@ -77,8 +77,14 @@ def nsys_executable() -> str:
 def read(path: str | Path) -> Timeline:
     """Export ``path`` to SQLite with nsys and read the export."""
     path = Path(path)
-    nsys = nsys_executable()
     recorded = recorded_version(path)
+    try:
+        nsys = nsys_executable()
+    except ToolError as err:
+        if recorded is None:
+            raise
+        raise ToolError(f"{path}: recorded by Nsight Systems {recorded}; {err} (Nsight Systems {recorded} or newer "
+                        "opens it)") from None
     with tempfile.TemporaryDirectory(prefix="coach-nsys-export-") as folder:
         exported = Path(folder) / f"{path.stem}.sqlite"
         command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(exported),
