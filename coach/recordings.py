@@ -9,6 +9,8 @@ reads their reports into coach's model and keeps them compactly::
         slow/nsys/            the Nsight Systems export, as the canonical timeline tables
         slow/kineto/          the PyTorch-profiler trace, likewise
         slow/report.ncu-rep   the full report, only where the scenario keeps it for the source view
+    (the ncu folder's sass, stall_samples and source_files tables hold the source counters, with the
+    text of the scenario's own files where the report lacks it: ``with_scenario_sources``)
         fixed/...
 
 ``open_recording`` finds a scenario's recording for ``coach run``; ``measure`` and
@@ -255,7 +257,7 @@ def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log
                 if tool not in files:
                     continue
                 src = folder / files[tool]
-                profile = load(src)
+                profile = with_scenario_sources(load(src), scenario)
                 meta = {**dict(profile.source.meta), "scenario": scenario.id, "variant": variant,
                         "provenance": provenance, "command": (manifest.get("commands") or {}).get(variant)}
                 profile.source = replace(profile.source, meta=meta)
@@ -274,6 +276,17 @@ def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log
     size = folder_size(dest)
     log(f"{scenario.id}: {size / 1e6:.2f} MB in {dest}")
     return Imported(scenario.id, dest, size, results)
+
+
+def with_scenario_sources(profile: Profile, scenario: Scenario) -> Profile:
+    """A kernel profile with the text of its source lines matched to the scenario's own files, where
+    the report lacks it (kernels compiled through NVRTC name a temporary file): the saved trace then
+    shows its lines wherever it is read. Other profiles are returned as they are."""
+    if profile.kind != "kernel-profile":
+        return profile
+    from coach.ingest import source_text  # noqa: PLC0415
+
+    return source_text.fill(profile, [scenario.folder])
 
 
 def _plain_result(folder: Path, files: Mapping[str, str], manifest_path: Path, variant: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Kernel profiles (Nsight Compute) go to the kernel rules, timelines (Nsight Systems, PyTorch
 profiler) to the timeline rules. What could not be checked is part of the answer: a rule whose
 evidence is missing from the profile yields a note (``rule_id`` starting ``not-checked:``) naming
-what was missing, ranked after every finding.
+what was missing, ranked after every finding. A kernel finding carries the source lines that cause
+it where the profile has Nsight Compute's source counters (``coach.analyze.source_evidence``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ def diagnose(profile: Profile, hardware: Any = None) -> list[Finding]:
     if profile.kind == "kernel-profile":
         from coach.analyze.kernel_rules import run_all  # noqa: PLC0415 - kernel_rules imports this module
 
-        return run_all(profile, hardware)
+        from coach.analyze.source_evidence import attach  # noqa: PLC0415
+
+        return attach(run_all(profile, hardware), profile)
     if profile.kind == "timeline":
         try:
             timeline_rules = importlib.import_module(TIMELINE_RULES)

@@ -133,6 +133,10 @@ def finding_card(f: Finding, top: bool = False) -> html.Div:
     ]
     if f.evidence:
         body.append(evidence_table(f.evidence))
+    if f.locations:  # the source lines that cause it (coach.analyze.source_evidence)
+        from coach.app.source_view import where_line  # noqa: PLC0415 - source_view imports this module
+
+        body.append(where_line(f.locations))
     if f.differs_from_ncu:
         body.append(html.P(["Where coach differs from Nsight Compute: ", f.differs_from_ncu], className="small muted"))
     if f.next_step:

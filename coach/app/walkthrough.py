@@ -98,6 +98,9 @@ def launch(profile: KernelProfile, launch_id: int) -> KernelProfile:
         metrics=profile.metrics.filter(keep),
         rules=profile.rules.filter(keep),
         devices=profile.devices.filter(pl.col("device_id") == device) if device is not None else profile.devices,
+        sass=profile.sass.filter(keep),
+        stall_samples=profile.stall_samples.filter(keep),
+        source_files=profile.source_files,
     )
 
 

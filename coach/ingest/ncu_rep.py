@@ -3,7 +3,8 @@
 Every metric of every profiled launch goes into the long ``metrics`` table; the canonical
 ``launches`` columns are derived from it through ``ncu_metrics.csv``; Nsight Compute's rule results
 (``rule_results_as_dicts``) become the ``rules`` table; ``device__attribute_*`` metrics the
-``devices`` table.
+``devices`` table; the source counters per instruction, with their lines and files, the ``sass``,
+``stall_samples`` and ``source_files`` tables (``coach.ingest.ncu_source``).
 
 An instanced metric holds, besides its aggregate, one value per instance (``num_instances``,
 ``as_double(i)``), each identified by ``correlation_ids()``, itself a metric whose instances are
@@ -36,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from coach.errors import InputError, ToolError
+from coach.ingest.ncu_source import SourceTables
 from coach.ingest.ncu_common import RULE_SEVERITY, SPEEDUP_TYPE, canonical_metrics, devices, launch_config, to_base_units
 from coach.model import KernelProfile, Source, make_kernel_profile
 
@@ -158,6 +160,7 @@ def _read(path: Path) -> KernelProfile:
                                          "instance": []}
     identity: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
+    source = SourceTables()
     launch_id = 0
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
@@ -166,6 +169,7 @@ def _read(path: Path) -> KernelProfile:
             identity.append(_identity(ncu_report, action, launch_id))
             _collect_metrics(action, launch_id, metric_rows)
             rules.extend(_rules(action, launch_id))
+            source.add_launch(action, launch_id)
             launch_id += 1
     if launch_id == 0:
         version = recorded_version(path)
@@ -184,14 +188,15 @@ def _read(path: Path) -> KernelProfile:
     metrics = _metrics_frame(metric_rows)
     aggregates = metrics.filter(pl.col("instance").is_null())
     launches = _launches(pl.DataFrame(identity), aggregates)
-    source = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=None,
+    origin = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=None,
                     meta={"reader": f"ncu_report {ncu_report.get_version() if hasattr(ncu_report, 'get_version') else ''}".strip()})
     return make_kernel_profile(
-        source,
+        origin,
         launches=launches,
         metrics=metrics,
         rules=pl.DataFrame(rules) if rules else None,
         devices=devices(aggregates),
+        **source.frames(),
     )
 
 
