@@ -18,6 +18,8 @@
 #   nvidia-outputs      scripts/export-nvidia-outputs.sh on every .nsys-rep in tests/data
 #   hygiene             scripts/record-hygiene.sh (benchmarks measured right and wrong, and a joined
 #                       nsys + ncu recording)
+#   wild:PART,PART,...  scripts/record-wild.sh (tests/programs/wild) for those parts: nsys, kineto, ncu
+#                       ("wild:all" for all three; each takes 3-5 minutes)
 #   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all)
 #   ladders:A,B,...     python3 -m coach.capture.ladder run A B ... --ncu, when that module exists
 #   live:NN,NN,...      `coach run scenario-NN --live --no-interactive` for each (the whole walk-through:
@@ -68,6 +70,9 @@ run_step() {
             "$root/scripts/export-nvidia-outputs.sh" "$dir" "$rep"
         done ;;
     hygiene) "$root/scripts/record-hygiene.sh" "$debs" "$dir" ;;
+    wild)
+        if [ "$arg" = all ] || [ "$arg" = wild ]; then set --; else set -- ${arg//,/ }; fi
+        "$root/scripts/record-wild.sh" "$dir" "$@" ;;
     scenarios)
         if [ "$arg" = all ] || [ "$arg" = scenarios ]; then set -- --all; else set -- ${arg//,/ }; fi
         "$root/scripts/record-scenarios.sh" "$debs" "$dir" "$@" ;;

@@ -26,6 +26,10 @@ from coach.model import KernelProfile
 TOP = 10
 
 
+def _sum_or_null(column: str) -> pl.Expr:
+    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum())
+
+
 def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
     launches = with_derived(profile.launches, profile.devices)
     dev = profile.devices.row(0, named=True) if profile.devices.height else {}
@@ -36,9 +40,10 @@ def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
             launches=pl.len(),
             total_ns=pl.col("duration_ns").sum(),
             avg_ns=pl.col("duration_ns").mean(),
-            dram_bytes=pl.col("dram_bytes").sum(),
-            dram_read_bytes=pl.col("dram_read_bytes").sum(),
-            flop=pl.col("flop").sum(),
+            # null, not 0, where no launch has the metric (a report that did not collect it)
+            dram_bytes=_sum_or_null("dram_bytes"),
+            dram_read_bytes=_sum_or_null("dram_read_bytes"),
+            flop=_sum_or_null("flop"),
             sm_throughput_pct=pl.col("sm_throughput_pct").mean(),
             dram_throughput_pct=pl.col("dram_throughput_pct").mean(),
             achieved_occupancy_pct=pl.col("achieved_occupancy_pct").mean(),

@@ -123,6 +123,10 @@ def _show_kernels(k: dict[str, Any]) -> None:
 
 
 def _show_timeline(s: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+
+    for warning in s.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if not s["window_ns"]:
         console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
     else:

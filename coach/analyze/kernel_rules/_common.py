@@ -82,6 +82,15 @@ class KernelContext:
         return 1.0 if pct is None else min(1.0, pct / 100)
 
 
+def cannot_decide(spec: RuleSpec, launch: dict[str, Any], reason: str, needs: Iterable[str]) -> Finding:
+    """A rule's note that it could not decide for this launch, with what it needs: returned from
+    ``apply`` beside (or instead of) findings; the diagnosis lists it under "not checked"."""
+    from coach.analyze.diagnose import not_checked  # noqa: PLC0415 - diagnose imports the rule package lazily
+
+    return not_checked(spec.id, spec.name, [], reason=reason, scope=launch.get("kernel_name") or "",
+                       launch_id=launch.get("launch_id"), needs=list(needs))
+
+
 def missing(launch: dict[str, Any], columns: Iterable[str]) -> list[str]:
     """The columns among ``columns`` that are null (or absent) for this launch."""
     return [c for c in columns if launch.get(c) is None]
