@@ -8,7 +8,9 @@ reads their reports into coach's model and keeps them compactly::
         slow/ncu/             the Nsight Compute report as Parquet tables (coach.model.save)
         slow/nsys/            the Nsight Systems export, as the canonical timeline tables
         slow/kineto/          the PyTorch-profiler trace, likewise
-        slow/report.ncu-rep   the full report, only where the scenario keeps it for the source view
+        slow/report.ncu-rep.xz  the full Nsight Compute report, xz-compressed (a tenth of its size),
+                              where the scenario keeps it (``keep_ncu_rep``): its source pages and
+                              anything a newer reader wants to take from it (``Recording.ncu_report``)
         fixed/...
 
 ``open_recording`` finds a scenario's recording for ``coach run``; ``measure`` and
@@ -18,17 +20,21 @@ reads their reports into coach's model and keeps them compactly::
 from __future__ import annotations
 
 import json
+import lzma
 import math
+import os
 import re
 import shutil
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from coach import scenarios
+from coach import archives, scenarios
 from coach.capture.record import MANIFEST, RAW_FORMAT
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, InputError
@@ -39,7 +45,11 @@ from coach.scenarios import VARIANTS, Evidence, Scenario
 RESULTS_FILE = "results.json"
 RESULTS_FORMAT = 1
 PROFILE_TOOLS = ("ncu", "nsys", "kineto")
-KEPT_NCU_REP = "report.ncu-rep"
+KEPT_NCU_REP = "report.ncu-rep.xz"
+#: The uncompressed form that recordings imported before the compressed one keep.
+KEPT_NCU_REP_PLAIN = "report.ncu-rep"
+#: xz preset for the kept reports: a 1.9 MB report of one kernel packs to ~0.2 MB (gzip: ~0.3 MB).
+XZ_PRESET = 9
 #: The whole traces/ folder ships inside the package: keep it small enough to install anywhere.
 TRACES_BUDGET_BYTES = 40 * 1000**2
 #: An evidence metric the fix should leave alone ("same") may differ by this fraction of the slow
@@ -203,27 +213,43 @@ class Imported:
 
 
 def raw_folders(raw: Path) -> list[Path]:
-    """The recorded scenario folders in ``raw`` (or ``raw`` itself if it is one)."""
+    """The recorded scenario folders in ``raw``: ``raw`` itself if it is one, else its subfolders
+    that are, else those one level further down (``scripts/record-batch.sh`` writes them under
+    ``OUT/scenarios/``)."""
     raw = Path(raw)
     if (raw / MANIFEST).is_file():
         return [raw]
     if not raw.is_dir():
         raise InputError(raw, "is not a folder")
-    found = sorted(d for d in raw.iterdir() if (d / MANIFEST).is_file())
-    if not found:
-        raise InputError(raw, f"holds no recorded scenarios (no */{MANIFEST}; was it written by coach record?)")
-    return found
+    for pattern in (f"*/{MANIFEST}", f"*/*/{MANIFEST}"):
+        found = sorted(m.parent for m in raw.glob(pattern))
+        if found:
+            return found
+    raise InputError(raw, f"holds no recorded scenarios (no */{MANIFEST} and no packed recording "
+                          "NAME.tgz[.N]; was it written by coach record?)")
 
 
 def import_raw(raw: Path, traces: Path | None = None, *, log: Log = lambda line: None) -> list[Imported]:
-    """Import every recorded scenario under ``raw`` into ``traces`` (default: the project's traces/)."""
+    """Import every recorded scenario under ``raw`` into ``traces`` (default: the project's traces/).
+    ``raw`` may also be a folder of packed recordings (``scripts/pack-recording.sh``: NAME.tgz, or
+    its parts NAME.tgz.0, NAME.tgz.1, ...), which are unpacked into a temporary folder first."""
     from coach.ingest import load  # the readers pull in polars and, for .ncu-rep, ncu_report
 
     traces = Path(traces) if traces is not None else traces_dir()
-    done = []
-    for folder in raw_folders(raw):
-        done.append(_import_one(folder, traces, load, log))
-    return done
+    with _raw_root(Path(raw), log) as root:
+        return [_import_one(folder, traces, load, log) for folder in raw_folders(root)]
+
+
+@contextmanager
+def _raw_root(raw: Path, log: Log) -> Iterator[Path]:
+    """``raw`` itself, or, where it holds packed recordings and no raw folders, their contents."""
+    if raw.is_dir() and not (raw / MANIFEST).is_file() and not any(raw.glob(f"*/{MANIFEST}")) \
+            and not any(raw.glob(f"*/*/{MANIFEST}")) and archives.find(raw):
+        with archives.unpacked(raw) as root:
+            log(f"unpacked {', '.join(archives.find(raw))} from {raw}")
+            yield root
+        return
+    yield raw
 
 
 def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log: Log) -> Imported:
@@ -264,7 +290,9 @@ def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log
                 kept[variant][tool] = f"{variant}/{tool}"
                 log(f"{scenario.id}: {variant} {tool}: {_rows(profile)}")
                 if tool == "ncu" and variant in scenario.profile.keep_ncu_rep and src.is_file():
-                    shutil.copyfile(src, stage / variant / KEPT_NCU_REP)
+                    with src.open("rb") as fin, lzma.open(stage / variant / KEPT_NCU_REP, "wb",
+                                                         preset=XZ_PRESET) as fout:
+                        shutil.copyfileobj(fin, fout)
                     kept[variant]["ncu_rep"] = f"{variant}/{KEPT_NCU_REP}"
         evidence = check_evidence(scenario, profiles)
         results = _results(scenario, manifest, timings, evidence, kept)
@@ -320,6 +348,8 @@ def _results(scenario: Scenario, manifest: Mapping[str, Any], timings: dict[str,
         "meets_min_speedup": None if speedup is None else speedup >= scenario.min_speedup,
         "evidence": [e.to_dict() for e in evidence],
         "profiles": kept,
+        # what each recording step took on the GPU machine (the next recording's time estimate)
+        "record_steps": manifest.get("steps") or [],
     }
     results["values"] = placeholder_values(scenario, results)
     return results
@@ -388,6 +418,34 @@ class Recording:
 
     def values(self) -> dict[str, Any]:
         return placeholder_values(self.scenario, self.results)
+
+    def ncu_report(self, variant: str) -> Path | None:
+        """The full Nsight Compute report of ``variant`` as a ``.ncu-rep`` file (NVIDIA's ``ncu_report``
+        and ``ncu`` read only files), where the recording keeps one; None where it does not. A
+        compressed report is unpacked once into the temporary folder and reused from there."""
+        rel = ((self.results.get("profiles") or {}).get(variant) or {}).get("ncu_rep")
+        if rel is None:
+            return None
+        kept = self.folder / rel
+        if not kept.is_file():
+            raise InputError(kept, f"is missing: {RESULTS_FILE} names it as the kept Nsight Compute report")
+        if kept.suffix != ".xz":
+            return kept
+        stat = kept.stat()
+        gpu = self.folder.parent.name
+        target = Path(tempfile.gettempdir()) / "coach-ncu-reports" / \
+            f"{gpu}-{self.scenario.id}-{variant}-{stat.st_size}-{stat.st_mtime_ns}.ncu-rep"
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + f".partial-{os.getpid()}")
+            try:
+                with lzma.open(kept, "rb") as fin, partial.open("wb") as fout:
+                    shutil.copyfileobj(fin, fout)
+            except (lzma.LZMAError, EOFError) as err:
+                partial.unlink(missing_ok=True)
+                raise InputError(kept, f"is not a complete xz-compressed report ({err})") from None
+            partial.replace(target)
+        return target
 
 
 def recorded_gpus(scenario_id: str, traces: Path | None = None) -> list[str]:

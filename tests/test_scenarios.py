@@ -32,7 +32,7 @@ def test_pilot_scenarios():
                                                                     "pageable-memcpy")
     assert s01.programs["slow"].argv("python")[1:] == [str(s01.folder / "particles.py"), "--variant", "slow"]
     assert (s01.profile.ncu, s01.profile.ncu_kernel, s01.profile.ncu_launch_count, s01.profile.keep_ncu_rep) == \
-        (True, "drift_x", 1, ("slow",))
+        (True, "drift_x", 1, ("slow", "fixed"))
     assert (s15.profile.nsys, s15.profile.ncu) == (True, False)
     # the bytes model: n = 3 * 2^27 particles, 12 useful bytes each; the slow layout moves 36
     m = s01.model
