@@ -155,12 +155,19 @@ def _profile_for(evidence: Evidence, by_tool: Mapping[str, Profile]) -> Profile 
 # Numbers for the text: {placeholders}
 # --------------------------------------------------------------------------------------------
 
+#: Fields of a program's result line that are not numbers for the text: its bookkeeping, and its
+#: times, which the text names through V_ms and V_min_ms.
+_NOT_PLACEHOLDERS = frozenset({"coach_result", "median_ms", "min_ms", "rel_error", "tolerance", "seed", "wall_s",
+                               "ok", "times_ms"})
+
 
 def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[str, Any]:
     """Every value a scenario's text may name, computed from the recording and the bytes model.
 
     Recording: gpu, gpu_short, recorded_date, driver, cuda; per variant V: V_ms, V_min_ms, V_gb_per_s
-    (useful bytes over V's time), V_tflop_per_s, V_pct_of_floor, and V_<evidence name>; speedup.
+    (useful bytes over V's time), V_tflop_per_s, V_pct_of_floor, V_<evidence name>, V_<number the
+    program reported> (V_registers, ...) and V_timing_<how it timed> (V_timing_calls_per_sample);
+    speedup.
     Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, floor_ms (the larger), serial_ms
     (their sum), V_moved_gb and V_moved_ms for the bytes each variant is predicted to move.
     """
@@ -182,6 +189,14 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
         v[f"{variant}_moved_gb"] = moved / 1e9
         v[f"{variant}_moved_ms"] = moved / m.bytes_per_s * 1e3
     timings = results.get("variants") or {}
+    for variant in VARIANTS:
+        # what the program reported beside its times (registers, grid, a partition's time, ...), and
+        # how it timed (timing: calls per sample, samples, the L2 flush)
+        plain = timings.get(variant) or {}
+        method = plain.get("timing") if isinstance(plain.get("timing"), dict) else {}
+        for key, value in [*plain.items(), *((f"timing_{k}", x) for k, x in method.items())]:
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in _NOT_PLACEHOLDERS:
+                v[f"{variant}_{key}"] = value
     for variant in VARIANTS:
         t = (timings.get(variant) or {}).get("median_ms")
         if not isinstance(t, (int, float)) or t <= 0:
@@ -446,6 +461,24 @@ class Recording:
                 raise InputError(kept, f"is not a complete xz-compressed report ({err})") from None
             partial.replace(target)
         return target
+
+
+def refresh_values(traces: Path | None = None, *, log: Log = lambda line: None) -> list[Path]:
+    """Recompute the placeholder values stored in every recording's results.json under ``traces``
+    (after a ceiling in hardware/measured or a scenario's model changed: the stored copy must say
+    what ``coach run`` prints); only ``values`` changes. Returns the files rewritten."""
+    base = Path(traces) if traces is not None else traces_dir()
+    done = []
+    for path in sorted(base.glob(f"*/scenario-*/{RESULTS_FILE}")):
+        results = _read_json(path)
+        scenario = scenarios.find(str(results.get("scenario")))
+        values = placeholder_values(scenario, results)
+        if values != results.get("values"):
+            results["values"] = values
+            path.write_text(json.dumps(results, indent=2) + "\n")
+            log(f"{path}: values recomputed")
+            done.append(path)
+    return done
 
 
 def recorded_gpus(scenario_id: str, traces: Path | None = None) -> list[str]:
