@@ -52,7 +52,10 @@ _PLACEHOLDER = re.compile(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}")
 # date (2026-11-30). Thousands separators, decimals, exponents (4.8e12) and powers (2^27, 2**27) are
 # one number; a power of ten (10^9, 10**9) is a unit factor and no number.
 _NUMBER = re.compile(r"(?<![\w.^*])(?:(?P<base>\d+)(?:\^|\*\*)(?P<exp>\d+)"
-                     r"|(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<frac>\.\d+)?(?P<sci>[eE][-+]?\d+)?)(?![\d_^]|\.\d|\*\*)")
+                     r"|(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<frac>\.\d+)?(?P<sci>[eE][-+]?\d+)?)"
+                     r"(?![\d_^]|\.\d|\*\*)")
+UNTRACED = ("traces to no size, hardware constant, declared constant or derivation: a measurement must be a "
+            "{placeholder}")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _VERSION = re.compile(r"\b\d+(?:\.\d+){2,}\b")
 _LIST_MARKER = re.compile(r"^\s*\d+\.\s", re.M)
@@ -128,10 +131,12 @@ class Declared:
 
 def shared_constants(root: Path | None = None) -> tuple[dict[str, float], dict[str, str]]:
     """``scenarios/numbers.toml`` [constants]: name -> value, and name -> reason."""
-    path = Path(root or scenarios_dir()) / NUMBERS_FILE
-    data = _read_toml(path)
+    return _constants(Path(root or scenarios_dir()) / NUMBERS_FILE)
+
+
+def _constants(path: Path) -> tuple[dict[str, float], dict[str, str]]:
     values, reasons = {}, {}
-    for name, entry in (data.get("constants") or {}).items():
+    for name, entry in (_read_toml(path).get("constants") or {}).items():
         if not isinstance(entry, dict) or not isinstance(entry.get("value"), (int, float)) \
                 or not str(entry.get("why", "")).strip():
             raise InputError(path, f"constant '{name}' needs a numeric value and a reason (why)")
@@ -168,13 +173,13 @@ def sources_for(scenario: scenarios.Scenario, gpu: str, recorded: Mapping[str, o
     names.update({k: float(v) for k, v in scenario.model.sizes.items()})
     names.update(hardware_constants(gpu))
     names.update(constants)
-    own = _read_toml(scenario.folder / NUMBERS_FILE) if (scenario.folder / NUMBERS_FILE).is_file() else {}
-    for name, entry in (own.get("constants") or {}).items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("value"), (int, float)) \
-                or not str(entry.get("why", "")).strip():
-            raise InputError(scenario.folder / NUMBERS_FILE, f"constant '{name}' needs a numeric value and a reason (why)")
-        names[name], reasons[name] = float(entry["value"]), str(entry["why"])
-    numeric = {k: float(v) for k, v in (recorded or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    own = scenario.folder / NUMBERS_FILE
+    if own.is_file():
+        values, why = _constants(own)
+        names.update(values)
+        reasons.update(why)
+    numeric = {k: float(v) for k, v in (recorded or {}).items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return Sources(names, reasons, numeric)
 
 
@@ -204,7 +209,8 @@ class Untraced:
 def texts_of(scenario: scenarios.Scenario) -> dict[str, str]:
     """The scenario's texts a learner reads, by name: the narrative, and the scenario.toml's symptom,
     question, hints, fix and rubric."""
-    out = {"narrative.md": scenario.narrative_path.read_text(encoding="utf-8")} if scenario.narrative_path.is_file() else {}
+    path = scenario.narrative_path
+    out = {"narrative.md": path.read_text(encoding="utf-8")} if path.is_file() else {}
     out.update({"symptom": scenario.symptom, "question": scenario.question, "fix.summary": scenario.fix.summary,
                 "fix.details": scenario.fix.details, "fix.wrong_fix": scenario.fix.wrong_fix})
     out.update({f"hints[{i}]": h for i, h in enumerate(scenario.hints)})
@@ -236,12 +242,12 @@ def check(texts: Mapping[str, str], sources: Sources, decl: Declared) -> list[Un
     for name, numbers in printed.items():
         for p in numbers:
             if p.text not in derived_ok and sources.traced(p) is None:
-                problems.append(Untraced(name, p.text, p.line, "traces to no size, hardware constant, declared "
-                                                               "constant or derivation: a measurement must be a {placeholder}"))
+                problems.append(Untraced(name, p.text, p.line, UNTRACED))
     return problems
 
 
-def check_scenario(scenario: scenarios.Scenario, gpu: str, recorded: Mapping[str, object] | None = None) -> list[Untraced]:
+def check_scenario(scenario: scenarios.Scenario, gpu: str,
+                   recorded: Mapping[str, object] | None = None) -> list[Untraced]:
     """Every text of ``scenario`` checked against its sources on ``gpu`` and its recording's values."""
     return check(texts_of(scenario), sources_for(scenario, gpu, recorded), declared(scenario))
 

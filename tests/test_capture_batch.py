@@ -21,7 +21,8 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 def batch_env(fake_bin: Path, data_root: Path, pack: Path, **extra: str) -> dict[str, str]:
     """The fakes first on PATH, then the system's tools (tar, split, ...), and no real NVIDIA tool."""
     python3 = Path(shutil.which("python3", path="/usr/bin:/bin") or "/usr/bin/python3")
-    return {"PATH": f"{fake_bin}:{python3.parent}:/usr/bin:/bin", "HOME": str(pack.parent), "COACH_DATA": str(data_root),
+    return {"PATH": f"{fake_bin}:{python3.parent}:/usr/bin:/bin", "HOME": str(pack.parent),
+            "COACH_DATA": str(data_root),
             "COACH_NCU_ROOT": str(pack.parent / "no-ncu"), "COACH_PACK_DIR": str(pack),
             "COACH_PACK_PREFIX": "batch7a-", **extra}
 

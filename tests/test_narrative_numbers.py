@@ -90,7 +90,8 @@ def test_declared_derivations_are_evaluated(s01):
     assert problems_in("80 registers", s01, derived={"80": "-(-slow_registers // 8) * 8"},
                        recorded={"slow_registers": 74.0}) == []
     assert problems_in("80 registers", s01, derived={"80": "-(-slow_registers // 8) * 8"},
-                       recorded={"slow_registers": 81.0})[0] == "numbers.toml: 80: -(-slow_registers // 8) * 8 evaluates to 88"
+                       recorded={"slow_registers": 81.0})[0] == \
+        "numbers.toml: 80: -(-slow_registers // 8) * 8 evaluates to 88"
     assert "uses 'nope'" in problems_in("80", s01, derived={"80": "nope"})[0]
 
 
