@@ -3,6 +3,7 @@ field is refused with one line naming the file and the field."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 
@@ -32,7 +33,7 @@ def test_pilot_scenarios():
                                                                     "pageable-memcpy")
     assert s01.programs["slow"].argv("python")[1:] == [str(s01.folder / "particles.py"), "--variant", "slow"]
     assert (s01.profile.ncu, s01.profile.ncu_kernel, s01.profile.ncu_launch_count, s01.profile.keep_ncu_rep) == \
-        (True, "drift_x", 1, ("slow",))
+        (True, "drift_x", 1, ("slow", "fixed"))
     assert (s15.profile.nsys, s15.profile.ncu) == (True, False)
     # the bytes model: n = 3 * 2^27 particles, 12 useful bytes each; the slow layout moves 36
     m = s01.model
@@ -57,11 +58,29 @@ def test_evidence_names_canonical_columns(scenario):
             assert scenarios.NAME_COLUMNS[e.table] in columns
 
 
+def reported_fields(script) -> set[str]:
+    """The fields a scenario program may report beside its times: the keyword arguments of its
+    harness.emit call and the keys of the dicts it builds (the extras it passes on)."""
+    tree = ast.parse(script.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "emit":
+            names |= {k.arg for k in node.keywords if k.arg}
+        elif isinstance(node, ast.Dict):
+            names |= {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            names.add(node.slice.value)  # extra["partition_ms"] = ...
+    return names
+
+
 @pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
 def test_every_placeholder_has_a_value(scenario):
-    """Each {name} in the scenario's text and narrative is one that a recording fills."""
+    """Each {name} in the scenario's text and narrative is one that a recording fills: from the
+    times, the evidence, the model, and the numbers the program reports (read from its source)."""
+    reported = {v: {name: 1.0 for name in reported_fields(scenario.programs[v].script)} for v in ("slow", "fixed")}
     fake = {"gpu": "NVIDIA H200", "recorded_at": "2026-12-01T00:00:00+00:00",
-            "variants": {"slow": {"median_ms": 2.0}, "fixed": {"median_ms": 1.0}},
+            "variants": {"slow": {**reported["slow"], "median_ms": 2.0},
+                         "fixed": {**reported["fixed"], "median_ms": 1.0}},
             "evidence": [{"name": e.name, "slow": 1.0, "fixed": 1.0} for e in scenario.evidence]}
     known = set(placeholder_values(scenario, fake))
     texts = [scenario.symptom, scenario.question, scenario.fix.summary, scenario.fix.details, scenario.fix.wrong_fix,
