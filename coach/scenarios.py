@@ -16,6 +16,7 @@ a column?) happen where the profiles are read, in ``coach.recordings``.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import operator
@@ -157,6 +158,8 @@ class Fix:
     summary: str
     details: str
     wrong_fix: str  # a plausible fix that does not help, and why; may be empty
+    id: str = ""  # the planted fix: an id of coach/analyze/fixes.toml (what `coach diff` must credit)
+    gain_misses: str = ""  # why the fix's gain model misses the recorded speed-up, where it does ([gain] misses)
 
 
 @dataclass(frozen=True)
@@ -454,8 +457,15 @@ def _scenario(f: _Fields, folder: Path) -> Scenario:
     expected.done()
 
     fix_t = f.table("fix")
+    fix_id = fix_t.text("id")
+    known = fix_ids()
+    if fix_id not in known:
+        raise fix_t.error("id", f"'{fix_id}' is not a fix of coach/analyze/fixes.toml (one of {', '.join(sorted(known))})")
+    gain_t = f.table("gain", required=False)
+    gain_misses = gain_t.text("misses", "", required=False) or ""
+    gain_t.done()
     fix = Fix(summary=fix_t.text("summary"), details=fix_t.text("details"),
-              wrong_fix=fix_t.text("wrong_fix", "", required=False) or "")
+              wrong_fix=fix_t.text("wrong_fix", "", required=False) or "", id=fix_id, gain_misses=gain_misses)
     fix_t.done()
 
     rub = f.table("rubric")
@@ -539,6 +549,17 @@ def _model(f: _Fields) -> Model:
     f.done()
     return Model(bound=bound, sizes=sizes, useful_bytes=useful, flops=flops, moved_bytes=moved,
                  bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source)
+
+
+FIXES_FILE = Path(__file__).resolve().parent / "analyze" / "fixes.toml"
+
+
+@functools.cache
+def fix_ids() -> frozenset[str]:
+    """The ids of the fix table (coach/analyze/fixes.toml), read with the standard library: a
+    scenario names its planted fix by one of them."""
+    with FIXES_FILE.open("rb") as fh:
+        return frozenset(tomllib.load(fh))
 
 
 MEASURED_PREFIX = "measured:"

@@ -17,7 +17,7 @@ import polars as pl
 from coach.analyze.diff.fixes import Fix, credit, expect_frame, fixes, judge, labelled, moved, verdict_of, verdicts
 from coach.analyze.diff.metrics import CLOCK_TOLERANCE, KERNEL_METRICS, KERNEL_TOTALS, PROFILE_PAIR
 from coach.analyze.diff.result import (
-    Diff, aspect, aspect_frame, blocked, scenario_checks, scenario_verdict, tool, value_map,
+    Diff, aspect, aspect_frame, blocked, device_aspects, scenario_checks, scenario_verdict, tool, value_map,
 )
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules._common import fmt_bytes
@@ -164,17 +164,12 @@ def _headline_pair(pairs: pl.DataFrame, totals: pl.DataFrame) -> dict[str, Any]:
 
 def _comparability(before: KernelProfile, after: KernelProfile, wb: pl.DataFrame, wa: pl.DataFrame,
                    pairs: pl.DataFrame) -> pl.DataFrame:
-    def device(p: KernelProfile, col: str) -> Any:
-        return p.devices[col][0] if p.devices.height and col in p.devices.columns else None
-
     def clock(col: str, side: str) -> float | None:
         v = (wb if side == "before" else wa)[col].mean()
         return None if v is None else float(v)
 
     rows = [
-        aspect("GPU", device(before, "name"), device(after, "name"),
-               note="a time on one GPU says nothing about a fix measured on another"),
-        aspect("SM count", device(before, "sm_count"), device(after, "sm_count")),
+        *device_aspects(before, after),
         aspect("SM clock", clock("sm_frequency_hz", "before"), clock("sm_frequency_hz", "after"),
                tolerance=CLOCK_TOLERANCE, fmt=_ghz,
                note="a compute-bound kernel's time scales with the SM clock; lock clocks the same way for both runs"),

@@ -17,7 +17,7 @@ from coach.scenarios import Scenario
 #: Aspects that make two profiles not comparable at all: a time on one GPU says nothing about a fix
 #: measured on another (other SMs, clocks, memory, compiler targets; another vendor's hardware), so a
 #: diff across them credits no fix. Other differences (clocks, tool versions) are warnings.
-BLOCKING_ASPECTS = ("GPU", "SM count")
+BLOCKING_ASPECTS = ("GPU", "compute capability", "SM count")
 
 
 @dataclass
@@ -122,6 +122,31 @@ def aspect(name: str, before: Any, after: Any, *, tolerance: float | None = None
 def aspect_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"aspect": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8, "same": pl.Boolean,
                                       "note": pl.Utf8})
+
+
+def device_aspects(before: Profile, after: Profile) -> list[dict[str, Any]]:
+    """The GPU each profile ran on: its name, compute capability and SM count (the devices that did
+    work, where a timeline lists several)."""
+    def values(p: Profile, col: str) -> str | None:
+        devices = p.devices
+        if devices.is_empty() or col not in devices.columns:
+            return None
+        found = sorted({str(v) for v in devices[col].drop_nulls().to_list()})
+        return ", ".join(found) or None
+
+    def cc(p: Profile) -> str | None:
+        d = p.devices
+        if d.is_empty() or "cc_major" not in d.columns:
+            return None
+        found = sorted({f"{a}.{b if b is not None else 0}" for a, b in zip(d["cc_major"], d["cc_minor"]) if a is not None})
+        return ", ".join(found) or None
+
+    return [
+        aspect("GPU", values(before, "name"), values(after, "name"),
+               note="a time on one GPU says nothing about a fix measured on another"),
+        aspect("compute capability", cc(before), cc(after)),
+        aspect("SM count", values(before, "sm_count"), values(after, "sm_count")),
+    ]
 
 
 def tool(p: Profile) -> str:

@@ -11,7 +11,9 @@ import polars as pl
 
 from coach.analyze.diff.fixes import Fix, change_pct, credit, expect_frame, fixes, judge, labelled, moved, verdict_of, verdicts
 from coach.analyze.diff.metrics import NOISE, TIMELINE_METRICS
-from coach.analyze.diff.result import Diff, aspect, aspect_frame, blocked, scenario_checks, scenario_verdict, tool, value_map
+from coach.analyze.diff.result import (
+    Diff, aspect, aspect_frame, blocked, device_aspects, scenario_checks, scenario_verdict, tool, value_map,
+)
 from coach.analyze.kernel_rules._common import fmt_bytes
 from coach.analyze.timeline import TimelineAnalysis, interval_join
 from coach.analyze.timeline_rules._shared import base_api_name
@@ -206,17 +208,13 @@ def timeline_diff(before: Timeline, after: Timeline, fx: Fix | None, scenario: S
 
 
 def _comparability(before: Timeline, after: Timeline) -> pl.DataFrame:
-    def names(tl: Timeline) -> str | None:
-        n = sorted(tl.devices["name"].drop_nulls().unique().to_list()) if tl.devices.height else []
-        return ", ".join(n) or None
-
     kb, ka = set(before.kernels["name"].drop_nulls().to_list()), set(after.kernels["name"].drop_nulls().to_list())
     gone, new = sorted(kb - ka), sorted(ka - kb)
     note = "; ".join(part for part in (f"only before: {', '.join(gone[:5])}" if gone else "",
                                        f"only after: {', '.join(new[:5])}" if new else "") if part)
     copied = [float(tl.memcpy["bytes"].sum()) if tl.memcpy.height else 0.0 for tl in (before, after)]
     return aspect_frame([
-        aspect("GPU", names(before), names(after), note="a time on one GPU says nothing about a fix measured on another"),
+        *device_aspects(before, after),
         aspect("devices with work", before.kernels["device_id"].n_unique(), after.kernels["device_id"].n_unique()),
         aspect("tool", tool(before), tool(after)),
         aspect("bytes copied", *copied, tolerance=NOISE, fmt=fmt_bytes,

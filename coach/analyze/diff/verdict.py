@@ -172,15 +172,23 @@ def _ncu_lines(d: Diff) -> list[str]:
 
 def _comparability_line(d: Diff) -> str:
     rows = d.comparability.to_dicts()
-    differ = [r for r in rows if r["same"] is False]
+    blocking = {r["aspect"] for r in d.not_comparable}
+    differ = [r for r in rows if r["same"] is False and r["aspect"] not in blocking]
     unknown = [r["aspect"] for r in rows if r["same"] is None]
-    if not differ:
+    if not differ and not blocking:
         same = [f"{r['aspect']} ({r['before']})" if r["aspect"] == "GPU" else r["aspect"] for r in rows if r["same"]]
         text = "Comparable: same " + ", ".join(same)
+    elif not differ:
+        text = "Nothing else differs"
     else:
-        text = "Check before trusting the numbers: " + "; ".join(
-            f"{r['aspect']} differs ({r['before']} vs {r['after']}{': ' + r['note'] if r['note'] else ''})"
-            for r in differ)
+        text = ("Also different: " if blocking else "Check before trusting the numbers: ") + "; ".join(
+            _differs(r) for r in differ)
     if unknown:
         text += f" (not in the profiles: {', '.join(unknown)})"
     return text + "."
+
+
+def _differs(r: Mapping[str, Any]) -> str:
+    values = f"{r['before']} vs {r['after']}" if r["before"] is not None and r["after"] is not None else ""
+    said = ": ".join(x for x in (values, r["note"]) if x)
+    return f"{r['aspect']} differs" + (f" ({said})" if said else "")
