@@ -26,6 +26,7 @@ from coach.analyze.diff import NOISE, Diff, fmt_value, verdict
 from coach.analyze.findings import Finding
 from coach.analyze.hardware import GPU, for_device
 from coach.analyze.kernel_metrics import with_derived
+from coach.analyze.quantities import kernel_floor
 from coach.analyze.kernel_rules._common import fmt_bytes, fmt_time
 from coach.model import Profile
 
@@ -91,7 +92,7 @@ def explain(profile: Profile, findings: list[Finding], top: int = 1) -> list[Tal
     out = []
     for launch in wide.iter_rows(named=True):
         mine = [f for f in real if f.launch_id == launch["launch_id"]][:top]
-        out += [for_finding(f, launch, gpu) for f in mine]
+        out += [for_finding(f, launch, gpu, profile.metrics) for f in mine]
     return out
 
 
@@ -99,13 +100,15 @@ def _gpu(profile: Profile) -> GPU | None:
     return for_device(profile.devices.row(0, named=True)) if profile.devices.height else None
 
 
-def for_finding(finding: Finding, launch: Mapping[str, Any] | None = None, gpu: GPU | None = None) -> TalkingPoints:
-    """Talking points for one finding; ``launch`` (a launch row with ``kernel_metrics`` columns)
-    and ``gpu`` give the first-principles estimate for a kernel finding."""
+def for_finding(finding: Finding, launch: Mapping[str, Any] | None = None, gpu: GPU | None = None,
+                metrics: pl.DataFrame | None = None) -> TalkingPoints:
+    """Talking points for one finding; ``launch`` (a launch row with ``kernel_metrics`` columns),
+    ``gpu`` and the profile's long ``metrics`` give the first-principles estimate for a kernel
+    finding (``coach.analyze.quantities.kernel_floor``: the same floor everywhere)."""
     numbers = [_evidence_text(e) for e in finding.evidence if e.value is not None][:NUMBERS]
     if launch is not None and len(numbers) < NUMBERS and launch.get("duration_ns") is not None:
         numbers.append(f"duration = {fmt_time(launch['duration_ns'])}")
-    floor = _floor(launch, gpu) if launch is not None and gpu is not None else None
+    floor = _floor(launch, gpu, metrics) if launch is not None and gpu is not None else None
     estimate = floor[0] if floor else (f"{finding.gain_model}." if finding.gain_model else "no model for this finding")
     gain = ""
     if finding.estimated_saving_ns is not None:
@@ -138,32 +141,20 @@ def _value(value: float, unit: str) -> str:
     return fmt_value(value, {"B": "byte", "bytes": "byte", "B/s": "byte/s"}.get(unit, unit))
 
 
-def _floor(launch: Mapping[str, Any], gpu: GPU) -> tuple[str, float | None] | None:
-    """The first-principles floor of a launch: the bytes its threads use (or, without that count, the
-    DRAM bytes) and its SIMT FLOPs through the GPU's ceilings; and the measured time's % of floor."""
-    useful = _sum(launch, "useful_load_bytes", "useful_store_bytes")
-    counted = "the bytes its threads read and write"
-    if not useful:
-        useful, counted = launch.get("dram_bytes"), "the bytes DRAM moved"
-    flops = {p: float(launch[c]) for p, c in (("fp32", "fp32_flop"), ("fp64", "fp64_flop"), ("fp16_simt", "fp16_flop"))
-             if launch.get(c)}
-    if not useful and not flops:
+def _floor(launch: Mapping[str, Any], gpu: GPU, metrics: pl.DataFrame | None = None) -> tuple[str, float | None] | None:
+    """The first-principles floor of a launch (``coach.analyze.quantities.kernel_floor``) in words,
+    and the measured time's % of floor."""
+    f = kernel_floor(launch, gpu, metrics)
+    if f is None:
         return None
+    bytes_term = next((t for t in f.terms if t.name == "dram"), None)
+    moved = f"the kernel must move {fmt_bytes(bytes_term.amount)} ({f.counted}); " if bytes_term else ""
+    text = f"{moved}the floor is set by {f.dominant.text}: {fmt_time(f.seconds * 1e9)}."
     duration = launch.get("duration_ns")
-    try:
-        p = predict.predict(predict.Work(bytes=float(useful or 0), flops=flops), gpu,
-                            measured_s=duration * 1e-9 if duration else None)
-    except predict.PredictionError:
-        return None
-    d = p.dominant
-    amount = fmt_bytes(d.amount) if d.unit == "byte" else f"{d.amount / 1e9:.3g} GFLOP ({d.name})"
-    rate = fmt_value(d.rate, "byte/s") if d.unit == "byte" else f"{d.rate / 1e12:.3g} TFLOP/s"
-    text = (f"the kernel must move {fmt_bytes(useful)} ({counted}); the floor is set by {amount} at {rate} "
-            f"({d.origin} ceiling): {fmt_time(p.floor_s * 1e9)}.")
-    if p.pct_of_floor is not None:
-        text += (f" It takes {fmt_time(duration)}, {p.pct_of_floor:.0f}% of the floor's speed "
-                 f"({duration * 1e-9 / p.floor_s:.1f}x the floor).")
-    return text, p.pct_of_floor
+    if f.pct_of_floor is not None and duration:
+        text += (f" It takes {fmt_time(duration)}, {f.pct_of_floor:.0f}% of the floor's speed "
+                 f"({duration * 1e-9 / f.seconds:.1f}x the floor).")
+    return text, f.pct_of_floor
 
 
 def _sum(row: Mapping[str, Any], *cols: str) -> float | None:
@@ -176,24 +167,29 @@ def _sum(row: Mapping[str, Any], *cols: str) -> float | None:
 # --------------------------------------------------------------------------------------------
 
 
-def for_diff(d: Diff) -> TalkingPoints:
+def for_diff(d: Diff, before: Profile | None = None, after: Profile | None = None,
+             params: Mapping[str, float] | None = None) -> TalkingPoints:
     """Talking points for a before/after comparison: the outcome, the movements that show the fix
-    worked, what the bytes (or Amdahl's law, for a timeline) predicted, Nsight Compute's estimate
-    against the realised saving, and the follow-ups."""
+    worked, what the fix's gain model predicted (``coach.analyze.gain``, from ``before`` and ``after``:
+    the same number the exercises give), Nsight Compute's estimate against the realised saving, and
+    the follow-ups. Across GPUs: that the runs do not compare, and no prediction."""
     said = verdict(d)
     checks = d.headline_checks()
     met = checks.filter(pl.col("met").fill_null(False)) if checks.height else checks
-    if d.fix is None and d.suggested and met.height:
-        met = met.filter(pl.col("fix") == d.suggested[0])
+    fix_id = d.credited
+    if d.fix is None and fix_id and met.height:
+        met = met.filter(pl.col("fix") == fix_id)
     numbers = [f"{r['label']}: {fmt_value(r['before'], r['unit'])} -> {fmt_value(r['after'], r['unit'])}"
-               for r in met.head(NUMBERS).iter_rows(named=True)]
+               for r in met.head(NUMBERS).iter_rows(named=True)] if not d.not_comparable else []
     if len(numbers) < NUMBERS:
         numbers += _moves(d, NUMBERS - len(numbers), exclude={r["metric"] for r in met.iter_rows(named=True)})
-    estimate, short = (_bytes_estimate(d) if d.kind == "kernel-profile" else _amdahl_estimate(d))
-    fix_id = d.fix.id if d.fix else (d.suggested[0] if d.suggested else None)
-    fix = (f"{d.fix.name}: the movement {d.fix_verdict} the fix." if d.fix
-           else f"The movements are those of '{fix_id}'." if fix_id else "No fix in the table matches the movements.")
-    fix += "".join(f" {line}" for line in said if line.startswith("Nsight Compute estimated"))
+    estimate, short = _estimate(d, before, after, params)
+    if d.not_comparable:
+        fix = "No fix is credited across GPUs."
+    else:
+        fix = (f"{d.fix.name}: the movement {d.fix_verdict} the fix." if d.fix
+               else f"The movements are those of '{fix_id}'." if fix_id else "No fix in the table matches the movements.")
+        fix += "".join(f" {line}" for line in said if line.startswith("Nsight Compute estimated"))
     follow = []
     if short:
         follow.append("Why is the speed-up below what the model predicts? What else limits the kernel now?")
@@ -205,6 +201,30 @@ def for_diff(d: Diff) -> TalkingPoints:
     follow.append("How would you make sure the speed-up holds at other sizes and on another GPU?")
     return TalkingPoints(subject=d.headline.get("kernel_after") or "timeline", headline=said[0], numbers=tuple(numbers),
                          estimate=estimate, fix=fix, follow_ups=tuple(follow[:FOLLOW_UPS]))
+
+
+def _estimate(d: Diff, before: Profile | None, after: Profile | None,
+              params: Mapping[str, float] | None) -> tuple[str, bool]:
+    """The credited fix's gain model against the measured speed-up; without a credited fix (or its
+    model's inputs), Amdahl's law for a timeline and no prediction for a kernel (a bytes ratio says
+    nothing about a kernel that is not bandwidth-bound)."""
+    if d.not_comparable:
+        return "the profiles come from different GPUs: no prediction compares them.", False
+    from coach.analyze import gain  # noqa: PLC0415 - gain imports diff, as this module does
+
+    g = gain.estimate(d, before, after, params=params) if before is not None and after is not None else None
+    speedup = d.headline.get("speedup")
+    if g is not None and g.speedup is not None:
+        measured = f"; measured {speedup:.2f}x" if speedup is not None else ""
+        kind = "an upper bound" if g.upper_bound else "an estimate"
+        text = f"the {g.model} model ({kind}) for '{g.fix}': {g.how}{measured}"
+        short = speedup is not None and speedup < g.speedup * (1 - NOISE)
+        if short and g.check:
+            text += f" ({g.check})"
+        return text + ".", short
+    if d.kind == "timeline":
+        return _amdahl_estimate(d)
+    return ("no gain model applies" + (f" ({g.how})" if g is not None else " without a credited fix") + ".", False)
 
 
 def _moves(d: Diff, n: int, exclude: set[str]) -> list[str]:
@@ -220,23 +240,6 @@ def _value_of(d: Diff, metric: str) -> tuple[float | None, float | None]:
     if "pair" in rows.columns:
         rows = rows.filter(pl.col("pair") == d.headline["pair"])
     return (rows["before"][0], rows["after"][0]) if rows.height else (None, None)
-
-
-def _bytes_estimate(d: Diff) -> tuple[str, bool]:
-    """A bandwidth-bound kernel's time follows its DRAM bytes: the bytes ratio is the speed-up to expect."""
-    before, after = _value_of(d, "dram_bytes")
-    speedup = d.headline.get("speedup")
-    if not before or not after or speedup is None:
-        return "the profiles lack the DRAM bytes to predict the speed-up from.", False
-    ratio = before / after
-    short = speedup < ratio * (1 - NOISE)
-    text = (f"DRAM bytes {fmt_bytes(before)} -> {fmt_bytes(after)}: a bandwidth-bound kernel should get about "
-            f"{ratio:.2f}x faster; it got {speedup:.2f}x")
-    if short:
-        text += " (the fixed kernel is further from its DRAM roof than the slow one was)"
-    elif speedup > ratio * (1 + NOISE):
-        text += " (more than the bytes alone: the slow kernel was also further from its roof)"
-    return text + ".", short
 
 
 #: Timeline time metrics a fix can remove, for the Amdahl bound.

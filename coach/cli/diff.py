@@ -65,7 +65,7 @@ def diff_cmd(
             a = only_kernels(a, pattern)
     scen = scenarios.find(scenario) if scenario else None
     d = diff(b, a, fix=fix or None, scenario=scen)
-    points = for_diff(d) if talk else None
+    points = for_diff(d, b, a) if talk else None
     if as_json:
         out = d.to_dict()
         if points is not None:

@@ -14,6 +14,7 @@ from coach.analyze.diff.kernels import PROFILE_PAIR
 from coach.analyze.diff.metrics import NOISE
 from coach.analyze.diff.result import Diff
 from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_rate, fmt_time
+from coach.analyze.quantities import fmt_share, fmt_waves
 
 
 #: Units counted in whole things, with their plural.
@@ -30,6 +31,10 @@ def fmt_value(value: float | None, unit: str) -> str:
     "not in report" for a value the profile lacks (never 0)."""
     if value is None:
         return NOT_IN_REPORT
+    if unit == "wave":
+        return f"{fmt_waves(value)} wave{'' if value == 1 else 's'}"
+    if unit == "fraction":
+        return fmt_share(value)
     if unit == "ns":
         return fmt_time(value)
     if unit == "byte":
