@@ -312,9 +312,19 @@ def _sizes_model(scenario: Scenario) -> tuple[float, str]:
     return scenario.min_speedup, "the model gives no separate prediction; this is the speed-up the recording must reach"
 
 
+_ESTIMATES: dict[tuple[str, str], Any] = {}
+
+
 def _gain_estimate(scenario: Scenario) -> Any:
     """The planted fix's gain estimate on the scenario's recording (``coach.analyze.gain.estimate``),
-    or None without a recording of both variants."""
+    or None without a recording of both variants; worked out once per scenario folder."""
+    key = (scenario.id, str(scenario.folder))
+    if key not in _ESTIMATES:
+        _ESTIMATES[key] = _work_out_gain(scenario)
+    return _ESTIMATES[key]
+
+
+def _work_out_gain(scenario: Scenario) -> Any:
     from coach.analyze import gain  # noqa: PLC0415 - polars-heavy, only for the gain question
     from coach.analyze.diff import diff  # noqa: PLC0415
     from coach.recordings import open_recording  # noqa: PLC0415
