@@ -129,6 +129,8 @@ def _fmt(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _checks_table(d: Any) -> None:
     rows = d.headline_checks().to_dicts()
+    if d.fix is None and d.suggested:  # the credited fix's movements (the others are named in the verdict)
+        rows = [r for r in rows if r.get("fix") == d.suggested[0] or r.get("why") == "scenario evidence"]
     if not rows:
         return
     title = (f"Movements the fix '{d.fix.id}' should cause" if d.fix

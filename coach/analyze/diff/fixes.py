@@ -287,3 +287,10 @@ def credit(table: pl.DataFrame, checks: pl.DataFrame, candidates: list[Fix], *,
         step = 0.0 if share is None else math.floor(share / SHARE_STEP + 1e-9) * SHARE_STEP
         scored.append((-step, -(strength.get(f.id) or 0.0), -len(f.expect), f.id))
     return tuple(s[-1] for s in sorted(scored))
+
+
+def in_credit_order(checks: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """``checks`` of the fixes in ``order`` (the named fix, or the credited ones best first), in that
+    order, each fix's expectations in the table's order."""
+    rank = pl.DataFrame({"fix": order, "_rank": list(range(len(order)))}, schema={"fix": pl.Utf8, "_rank": pl.Int64})
+    return checks.join(rank, on="fix", how="inner").sort("_rank", "order").drop("_rank")

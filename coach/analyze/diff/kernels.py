@@ -14,7 +14,9 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from coach.analyze.diff.fixes import Fix, credit, expect_frame, fixes, judge, labelled, moved, verdict_of, verdicts
+from coach.analyze.diff.fixes import (
+    Fix, credit, expect_frame, fixes, in_credit_order, judge, labelled, moved, verdict_of, verdicts,
+)
 from coach.analyze.diff.metrics import CLOCK_TOLERANCE, KERNEL_METRICS, KERNEL_TOTALS, PROFILE_PAIR
 from coach.analyze.diff.result import (
     Diff, aspect, aspect_frame, blocked, device_aspects, scenario_checks, scenario_verdict, tool, value_map,
@@ -108,7 +110,7 @@ def kernel_diff(before: KernelProfile, after: KernelProfile, fx: Fix | None, sce
     cross = blocked(comparability)
     suggested = () if cross else credit(table, judged, kernel_fixes)
     shown = [fx.id] if fx else list(suggested)
-    checks = labelled(judged.filter(pl.col("fix").is_in(shown)), labels)
+    checks = labelled(in_credit_order(judged, shown), labels)
     if scenario is not None:
         checks = pl.concat([checks, scenario_checks(scenario, before, after, "pair", top["pair"])], how="diagonal_relaxed")
     headline = {

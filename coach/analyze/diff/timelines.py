@@ -9,7 +9,9 @@ import functools
 
 import polars as pl
 
-from coach.analyze.diff.fixes import Fix, change_pct, credit, expect_frame, fixes, judge, labelled, moved, verdict_of, verdicts
+from coach.analyze.diff.fixes import (
+    Fix, change_pct, credit, expect_frame, fixes, in_credit_order, judge, labelled, moved, verdict_of, verdicts,
+)
 from coach.analyze.diff.metrics import NOISE, TIMELINE_METRICS
 from coach.analyze.diff.result import (
     Diff, aspect, aspect_frame, blocked, device_aspects, scenario_checks, scenario_verdict, tool, value_map,
@@ -176,7 +178,7 @@ def timeline_diff(before: Timeline, after: Timeline, fx: Fix | None, scenario: S
     window_b, window_a = mb["window_ns"], ma["window_ns"]
     suggested = () if cross else credit(table, all_checks, timeline_fixes, values=value_map(values),
                                         saved=window_b - window_a)
-    checks = labelled(all_checks.filter(pl.col("fix").is_in([fx.id] if fx else list(suggested))), TIMELINE_METRICS)
+    checks = labelled(in_credit_order(all_checks, [fx.id] if fx else list(suggested)), TIMELINE_METRICS)
     if scenario is not None:
         checks = pl.concat([checks, scenario_checks(scenario, before, after)], how="diagonal_relaxed")
     kernels = _sides(_kernels_by_name(before), _kernels_by_name(after), ["name"]).with_columns(
