@@ -677,8 +677,11 @@ def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) 
         sheet = gpu.value(field_name)
         keys = [k for k in MEASURED_FOR.get(name, ()) if m is not None and k in m.values]
         if keys and m is not None:
-            # a measured ceiling is never below a rate recorded on the same GPU (coach.best_rates)
-            raised_by = {k: best_rates.ceiling_for(gpu.id, k, m.values[k]) for k in keys}
+            # a measured ceiling is never below a rate recorded on the same GPU (coach.best_rates): the
+            # shipped calibration goes with the shipped recordings; a user's own calibration stands alone
+            shipped = m is catalog().measured.get(gpu.id)
+            raised_by = {k: best_rates.ceiling_for(gpu.id, k, m.values[k]) if shipped else (m.values[k], "")
+                         for k in keys}
             best = max(keys, key=lambda k: raised_by[k][0] or 0.0)
             value, raised = raised_by[best]
             source = f"{m.describe()}: {best}" + (f"; raised to {raised}" if raised else "")
