@@ -26,6 +26,7 @@ import polars as pl
 
 from coach import best_rates, ladders, scenarios
 from coach.capture.calibrate import MEASUREMENTS
+from coach.errors import CoachError
 from coach.paths import traces_dir
 
 #: Rate measurements (the calibration's, less the launch latencies) and the datasheet field of each.
@@ -58,7 +59,7 @@ def collect(gpu: str, traces: Path | None = None) -> dict[str, Any]:
     found = candidates(gpu, traces).filter(pl.col("measurement").is_in(list(DATASHEET_FIELD)))
     try:
         entry = hardware.get(gpu)
-    except hardware.UnknownGPUError:
+    except CoachError:  # a GPU the tables lack, or a data folder without them: no datasheet to bound by
         entry = None
     limits = {m: (entry.value(f) if entry is not None else None) for m, f in DATASHEET_FIELD.items()}
     limit = pl.col("measurement").replace_strict(limits, default=None, return_dtype=pl.Float64)
