@@ -25,7 +25,7 @@ from test_capture_support import flat, run_cli
 from coach import best_rates, ladders, recorded_rates, recordings, scenarios
 from coach.analyze import gain
 from coach.analyze.diagnose import diagnose
-from coach.analyze.diff import diff, fmt_value, verdict
+from coach.analyze.diff import diff, fmt_value
 from coach.analyze.hardware import ceilings, get
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_summary import summarize_kernels

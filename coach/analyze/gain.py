@@ -41,6 +41,7 @@ Models (``MODELS``), each stated in words in its ``how``:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -102,7 +103,10 @@ class _Case:
 
     # -- kernels: the headline pair's launch rows and the GPU's ceilings
 
-    def _rows(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    @functools.cached_property
+    def rows(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The headline pair's before and after launch rows (``with_derived``); None for timelines and
+        for a diff judged on the whole profile."""
         if self.d.kind != "kernel-profile" or self.d.pairs.is_empty() or self.d.headline.get("pair") == PROFILE_PAIR:
             return None, None
         pair = self.d.pairs.filter(pl.col("pair") == self.d.headline["pair"]).row(0, named=True)
@@ -111,12 +115,6 @@ class _Case:
         wb = with_derived(b.launches.filter(pl.col("launch_id") == pair["launch_id_before"]), b.devices)
         wa = with_derived(a.launches.filter(pl.col("launch_id") == pair["launch_id_after"]), a.devices)
         return wb.row(0, named=True), wa.row(0, named=True)
-
-    @property
-    def rows(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        if not hasattr(self, "_rows_cache"):
-            self._rows_cache = self._rows()
-        return self._rows_cache
 
     @property
     def roofs(self) -> Ceilings | None:
