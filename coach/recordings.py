@@ -168,11 +168,15 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
     """Every value a scenario's text may name, computed from the recording and the bytes model.
 
     Recording: gpu, gpu_short, recorded_date, driver, cuda; per variant V: V_ms, V_min_ms, V_gb_per_s
-    (useful bytes over V's time), V_tflop_per_s, V_pct_of_floor, V_<evidence name>, V_<number the
-    program reported> (V_registers, ...) and V_timing_<how it timed> (V_timing_calls_per_sample);
-    speedup.
-    Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, floor_ms (the larger), serial_ms
-    (their sum), V_moved_gb and V_moved_ms for the bytes each variant is predicted to move.
+    (V's useful bytes over V's time), V_tflop_per_s (its FLOPs over its time, in TFLOP or in the
+    model's ``flop_unit``), V_rate (the rate that fits the bound, in ``rate_unit``: useful bytes/s,
+    or FLOP/s for compute-bound work), V_pct_of_floor (V's floor over V's time), and
+    V_<evidence name>, V_<number the program reported> (V_registers, ...) and V_timing_<how it
+    timed> (V_timing_calls_per_sample); speedup.
+    Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, floor_ms (the larger: the slow
+    variant's work), serial_ms (their sum), V_floor_ms (V's own work's floor: the same as floor_ms
+    unless the fix changes the work per unit), V_moved_gb and V_moved_ms for the bytes each variant is
+    predicted to move; rate_label and rate_unit (what V_rate counts).
     """
     m = scenario.model
     gpu = str(results.get("gpu") or "")
@@ -181,12 +185,14 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
                          "recorded_date": str(results.get("recorded_at") or "")[:10],
                          "driver": (prov.get("gpu") or {}).get("driver"), "cuda": prov.get("cuda_driver_version")}
     v.update(m.sizes)
-    useful, flops = m.value(m.useful_bytes), m.value(m.flops)
-    bytes_ms = useful / m.bytes_per_s * 1e3
-    flops_ms = flops / m.flop_per_s * 1e3 if m.flop_per_s else None
+    useful, flops = m.useful("slow"), m.value(m.flops)
+    bytes_ms = m.bytes_s("slow") * 1e3
+    flops_ms = m.flops_s() * 1e3 if m.flop_per_s else None
     floor_ms = m.floor_s() * 1e3
     v.update(useful_gb=useful / 1e9, gflop=flops / 1e9, bytes_ms=bytes_ms, flops_ms=flops_ms, floor_ms=floor_ms,
-             serial_ms=bytes_ms + (flops_ms or 0.0))
+             serial_ms=bytes_ms + (flops_ms or 0.0), rate_label=m.rate_label, rate_unit=m.rate_unit)
+    for variant in VARIANTS:
+        v[f"{variant}_floor_ms"] = m.floor_s(variant=variant) * 1e3
     for variant, expr in m.moved_bytes.items():
         moved = m.value(expr)
         v[f"{variant}_moved_gb"] = moved / 1e9
@@ -204,11 +210,13 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
         t = (timings.get(variant) or {}).get("median_ms")
         if not isinstance(t, (int, float)) or t <= 0:
             continue
+        seconds = t * 1e-3
         v[f"{variant}_ms"] = t
         v[f"{variant}_min_ms"] = timings[variant].get("min_ms")
-        v[f"{variant}_gb_per_s"] = useful / (t * 1e-3) / 1e9
-        v[f"{variant}_tflop_per_s"] = flops / (t * 1e-3) / 1e12
-        v[f"{variant}_pct_of_floor"] = floor_ms / t * 100
+        v[f"{variant}_gb_per_s"] = m.useful(variant) / seconds / 1e9
+        v[f"{variant}_tflop_per_s"] = flops / seconds / 1e12
+        v[f"{variant}_rate"] = m.rate(variant, seconds)
+        v[f"{variant}_pct_of_floor"] = v[f"{variant}_floor_ms"] / t * 100
     if "slow_ms" in v and "fixed_ms" in v:
         v["speedup"] = v["slow_ms"] / v["fixed_ms"]
     for item in results.get("evidence") or []:
@@ -255,7 +263,12 @@ def import_raw(raw: Path, traces: Path | None = None, *, log: Log = lambda line:
 
     traces = Path(traces) if traces is not None else traces_dir()
     with _raw_root(Path(raw), log) as root:
-        return [_import_one(folder, traces, load, log) for folder in raw_folders(root)]
+        done = [_import_one(folder, traces, load, log) for folder in raw_folders(root)]
+    from coach import recorded_rates  # noqa: PLC0415 - needs the imported recordings
+
+    for gpu in sorted({item.folder.parent.name for item in done}):
+        log(f"best recorded rates: {recorded_rates.write(gpu, traces)}")
+    return done
 
 
 @contextmanager
