@@ -41,12 +41,17 @@ def run_cmd(
 
         coach run 15 --no-interactive
     """
-    from coach import scenarios
+    from coach import correctness, scenarios
 
-    scenario = scenarios.find(scenario_id)
     if importlib.util.find_spec("polars") is None:
         raise CoachError("coach run reads the recorded profiles with polars, which is not installed here "
                          "(pip install coach)")
+    if correctness.is_correctness(scenario_id):  # a planted bug, recorded under compute-sanitizer
+        from coach.cli.run_correctness import run as run_correctness
+
+        run_correctness(scenario_id, live=live, interactive=not no_interactive, gpu=gpu, traces=traces)
+        return
+    scenario = scenarios.find(scenario_id)
     with ExitStack() as stack:
         recording = _record_live(scenario, stack) if live else _recorded(scenario, traces, gpu)
         _walk_through(scenario, recording, live=live, interactive=not no_interactive)

@@ -26,6 +26,8 @@ READERS: dict[str, str] = {
     "nsys-sqlite": "coach.ingest.nsys_sqlite:read",
     "nsys-rep": "coach.ingest.nsys_rep:read",
     "kineto-json": "coach.ingest.kineto:read",
+    "sanitizer-text": "coach.ingest.sanitizer_text:read",
+    "sanitizer-xml": "coach.ingest.sanitizer_xml:read",
     "coach-profile": "coach.ingest.saved:read",
 }
 
@@ -64,4 +66,4 @@ def expand(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-SUFFIXES = {".ncu-rep", ".csv", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".gz"}
+SUFFIXES = {".ncu-rep", ".csv", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".gz", ".log", ".txt", ".xml"}

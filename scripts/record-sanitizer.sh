@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Record the correctness scenarios (scenario-21 on) on a GPU machine: build each program with nvcc,
+# run its buggy and fixed variants plain and under compute-sanitizer, keep the text reports, the
+# --xml files, the programs' output and the provenance.
+#
+#     scripts/record-sanitizer.sh OUT_DIR [SCENARIO...]      (no ids: every correctness scenario)
+#
+# Needs nvcc and compute-sanitizer (looked for on PATH, then in /usr/local/cuda/bin; or set
+# COACH_COMPUTE_SANITIZER), a GPU, and python3: nothing else. Writes OUT_DIR/<scenario-id>/ with a
+# manifest.json each. COACH_SANITIZER_BUDGET_S (default 270) stops starting new scenarios once that
+# many seconds have passed; rerun with the same OUT_DIR to finish (recorded ones are skipped).
+# Afterwards, on any machine with coach installed: coach record --import OUT_DIR
+out="${1:?usage: scripts/record-sanitizer.sh OUT_DIR [SCENARIO...]}"
+shift
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+set -euo pipefail
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cd "$root"
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+if ! command -v compute-sanitizer >/dev/null && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+fi
+if [ $# -eq 0 ]; then set -- --all; fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+compute-sanitizer --version || true
+python3 -m coach.capture sanitize "$@" --out "$out" --skip-existing --time-budget "${COACH_SANITIZER_BUDGET_S:-270}"
