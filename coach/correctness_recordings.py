@@ -155,11 +155,14 @@ def _cuda_error(stderr: str) -> dict[str, Any] | None:
 
 
 def _clean(summary: Mapping[str, Any] | None) -> bool | None:
+    """No error and no race reported, by a run that finished (the program's own non-zero exit,
+    which the tool may count as one error, with nothing printed, is not the tool's finding)."""
     if not summary:
         return None
-    if not summary.get("complete"):
+    if not summary.get("complete") or (summary.get("hazards_displayed") or 0):
         return False
-    return (summary.get("errors") or 0) == 0 and (summary.get("hazards_displayed") or 0) == 0
+    errors = summary.get("errors") or 0
+    return errors == 0 or (bool(summary.get("target_error")) and not summary.get("records") and errors <= 1)
 
 
 def _diagnosis(scenario: CorrectnessScenario, findings: list[Any]) -> dict[str, Any]:

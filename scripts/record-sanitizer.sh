@@ -8,8 +8,9 @@
 # Needs nvcc and compute-sanitizer (looked for on PATH, then in /usr/local/cuda/bin; or set
 # COACH_COMPUTE_SANITIZER), a GPU, and python3: nothing else. Writes OUT_DIR/<scenario-id>/ with a
 # manifest.json each. COACH_SANITIZER_BUDGET_S (default 270) stops starting new scenarios once that
-# many seconds have passed; rerun with the same OUT_DIR to finish (recorded ones are skipped).
-# Afterwards, on any machine with coach installed: coach record --import OUT_DIR
+# many seconds have passed; rerun with the same OUT_DIR to finish (recorded ones are skipped). The
+# folder is packed into OUT_DIR.tgz at the end. Afterwards, on any machine with coach installed:
+# coach record --import OUT_DIR
 out="${1:?usage: scripts/record-sanitizer.sh OUT_DIR [SCENARIO...]}"
 shift
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,4 +25,10 @@ fi
 if [ $# -eq 0 ]; then set -- --all; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 compute-sanitizer --version || true
-python3 -m coach.capture sanitize "$@" --out "$out" --skip-existing --time-budget "${COACH_SANITIZER_BUDGET_S:-270}"
+status=0
+python3 -m coach.capture sanitize "$@" --out "$out" --skip-existing --time-budget "${COACH_SANITIZER_BUDGET_S:-270}" ||
+    status=$?
+# text reports, XML, program output and manifests: small, and smaller packed
+tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"
+echo "packed $(du -h "$out.tgz" | cut -f1) into $out.tgz"
+exit $status

@@ -66,4 +66,4 @@ def expand(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-SUFFIXES = {".ncu-rep", ".csv", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".gz", ".log", ".txt", ".xml"}
+SUFFIXES = {".ncu-rep", ".csv", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".gz"}

@@ -61,7 +61,21 @@ def apply(ctx: ReportContext) -> list[Finding]:
     device = records.filter(records["kind"].is_in(["memory-access", "hardware-exception", "shared-race",
                                                    "shared-hazard", "uninitialized-read", "barrier",
                                                    "device-malloc", "api-error"])) if records.height else records
-    clean = not device.height and (s.get("errors") in (0, None)) and (s.get("hazards_displayed") in (0, None))
+    # compute-sanitizer checks the program's exit code too (--check-exit-code, on by default): a
+    # program that fails its own check adds "Target application returned an error", which the error
+    # count may include. With no record of its own, that one error is the program's, not the tool's.
+    exit_only = bool(s.get("target_error")) and not records.height and (s.get("errors") or 0) <= 1
+    clean = not device.height and (s.get("errors") in (0, None) or exit_only) \
+        and (s.get("hazards_displayed") in (0, None))
+    hidden = (s.get("errors") or 0) - (1 if s.get("target_error") else 0)
+    if not clean and not records.height and hidden > 0:
+        out.append(finding(INCOMPLETE_SPEC, title=f"The summary counts {plural(s.get('errors'), 'error')} the report "
+                                                  "does not print",
+                           message=("compute-sanitizer counted errors but printed none of them (--print-limit or "
+                                    "--print-level held them back), so what they are cannot be read from this report."),
+                           next_step="Rerun with --print-limit 0 (and the default --print-level) to see every error.",
+                           evidence=[ev("errors", s.get("errors"), "error", "0")], scope=None, rank=RANK_NOTE,
+                           first_record=None, details={"lines": []}))
     if clean:
         tool = ctx.tool
         if tool in CHECKS:
@@ -74,7 +88,8 @@ def apply(ctx: ReportContext) -> list[Finding]:
                        "from the report alone.")
             title = "Clean: no errors reported"
         if s.get("target_error"):
-            message += " The program itself exited with an error: its own output says why."
+            message += (" The program itself exited with an error (its own output says why)"
+                        + (", which is the one error the summary counts." if s.get("errors") else "."))
         out.append(finding(SPEC, title=title, message=f"{message} {ARITHMETIC}",
                            next_step=("If the results are wrong, run the tools this one does not cover, then compare "
                                       "with a float64 reference; if they are right, this run found nothing to fix."),
