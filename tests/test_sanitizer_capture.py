@@ -81,7 +81,8 @@ def test_a_tool_that_refuses_xml_is_run_again_without_it(fakes, tmp_path):
     sanitize.record([_scenario("22", fakes)], tmp_path / "raw", log=lambda line: None)
     run = json.loads((tmp_path / "raw" / "scenario-22" / MANIFEST).read_text())["runs"]["buggy-memcheck"]
     assert "--xml" not in run["command"] and run["files"]["report"] == "buggy-memcheck.txt"
-    assert "xml" not in run["files"] and run["xml_note"].startswith("refused --xml --save")
+    assert "xml" not in run["files"] and run["xml_note"].startswith("no report with --xml --save: ")
+    assert "unrecognised option '--xml'" in run["xml_note"]
 
 
 def test_a_hang_is_recorded_as_an_outcome(fakes, tmp_path):
@@ -160,3 +161,27 @@ def test_run_of_an_unrecorded_scenario_says_so(capsys, tmp_path):
     assert flat(err) == ("coach: error: scenario-23 is not recorded yet: there is no " + tmp_path.name
                          + "/<gpu>/scenario-23/. Record it on a GPU machine with `scripts/record-sanitizer.sh RAW`, "
                          "then `coach record --import RAW`")
+
+
+def test_the_recording_script_runs_with_the_standard_library_alone(fakes, tmp_path):
+    """scripts/record-sanitizer.sh with the system's python3 (no polars, no coach install) and the fakes
+    first on PATH: every scenario recorded, the folder packed."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    python3 = shutil.which("python3", path="/usr/bin:/bin")
+    if python3 is None:
+        pytest.skip("no system python3")
+    if subprocess.run([python3, "-c", "import polars"], capture_output=True).returncode == 0:
+        pytest.skip("the system python3 has polars: it would not show that the capture does without it")
+    sanitizer_fakes.set_line(fakes, "kernel.cu:12")
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "sanitizer"
+    env = {"PATH": f"{fakes}:/usr/bin:/bin", "HOME": str(tmp_path), "COACH_SANITIZER_BUDGET_S": "200"}
+    done = subprocess.run([str(root / "scripts" / "record-sanitizer.sh"), str(out), "21", "26"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == ["scenario-21", "scenario-26"]
+    assert (out / "scenario-26" / MANIFEST).is_file() and (tmp_path / "sanitizer.tgz").is_file()
+    assert "Version 2025.3.1.0" in done.stdout and "packed" in done.stdout

@@ -76,7 +76,8 @@ def looks_like(text: str) -> bool:
         body = m.group("body").strip()
         if body in BANNERS or body.startswith(("ERROR SUMMARY:", "RACECHECK SUMMARY:", "LEAK SUMMARY:")):
             return True
-        if g.classify(body) is not None and g.classify(body).kind != "sanitizer-error":
+        headline = g.classify(body)
+        if headline is not None and headline.kind != "sanitizer-error":
             return True
     return False
 
