@@ -167,7 +167,7 @@ def test_cli_diagnose_and_load_on_a_report(capsys, monkeypatch):
     assert code == 0, err
     text = flat(out)
     assert "compute-sanitizer memcheck: 259 errors, 256 not printed" in text
-    assert "memory-access" in text and "stencil.cu:41" in text and "cudaErrorLaunchFailure (719)" in text
+    assert "invalid access" in text and "stencil.cu:41" in text and "cudaErrorLaunchFailure (719)" in text
     code, out, err = run_cli(["load", "--json", str(SYNTH / "memcheck_clean.txt")], capsys)
     assert code == 0 and '"kind": "sanitizer-report"' in out and '"rule_id": "sanitizer-clean"' in out
 
@@ -179,3 +179,23 @@ def test_a_failing_program_with_no_record_is_still_clean(tmp_path):
     found = _report(tmp_path, "Target application returned an error", "ERROR SUMMARY: 2 errors", name="two.txt")
     assert [x.rule_id for x in found] == ["sanitizer-incomplete"]  # a second error is not the exit code's
     assert found[0].title == "The summary counts 2 errors the report does not print"
+
+
+def test_the_dashboard_refuses_a_sanitizer_report_in_one_line(tmp_path):
+    import base64
+
+    from coach.app.uploads import read_upload
+    from coach.errors import InputError
+
+    data = base64.b64encode((SYNTH / "memcheck_clean.txt").read_bytes()).decode()
+    with pytest.raises(InputError, match=r"^memcheck\.log: is a compute-sanitizer report: the dashboard shows profiles"):
+        read_upload(f"data:text/plain;base64,{data}", "memcheck.log", tmp_path, 10_000_000)
+    assert not any(tmp_path.rglob("*.log"))  # the upload is not left behind
+
+
+def test_brackets_in_messages_survive_the_terminal(capsys, monkeypatch):
+    """Messages quote code (x[tid] += x[tid + s]); the CLI must not read it as markup."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(["diagnose", str(SYNTH / "synccheck.txt")], capsys)
+    assert code == 0, err
+    assert "if (tid < s) x[tid] += x[tid + s]; __syncthreads();" in flat(out)

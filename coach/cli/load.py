@@ -88,6 +88,9 @@ def _jsonable(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def show(s: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415 - kernel names and messages may hold brackets
+
+
     version = f" {s['tool_version']}" if s["tool_version"] else ""
     console.print(f"\n[bold]{s['path']}[/]  [dim]{s['kind']}, {s['tool']}{version}[/]")
     if s["kind"] == "kernel-profile":
@@ -100,8 +103,8 @@ def show(s: dict[str, Any]) -> None:
         console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
         for i, f in enumerate(s["findings"], 1):
             gain = f"  [green]~{_time(f.estimated_saving_ns)} to gain[/]" if f.estimated_saving_ns else ""
-            scope = f"[dim]{f.scope}:[/] " if f.scope else ""
-            console.print(f"  {i}. {scope}\\[{f.category}] {f.title}{gain}", highlight=False)
+            scope = f"[dim]{escape(f.scope)}:[/] " if f.scope else ""
+            console.print(f"  {i}. {scope}\\[{f.category}] {escape(f.title)}{gain}", highlight=False)
 
 
 def _table(title: str, columns: list[tuple[str, str]]):
@@ -179,13 +182,15 @@ def _show_sanitizer(s: dict[str, Any]) -> None:
     finished = "" if t.get("complete") else "; the report stops before its summary (the run was cut short)"
     console.print(f"compute-sanitizer {tool}: {', '.join(counts) or 'no totals printed'}{finished}")
     if s["by_line"].height:
+        races = s["by_line"]["hazards"].fill_null(0).sum() > 0
         tbl = _table("Errors by source line", [("kind", "left"), ("kernel", "left"), ("line", "left"),
                                                ("records", "right"), ("threads", "right"), ("blocks", "right"),
-                                               ("hazards", "right")])
+                                               *([("hazards", "right")] if races else [])])
         for r in s["by_line"].iter_rows(named=True):
             where = f"{Path(r['file']).name}:{r['line']}" if r.get("file") else "-"
-            tbl.add_row(r["kind"], _short(r.get("kernel") or "-", 40), where, str(r["count"]), str(r["threads"]),
-                        str(r["blocks"]), f"{r['hazards']:,}" if r.get("hazards") else "-")
+            tbl.add_row(_SANITIZER_KINDS.get(r["kind"], r["kind"]), _short(r.get("kernel") or "-", 40), where,
+                        str(r["count"]), str(r["threads"]), str(r["blocks"]),
+                        *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else []))
         console.print(tbl)
     if s["api_errors"].height:
         tbl = _table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")])
@@ -193,6 +198,12 @@ def _show_sanitizer(s: dict[str, Any]) -> None:
             tbl.add_row(r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})",
                         str(r["count"]))
         console.print(tbl)
+
+
+_SANITIZER_KINDS = {"memory-access": "invalid access", "hardware-exception": "device fault",
+                    "uninitialized-read": "uninit. read", "uninitialized-copy": "uninit. copy",
+                    "shared-race": "race", "shared-hazard": "hazard", "barrier": "barrier", "leak": "leak",
+                    "device-malloc": "malloc/free", "sanitizer-error": "tool error"}
 
 
 def _count(n: int | None, word: str) -> str:

@@ -35,6 +35,9 @@ def run_cmd(
 ) -> None:
     """Work through a debugging scenario from its recorded traces (or live, with --live).
 
+    A correctness scenario (21 on) shows what the buggy program printed, compute-sanitizer's report
+    on it, the line the diagnosis names against the planted one, the fix, and every run after it.
+
     Examples:
 
         coach run scenario-01
