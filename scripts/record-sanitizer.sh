@@ -28,7 +28,8 @@ compute-sanitizer --version || true
 status=0
 python3 -m coach.capture sanitize "$@" --out "$out" --skip-existing --time-budget "${COACH_SANITIZER_BUDGET_S:-270}" ||
     status=$?
-# text reports, XML, program output and manifests: small, and smaller packed
-tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"
-echo "packed $(du -h "$out.tgz" | cut -f1) into $out.tgz"
+# text reports, XML, program output and manifests: small, and smaller packed (OUT_DIR.tgz, in parts
+# of at most 15 MiB if it were larger; coach record --import reads either)
+"$root/scripts/pack-recording.sh" "$out" "$(dirname "$out")" "$(basename "$out")"
+echo "packed into $(dirname "$out")/$(basename "$out").tgz"
 exit $status
