@@ -289,6 +289,11 @@ def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log
     if manifest.get("coach_raw_format") != RAW_FORMAT:
         raise InputError(manifest_path, f"has raw format {manifest.get('coach_raw_format')!r}; this coach "
                                         f"imports format {RAW_FORMAT}")
+    if manifest.get("kind") == "correctness":  # a correctness scenario's runs (coach.capture.sanitize)
+        from coach import correctness_recordings  # noqa: PLC0415
+
+        done = correctness_recordings.import_one(folder, manifest, traces, log)
+        return Imported(done.scenario, done.folder, done.size_bytes, done.results)
     scenario = scenarios.find(str(manifest.get("scenario")))
     gpu = manifest.get("gpu")
     if not isinstance(gpu, str) or not re.fullmatch(r"[a-z0-9-]+", gpu):

@@ -40,6 +40,9 @@ FOLDER_RE = re.compile(r"^(scenario-(\d{2}))-([a-z0-9]+(?:-[a-z0-9]+)*)$")
 RULE_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
+#: What a scenario teaches: a slow program made fast (this module), or a wrong one made right
+#: (``coach.correctness``, which reads the scenario.toml files whose ``kind`` is "correctness").
+KINDS = ("performance", "correctness")
 LEVELS = ("beginner", "intermediate", "advanced")
 TOOLS = ("ncu", "nsys", "kineto")
 VARIANTS = ("slow", "fixed")
@@ -273,12 +276,25 @@ def load(path: str | Path) -> Scenario:
     return _scenario(_Fields(file, data), folder.resolve())
 
 
-def discover(root: str | Path | None = None) -> list[Path]:
-    """The scenario folders under ``root`` (default: the project's scenarios/), in id order."""
+def discover(root: str | Path | None = None, kind: str | None = "performance") -> list[Path]:
+    """The scenario folders under ``root`` (default: the project's scenarios/) of ``kind`` (every kind
+    when None), in id order."""
     base = Path(root) if root is not None else scenarios_dir()
     if not base.is_dir():
         return []
-    return sorted(d for d in base.iterdir() if d.is_dir() and FOLDER_RE.match(d.name))
+    found = sorted(d for d in base.iterdir() if d.is_dir() and FOLDER_RE.match(d.name))
+    return [d for d in found if kind is None or kind_of(d) == kind]
+
+
+def kind_of(folder: Path) -> str:
+    """The ``kind`` a scenario folder's scenario.toml declares ("performance" when it names none, or
+    when the file cannot be read: loading it then says what is wrong)."""
+    try:
+        data = tomllib.loads((Path(folder) / SCENARIO_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "performance"
+    kind = data.get("kind", "performance")
+    return kind if kind in KINDS else "performance"
 
 
 def all_scenarios(root: str | Path | None = None) -> list[Scenario]:
@@ -300,6 +316,9 @@ def find(ident: str, root: str | Path | None = None) -> Scenario:
     for d in folders:
         if FOLDER_RE.match(d.name).group(1) == sid:  # type: ignore[union-attr]
             return load(d)
+    if any(FOLDER_RE.match(d.name).group(1) == sid for d in discover(root, "correctness")):  # type: ignore[union-attr]
+        raise CoachError(f"{sid} is a correctness scenario (a bug to find, not a slow program): coach run and "
+                         "coach exercise take it, coach record does not (scripts/record-sanitizer.sh records it)")
     known = ", ".join(FOLDER_RE.match(d.name).group(1) for d in folders) or "none"  # type: ignore[union-attr]
     raise CoachError(f"unknown scenario '{sid}'; known scenarios: {known}")
 
@@ -490,6 +509,8 @@ def _scenario(f: _Fields, folder: Path) -> Scenario:
     m = FOLDER_RE.match(folder.name)
     if not m:
         raise InputError(folder, "is not named scenario-NN-<slug> (lower-case words joined by '-')")
+    if f.choice("kind", KINDS, "performance") != "performance":
+        raise f.error("kind", "is 'correctness': coach.correctness reads this scenario, not coach.scenarios")
     sid = f.text("id")
     if sid != m.group(1):
         raise f.error("id", f"'{sid}' does not match the folder name {folder.name}")

@@ -24,6 +24,8 @@
 #                       ("wild:all" for all three; each takes 3-5 minutes)
 #   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all);
 #                       COACH_RECORD_TIME_BUDGET_S stops it starting a scenario after that many seconds
+#   sanitizer[:A,B,...] scripts/record-sanitizer.sh: the correctness scenarios (all, or those ids), plain
+#                       and under compute-sanitizer -> sanitizer/<scenario-id>/
 #   ladders:A,B,...     python3 -m coach.capture.ladder run A B ... --ncu, when that module exists
 #   live:NN,NN,...      `coach run scenario-NN --live --no-interactive` for each (the whole walk-through:
 #                       record both variants under the profilers, read, diagnose, compare), one log each
@@ -80,6 +82,9 @@ run_step() {
         if [ "$arg" = all ] || [ "$arg" = scenarios ]; then set -- --all; else set -- ${arg//,/ }; fi
         "$root/scripts/record-scenarios.sh" "$debs" "$dir" "$@" \
             ${COACH_RECORD_TIME_BUDGET_S:+--time-budget "$COACH_RECORD_TIME_BUDGET_S"} ;;
+    sanitizer)
+        if [ "$arg" = sanitizer ] || [ "$arg" = all ]; then set --; else set -- ${arg//,/ }; fi
+        "$root/scripts/record-sanitizer.sh" "$dir" "$@" ;;
     ladders) python3 -m coach.capture.ladder run ${arg//,/ } --ncu --out "$dir" ;;
     live)
         local rc=0 id

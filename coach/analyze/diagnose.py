@@ -1,7 +1,7 @@
 """``diagnose(profile)``: the findings for any profile, whatever its kind.
 
 Kernel profiles (Nsight Compute) go to the kernel rules, timelines (Nsight Systems, PyTorch
-profiler) to the timeline rules. What could not be checked is part of the answer: a rule whose
+profiler) to the timeline rules, compute-sanitizer reports to the correctness rules. What could not be checked is part of the answer: a rule whose
 evidence is missing from the profile yields a note (``rule_id`` starting ``not-checked:``) naming
 what was missing, ranked after every finding. A kernel finding carries the source lines that cause
 it where the profile has Nsight Compute's source counters (``coach.analyze.source_evidence``).
@@ -36,6 +36,10 @@ def diagnose(profile: Profile, hardware: Any = None) -> list[Finding]:
             return [not_checked("timeline-rules", "timeline diagnosis", [],
                                 reason="the timeline rules are not part of this version of coach", scope="timeline")]
         return timeline_rules.run_all(profile)
+    if profile.kind == "sanitizer-report":
+        from coach.analyze.sanitizer_rules import run_all as run_sanitizer_rules  # noqa: PLC0415
+
+        return run_sanitizer_rules(profile)
     raise ValueError(f"cannot diagnose a profile of kind {profile.kind!r}")
 
 

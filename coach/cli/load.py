@@ -58,6 +58,10 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
         from coach.analyze.kernel_summary import summarize_kernels  # noqa: PLC0415
 
         body = summarize_kernels(profile, top)
+    elif profile.kind == "sanitizer-report":
+        from coach.analyze.sanitizer_summary import summarize_report  # noqa: PLC0415
+
+        body = summarize_report(profile, top)
     else:
         from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
 
@@ -76,25 +80,31 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
 
 
 def _jsonable(s: dict[str, Any]) -> dict[str, Any]:
-    from coach.analyze import kernel_summary, timeline_summary  # noqa: PLC0415
+    from coach.analyze import kernel_summary, sanitizer_summary, timeline_summary  # noqa: PLC0415
 
-    to_json = kernel_summary.to_jsonable if s["kind"] == "kernel-profile" else timeline_summary.to_jsonable
+    to_json = {"kernel-profile": kernel_summary.to_jsonable,
+               "sanitizer-report": sanitizer_summary.to_jsonable}.get(s["kind"], timeline_summary.to_jsonable)
     return {**s, "summary": to_json(s["summary"]), "findings": [f.to_dict() for f in s["findings"]]}
 
 
 def show(s: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415 - kernel names and messages may hold brackets
+
+
     version = f" {s['tool_version']}" if s["tool_version"] else ""
     console.print(f"\n[bold]{s['path']}[/]  [dim]{s['kind']}, {s['tool']}{version}[/]")
     if s["kind"] == "kernel-profile":
         _show_kernels(s["summary"])
+    elif s["kind"] == "sanitizer-report":
+        _show_sanitizer(s["summary"])
     else:
         _show_timeline(s["summary"])
     if s["findings"]:
         console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
         for i, f in enumerate(s["findings"], 1):
             gain = f"  [green]~{_time(f.estimated_saving_ns)} to gain[/]" if f.estimated_saving_ns else ""
-            scope = f"[dim]{f.scope}:[/] " if f.scope else ""
-            console.print(f"  {i}. {scope}\\[{f.category}] {f.title}{gain}", highlight=False)
+            scope = f"[dim]{escape(f.scope)}:[/] " if f.scope else ""
+            console.print(f"  {i}. {scope}\\[{f.category}] {escape(f.title)}{gain}", highlight=False)
 
 
 def _table(title: str, columns: list[tuple[str, str]]):
@@ -161,6 +171,50 @@ def _show_timeline(s: dict[str, Any]) -> None:
         for r in s["nvtx"].iter_rows(named=True):
             t.add_row(r["text"], r.get("domain") or "", str(r["count"]), _time(r["wall_ns"]), _time(r["proj_ns"]))
         console.print(t)
+
+
+def _show_sanitizer(s: dict[str, Any]) -> None:
+    t = s["totals"]
+    tool = s["tool"] or "tool not named in the report"
+    counts = []
+    if t.get("errors") is not None:
+        counts.append(_count(t["errors"], "error"))
+    if t.get("hazards_displayed") is not None:
+        counts.append(f"{_count(t['hazards_displayed'], 'race')} ({_count(t.get('race_errors'), 'error')}, "
+                      f"{_count(t.get('race_warnings'), 'warning')})")
+    if t.get("errors_not_printed"):
+        counts.append(f"{t['errors_not_printed']:,} not printed")
+    if t.get("leaked_bytes"):
+        counts.append(f"{_bytes(t['leaked_bytes'])} leaked")
+    finished = "" if t.get("complete") else "; the report stops before its summary (the run was cut short)"
+    console.print(f"compute-sanitizer {tool}: {', '.join(counts) or 'no totals printed'}{finished}")
+    if s["by_line"].height:
+        races = s["by_line"]["hazards"].fill_null(0).sum() > 0
+        tbl = _table("Errors by source line", [("kind", "left"), ("kernel", "left"), ("line", "left"),
+                                               ("records", "right"), ("threads", "right"), ("blocks", "right"),
+                                               *([("hazards", "right")] if races else [])])
+        for r in s["by_line"].iter_rows(named=True):
+            where = f"{Path(r['file']).name}:{r['line']}" if r.get("file") else "-"
+            tbl.add_row(_SANITIZER_KINDS.get(r["kind"], r["kind"]), _short(r.get("kernel") or "-", 40), where,
+                        str(r["count"]), str(r["threads"]), str(r["blocks"]),
+                        *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else []))
+        console.print(tbl)
+    if s["api_errors"].height:
+        tbl = _table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")])
+        for r in s["api_errors"].iter_rows(named=True):
+            tbl.add_row(r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})",
+                        str(r["count"]))
+        console.print(tbl)
+
+
+_SANITIZER_KINDS = {"memory-access": "invalid access", "hardware-exception": "device fault",
+                    "uninitialized-read": "uninit. read", "uninitialized-copy": "uninit. copy",
+                    "shared-race": "race", "shared-hazard": "hazard", "barrier": "barrier", "leak": "leak",
+                    "device-malloc": "malloc/free", "sanitizer-error": "tool error"}
+
+
+def _count(n: int | None, word: str) -> str:
+    return f"? {word}s" if n is None else f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _short(name: str | None, width: int = 70) -> str:

@@ -35,18 +35,26 @@ def run_cmd(
 ) -> None:
     """Work through a debugging scenario from its recorded traces (or live, with --live).
 
+    A correctness scenario (21 on) shows what the buggy program printed, compute-sanitizer's report
+    on it, the line the diagnosis names against the planted one, the fix, and every run after it.
+
     Examples:
 
         coach run scenario-01
 
         coach run 15 --no-interactive
     """
-    from coach import scenarios
+    from coach import correctness, scenarios
 
-    scenario = scenarios.find(scenario_id)
     if importlib.util.find_spec("polars") is None:
         raise CoachError("coach run reads the recorded profiles with polars, which is not installed here "
                          "(pip install coach)")
+    if correctness.is_correctness(scenario_id):  # a planted bug, recorded under compute-sanitizer
+        from coach.cli.run_correctness import run as run_correctness
+
+        run_correctness(scenario_id, live=live, interactive=not no_interactive, gpu=gpu, traces=traces)
+        return
+    scenario = scenarios.find(scenario_id)
     with ExitStack() as stack:
         recording = _record_live(scenario, stack) if live else _recorded(scenario, traces, gpu)
         _walk_through(scenario, recording, live=live, interactive=not no_interactive)

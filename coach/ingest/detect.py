@@ -4,7 +4,8 @@ Each profiler output has a signature in its first bytes: ``.ncu-rep`` files star
 ``.nsys-rep`` (and the older ``.qdrep``) with ``NVIDIA Tegra Profiler Report``; SQLite databases
 with ``SQLite format 3\\0``; gzip with ``1f 8b``. JSON is told apart by its first non-blank
 character; an ``ncu --csv`` export by its header line, found past any ``==PROF==`` lines and program
-output printed before it. A folder written by ``coach.model.save`` holds
+output printed before it. compute-sanitizer's text report by its '=========' lines, its XML by the
+root element ``ComputeSanitizerOutput``. A folder written by ``coach.model.save`` holds
 ``coach-profile.json``.
 """
 
@@ -67,6 +68,9 @@ def detect(path: str | Path) -> Format:
     if is_utf16(head):  # saved on Windows through PowerShell's redirection
         head = as_utf8(head[: len(head) // 2 * 2])
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    sanitizer = _sanitizer_format(text)
+    if sanitizer is not None:
+        return sanitizer
     if _looks_like_json(text):
         return "kineto-json"
     if ncu_header_offset(p) is not None:
@@ -77,6 +81,17 @@ def detect(path: str | Path) -> Format:
                             "database (nvprof -o FILE.nvvp) into an .nsys-rep")
     raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
                         "or PyTorch-profiler JSON)")
+
+
+def _sanitizer_format(text: str) -> Format | None:
+    """compute-sanitizer's text report (lines prefixed '=========') or its --xml file."""
+    from coach.ingest import sanitizer_text, sanitizer_xml  # noqa: PLC0415 - only their grammar, no polars work
+
+    if sanitizer_xml.looks_like(text):
+        return "sanitizer-xml"
+    if sanitizer_text.looks_like(text):
+        return "sanitizer-text"
+    return None
 
 
 def _gunzip_head(p: Path) -> str:

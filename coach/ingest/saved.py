@@ -14,11 +14,11 @@ import polars as pl
 
 from coach.errors import InputError
 from coach.ingest.ncu_common import canonical_metrics
-from coach.model import (LAUNCH_METRICS, SAVED_FORMAT_VERSION, SAVED_MARKER, KernelProfile, Source, Timeline,
-                         make_kernel_profile, make_timeline)
+from coach.model import (LAUNCH_METRICS, SAVED_FORMAT_VERSION, SAVED_MARKER, KernelProfile, SanitizerReport, Source,
+                         Timeline, make_kernel_profile, make_sanitizer_report, make_timeline)
 
 
-def read(folder: Path) -> KernelProfile | Timeline:
+def read(folder: Path) -> KernelProfile | Timeline | SanitizerReport:
     header_path = folder / SAVED_MARKER
     try:
         header = json.loads(header_path.read_text())
@@ -36,7 +36,8 @@ def read(folder: Path) -> KernelProfile | Timeline:
         tool_version=src.get("tool_version"),
         meta=src.get("meta", {}),
     )
-    build = {"kernel-profile": make_kernel_profile, "timeline": make_timeline}.get(kind)
+    build = {"kernel-profile": make_kernel_profile, "timeline": make_timeline,
+             "sanitizer-report": make_sanitizer_report}.get(kind)
     if build is None:
         raise InputError(header_path, f"has unknown profile kind {kind!r}")
     tables = {}
