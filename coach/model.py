@@ -1,7 +1,7 @@
 """The canonical data model: every reader produces these tables, and nothing downstream sees a raw
 profiler format.
 
-Two kinds of profile exist:
+Three kinds of profile exist:
 
 ``KernelProfile`` (Nsight Compute: ``.ncu-rep`` or ``ncu --csv``)
     ``launches``  one row per profiled kernel launch, with the launch configuration and the
@@ -24,6 +24,10 @@ Two kinds of profile exist:
 ``Timeline`` (Nsight Systems SQLite / ``.nsys-rep``, PyTorch-profiler JSON)
     ``kernels``, ``memcpy``, ``memset``, ``api`` (runtime and driver calls), ``sync``
     (synchronisation records), ``nvtx`` (ranges and marks), ``devices``.
+
+``SanitizerReport`` (compute-sanitizer's text report or its ``--xml`` file)
+    ``records``, ``locations``, ``host_frames``, ``summary``: the errors and hazards the tool printed,
+    where each happened (kernel, source line, thread and block), and its totals.
 
 Units are normalised and named in the column: times in integer nanoseconds (``*_ns``) on a
 timeline, float nanoseconds for Nsight Compute durations (``duration_ns``, an average over replay
@@ -141,6 +145,8 @@ LAUNCH_METRICS: dict[str, pl.DataType] = {
     "global_store_bytes_per_sector": Float,  # useful bytes per written store sector (32 is ideal)
     "l2_global_sectors": Float,  # L2 sectors the global accesses need, from the source-level counters
     "l2_global_sectors_ideal": Float,  # the same if every warp access were fully coalesced
+    "l1_to_l2_read_sectors": Float,  # L2 read sectors requested by L1TEX (global and local loads that missed L1)
+    "l1_to_l2_write_sectors": Float,  # L2 write sectors from L1TEX (global and local stores; L1 writes through)
     # local memory (spills, dynamically indexed arrays)
     "local_load_sectors": Float,
     "local_store_sectors": Float,
@@ -367,6 +373,110 @@ TIMELINE_TABLES: dict[str, dict[str, pl.DataType]] = {
 }
 
 
+# --------------------------------------------------------------------------------------------
+# Correctness reports (compute-sanitizer: memcheck, racecheck, initcheck, synccheck)
+# --------------------------------------------------------------------------------------------
+
+UInt = pl.UInt64  # device addresses
+
+#: One row per error, hazard report or notice the tool printed (``record_id`` in print order). A
+#: memcheck report prints one record per faulting thread; racecheck's analysis report prints one per
+#: race, naming every source location in it (``locations``) and how many byte-level hazards each had.
+SANITIZER_RECORDS: dict[str, pl.DataType] = {
+    "record_id": Int,
+    "tool": Str,  # the tool that reports this kind of record: memcheck, racecheck, initcheck, synccheck
+    # memory-access, hardware-exception, shared-race, shared-hazard, uninitialized-read,
+    # uninitialized-copy, barrier, api-error, leak, device-malloc, sanitizer-error, other
+    "kind": Str,
+    "severity": Str,  # "error", "warning" or "info"
+    "headline": Str,  # the record's first line as printed, e.g. "Invalid __global__ write of size 4 bytes"
+    "space": Str,  # memory space: "global", "shared", "local", "generic"
+    "access": Str,  # "read", "write", "atomic"
+    "size_bytes": Int,  # bytes the faulting access moved
+    "address": UInt,
+    "address_problem": Str,  # "out of bounds", "misaligned", ...
+    "allocation_address": UInt,  # the nearest allocation the tool knows of
+    "allocation_bytes": Int,
+    "allocation_relation": Str,  # the address lies "after", "before" or "inside" that allocation
+    "allocation_distance_bytes": Int,  # how far after (past its end) or before (its start)
+    "barrier_problem": Str,  # synccheck: "divergent threads in block", "invalid arguments", ...
+    "hazard_type": Str,  # racecheck hazard reports: "RAW", "WAR", "WAW"
+    "hazard_count": Int,  # racecheck: byte-level hazards the record stands for
+    "function": Str,  # the device function of the access, as printed (demangled, with arguments)
+    "kernel": Str,  # the kernel (outermost device frame), qualified name without arguments
+    "pc_offset": Int,  # the instruction's offset in the function
+    "file": Str,  # the first source location in the application's code (not a CUDA header)
+    "line": Int,
+    "thread_x": Int,
+    "thread_y": Int,
+    "thread_z": Int,
+    "block_x": Int,
+    "block_y": Int,
+    "block_z": Int,
+    "api_call": Str,  # CUDA API errors: the call that returned it, e.g. cudaMemcpy
+    "api_error": Str,  # cudaErrorIllegalAddress, CUDA_ERROR_NOT_PERMITTED, ...
+    "api_error_code": Int,
+    "api_message": Str,  # "an illegal memory access was encountered"
+    "backtrace_at": Str,  # where the host backtrace was saved: "kernel launch time", "error", ...
+    "host_function": Str,  # the first host frame in the application (below the CUDA libraries)
+    "leaked_bytes": Int,
+    "text": Str,  # every line of the record as printed, without the prefix
+}
+
+#: The source locations of each record, in print order: the access ("at"), the other accesses of a
+#: race ("race"), the device call stack ("device-frame"), the two threads of a hazard ("hazard").
+SANITIZER_LOCATIONS: dict[str, pl.DataType] = {
+    "record_id": Int,
+    "position": Int,
+    "role": Str,
+    "access": Str,  # "read" or "write" (races and hazards)
+    "function": Str,
+    "kernel": Str,
+    "pc_offset": Int,
+    "file": Str,
+    "line": Int,
+    "hazards": Int,  # racecheck analysis: hazards between this location and the record's first
+    "thread_x": Int,
+    "thread_y": Int,
+    "thread_z": Int,
+}
+
+#: The host backtrace of each record, innermost frame first (depth 0).
+SANITIZER_HOST_FRAMES: dict[str, pl.DataType] = {
+    "record_id": Int,
+    "depth": Int,
+    "function": Str,
+    "module": Str,
+    "file": Str,
+    "line": Int,
+    "pc": UInt,
+}
+
+#: One row: the report's totals as the tool printed them, and whether it finished.
+SANITIZER_SUMMARY: dict[str, pl.DataType] = {
+    "tool": Str,  # the tool that ran, where the report or its provenance says; null when it cannot tell
+    "errors": Int,  # "ERROR SUMMARY: N errors" (every error, printed or not, API errors included)
+    "errors_not_printed": Int,  # past --print-limit
+    "hazards_displayed": Int,  # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+    "race_errors": Int,
+    "race_warnings": Int,
+    "leaked_bytes": Int,  # "LEAK SUMMARY: B bytes leaked in A allocations"
+    "leaked_allocations": Int,
+    "records": Int,  # records read from the report
+    "records_dropped": Int,  # records past the reader's limit (kept out of memory, counted here)
+    "target_error": Bool,  # "Target application returned an error": the program itself failed
+    "complete": Bool,  # a summary line was printed: the tool ran to the end
+    "program_lines": Int,  # lines the program printed between the tool's lines
+}
+
+SANITIZER_TABLES: dict[str, dict[str, pl.DataType]] = {
+    "records": SANITIZER_RECORDS,
+    "locations": SANITIZER_LOCATIONS,
+    "host_frames": SANITIZER_HOST_FRAMES,
+    "summary": SANITIZER_SUMMARY,
+}
+
+
 def empty(schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """An empty frame with ``schema``."""
     return pl.DataFrame(schema=dict(schema))
@@ -394,7 +504,8 @@ def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], 
 # Containers
 # --------------------------------------------------------------------------------------------
 
-Format = Literal["ncu-rep", "ncu-csv", "nsys-sqlite", "nsys-rep", "kineto-json", "coach-profile"]
+Format = Literal["ncu-rep", "ncu-csv", "nsys-sqlite", "nsys-rep", "kineto-json", "sanitizer-text", "sanitizer-xml",
+                 "coach-profile"]
 
 
 @dataclass(frozen=True)
@@ -454,7 +565,24 @@ class Timeline:
         return int(min(starts)), int(max(ends))
 
 
-Profile = KernelProfile | Timeline
+@dataclass
+class SanitizerReport:
+    """What compute-sanitizer reported for one run (see the SANITIZER tables above)."""
+
+    source: Source
+    records: pl.DataFrame
+    locations: pl.DataFrame
+    host_frames: pl.DataFrame
+    summary: pl.DataFrame
+
+    kind = "sanitizer-report"
+    TABLES = SANITIZER_TABLES
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {name: getattr(self, name) for name in self.TABLES}
+
+
+Profile = KernelProfile | Timeline | SanitizerReport
 
 
 def make_kernel_profile(source: Source, **tables: pl.DataFrame | pl.LazyFrame | None) -> KernelProfile:
@@ -465,6 +593,11 @@ def make_kernel_profile(source: Source, **tables: pl.DataFrame | pl.LazyFrame | 
 def make_timeline(source: Source, **tables: pl.DataFrame | pl.LazyFrame | None) -> Timeline:
     """Build a ``Timeline``, conforming each given table and filling absent ones empty."""
     return Timeline(source=source, **_conform_all(TIMELINE_TABLES, tables))
+
+
+def make_sanitizer_report(source: Source, **tables: pl.DataFrame | pl.LazyFrame | None) -> SanitizerReport:
+    """Build a ``SanitizerReport``, conforming each given table and filling absent ones empty."""
+    return SanitizerReport(source=source, **_conform_all(SANITIZER_TABLES, tables))
 
 
 def _conform_all(schemas: Mapping[str, Mapping[str, pl.DataType]], tables: Mapping[str, Any]) -> dict[str, pl.DataFrame]:

@@ -54,6 +54,24 @@ class Bottleneck(StrEnum):
     OTHER = "other"
 
 
+class BugClass(StrEnum):
+    """The correctness classes a finding on a compute-sanitizer report names (the counterpart of
+    ``Bottleneck`` for wrong results and crashes)."""
+
+    SHARED_RACE = "shared-memory-race"  # racecheck: threads race on a shared-memory slot
+    OUT_OF_BOUNDS = "out-of-bounds-access"  # memcheck: an access outside every allocation
+    MISALIGNED = "misaligned-access"
+    UNINITIALIZED = "uninitialized-read"  # initcheck: memory read before anything wrote it
+    DIVERGENT_BARRIER = "divergent-barrier"  # synccheck: a barrier only part of the block reaches
+    DEVICE_FAULT = "device-fault"  # a hardware exception, a device-side malloc/free error
+    ASYNC_ERROR = "asynchronous-error"  # a kernel's error, returned by a later, unrelated call
+    API_ERROR = "cuda-api-error"
+    LEAK = "memory-leak"
+    NUMERICS = "numerical-accuracy"  # right code, wrong precision: what no sanitizer reports
+    CLEAN = "no-error-found"
+    TOOL = "sanitizer-run"  # about the run itself: cut short, the tool's own errors
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One measured number and what it would be if healthy."""
@@ -84,7 +102,7 @@ class Location:
 @dataclass(frozen=True)
 class Finding:
     rule_id: str
-    category: Bottleneck
+    category: Bottleneck | BugClass
     title: str
     message: str  # what was measured and what it means, with numbers
     next_step: str  # what I would do next
@@ -112,10 +130,13 @@ class RuleSpec:
 
     id: str
     name: str
-    category: Bottleneck
-    table: str  # the canonical table it reads: "launches", "kernels", "memcpy", ...
+    category: Bottleneck | BugClass
+    table: str  # the canonical table it reads: "launches", "kernels", "memcpy", "records", ...
     requires: tuple[str, ...] = ()  # columns that must be non-null for the rule to say anything
     optional: tuple[str, ...] = ()  # columns it uses when present
+    # groups of alternatives, first preferred: at least one column of each group must be non-null
+    # (L1's sector counts, else L2's); where none is, the rule is not checked and the note names them all
+    requires_one_of: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
 
 

@@ -75,9 +75,14 @@ def read_upload(contents: str | None, filename: str | None, folder: Path, limit_
     name = display_name(filename)
     path = receive(contents, filename, folder, limit_bytes)
     try:
-        return load(path)
+        profile = load(path)
     except InputError as err:
         raise InputError(name, err.problem) from None
+    else:
+        if profile.kind == "sanitizer-report":
+            raise InputError(name, "is a compute-sanitizer report: the dashboard shows profiles; read it with "
+                                   "`coach load` or `coach diagnose`")
+        return profile
     finally:
         path.unlink(missing_ok=True)
         try:

@@ -1,4 +1,4 @@
-"""``python -m coach.capture {doctor,profile,record}``: the GPU-machine front end, standard library only.
+"""``python -m coach.capture {doctor,profile,record,sanitize}``: the GPU-machine front end, standard library only.
 
 The same functions back ``coach doctor``, ``coach profile`` and ``coach record``; this entry point
 exists for machines where coach's own dependencies (polars, ...) are not installed:
@@ -6,6 +6,7 @@ exists for machines where coach's own dependencies (polars, ...) are not install
     PYTHONPATH=. python3 -m coach.capture doctor
     PYTHONPATH=. python3 -m coach.capture profile --nsys -- python3 train.py
     PYTHONPATH=. python3 -m coach.capture record scenario-01 scenario-15 --out /tmp/raw
+    PYTHONPATH=. python3 -m coach.capture sanitize --all --out /tmp/raw-sanitizer
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--time-budget", type=float, metavar="S", help="start no scenario after S seconds")
     r.add_argument("--no-nsys", action="store_true")
     r.add_argument("--no-ncu", action="store_true")
+
+    z = sub.add_parser("sanitize", help="run the correctness scenarios plain and under compute-sanitizer")
+    z.add_argument("scenarios", nargs="*", help="correctness scenario ids (scenario-21 or 21)")
+    z.add_argument("--all", action="store_true", help="every correctness scenario")
+    z.add_argument("--out", type=Path, required=True, help="folder for the raw outputs")
+    z.add_argument("--skip-existing", action="store_true", help="skip scenarios already recorded in --out")
+    z.add_argument("--time-budget", type=float, metavar="S", help="start no scenario after S seconds")
     return parser
 
 
@@ -62,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
             ncu = NcuOptions(args.ncu, args.kernel, args.launch_count) if args.ncu else None
             files = profile(cmd, args.out, nsys=args.nsys or ncu is None, ncu=ncu, timeout=args.timeout)
             print("\n".join(str(f) for f in files))
+        elif args.command == "sanitize":
+            from coach.capture import sanitize
+            from coach.capture.record import raise_for_failures
+
+            chosen = sanitize.select(args.scenarios, all_=args.all)
+            raise_for_failures(sanitize.record(chosen, args.out, skip_existing=args.skip_existing,
+                                               time_budget_s=args.time_budget))
         else:
             from coach.capture.record import raise_for_failures, record, select
 

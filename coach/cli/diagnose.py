@@ -110,7 +110,7 @@ def _print_report(report: dict[str, Any]) -> None:
         head = k.get("kernel") or k.get("scope") or ""
         if k.get("duration_ns") is not None:
             head += f"  {_time(k['duration_ns'])}  grid {k['grid_size']} x block {k['block_size']}"
-        console.print(Panel(f"[bold]{head}[/]", expand=False))
+        console.print(Panel(f"[bold]{escape(head)}[/]", expand=False))
         if not k["findings"]:
             console.print("  nothing found")
         for i, f in enumerate(k["findings"], 1):
@@ -118,7 +118,7 @@ def _print_report(report: dict[str, Any]) -> None:
             if f["estimated_saving_ns"] is not None:
                 gain = f"  [green]saves ~{_time(f['estimated_saving_ns'])} ({f['estimated_gain_pct']:.0f}%)[/]"
             console.print(f"[bold]{i}. \\[{f['category']}] {escape(f['title'])}[/]{gain}")
-            console.print(f"   {f['message']}", highlight=False)
+            console.print(f"   {escape(f['message'])}", highlight=False)
             for e in f["evidence"]:  # one line each: readable at any terminal width
                 threshold = f"; fires at {_num(e['threshold'], e['unit'])}" if e["threshold"] is not None else ""
                 healthy = f"  [dim](healthy: {escape(e['healthy'])}{threshold})[/]" if e["healthy"] or threshold else ""
@@ -127,8 +127,8 @@ def _print_report(report: dict[str, Any]) -> None:
                 text = f"  {escape(loc['text'])}" if loc["text"] else ""
                 console.print(f"   [cyan]at {escape(loc['where'])}[/]{text}  [dim]({escape(loc['note'])})[/]", highlight=False)
             if f["gain_model"]:
-                console.print(f"   [dim]gain model:[/] {f['gain_model']}", highlight=False)
-            console.print(f"   [bold]next:[/] {f['next_step']}", highlight=False)
+                console.print(f"   [dim]gain model:[/] {escape(f['gain_model'])}", highlight=False)
+            console.print(f"   [bold]next:[/] {escape(f['next_step'])}", highlight=False)
             if f["ncu_rule"]:
                 pct = f" ({f['ncu_speedup_pct']:.0f}% estimated)" if f["ncu_speedup_pct"] is not None else ""
                 console.print(f"   [dim]matching Nsight Compute rule:[/] {f['ncu_rule']}{pct}", highlight=False)

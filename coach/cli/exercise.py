@@ -37,23 +37,30 @@ def exercise_cmd(
 
         coach exercise 15 --answer "c: the timeline" --answer "d" --answer "b" --answer "b: about 1.6x" --json
     """
+    from coach import correctness
     from coach.exercises.player import build, scenarios
 
     everything = scenarios()
     if list_all or scenario is None:
         if not list_all:
             raise CoachError("name a scenario (e.g. `coach exercise scenario-01`), or list them with --list")
-        rows = [{"id": s.id, "title": s.title, "level": s.level, "tool": s.tool} for s in everything]
+        rows = [{"id": s.id, "title": s.title, "level": s.level, "tool": s.tool}
+                for s in [*everything, *correctness.all_scenarios()]]
         if as_json:
             print_json(rows)
         else:
             for r in rows:
-                console.print(f"{r['id']}  {r['level']:12} {r['tool']:6} {r['title']}", markup=False, highlight=False)
+                console.print(f"{r['id']}  {r['level']:12} {r['tool']:9} {r['title']}", markup=False, highlight=False)
         return
-    from coach.scenarios import find
+    if correctness.is_correctness(scenario):  # a bug hunt: coach.exercises.correctness
+        from coach.exercises.correctness import build as build_hunt
 
-    chosen = find(scenario)
-    exercise = build(chosen, others=everything)
+        bugs = correctness.all_scenarios()
+        exercise = build_hunt(correctness.find(scenario), others=bugs)
+    else:
+        from coach.scenarios import find
+
+        exercise = build(find(scenario), others=everything)
     ask = _with_hints(exercise.hints, _source(answer, answers_file), err_console if as_json else console)
     show = (lambda line: None) if as_json else (lambda line: console.print(line, highlight=False, soft_wrap=True,
                                                                           markup=False))

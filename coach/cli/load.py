@@ -58,6 +58,10 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
         from coach.analyze.kernel_summary import summarize_kernels  # noqa: PLC0415
 
         body = summarize_kernels(profile, top)
+    elif profile.kind == "sanitizer-report":
+        from coach.analyze.sanitizer_summary import summarize_report  # noqa: PLC0415
+
+        body = summarize_report(profile, top)
     else:
         from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
 
@@ -76,25 +80,31 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
 
 
 def _jsonable(s: dict[str, Any]) -> dict[str, Any]:
-    from coach.analyze import kernel_summary, timeline_summary  # noqa: PLC0415
+    from coach.analyze import kernel_summary, sanitizer_summary, timeline_summary  # noqa: PLC0415
 
-    to_json = kernel_summary.to_jsonable if s["kind"] == "kernel-profile" else timeline_summary.to_jsonable
+    to_json = {"kernel-profile": kernel_summary.to_jsonable,
+               "sanitizer-report": sanitizer_summary.to_jsonable}.get(s["kind"], timeline_summary.to_jsonable)
     return {**s, "summary": to_json(s["summary"]), "findings": [f.to_dict() for f in s["findings"]]}
 
 
 def show(s: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415 - kernel names and messages may hold brackets
+
+
     version = f" {s['tool_version']}" if s["tool_version"] else ""
     console.print(f"\n[bold]{s['path']}[/]  [dim]{s['kind']}, {s['tool']}{version}[/]")
     if s["kind"] == "kernel-profile":
         _show_kernels(s["summary"])
+    elif s["kind"] == "sanitizer-report":
+        _show_sanitizer(s["summary"])
     else:
         _show_timeline(s["summary"])
     if s["findings"]:
         console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
         for i, f in enumerate(s["findings"], 1):
             gain = f"  [green]~{_time(f.estimated_saving_ns)} to gain[/]" if f.estimated_saving_ns else ""
-            scope = f"[dim]{f.scope}:[/] " if f.scope else ""
-            console.print(f"  {i}. {scope}\\[{f.category}] {f.title}{gain}", highlight=False)
+            scope = f"[dim]{escape(f.scope)}:[/] " if f.scope else ""
+            console.print(f"  {i}. {scope}\\[{f.category}] {escape(f.title)}{gain}", highlight=False)
 
 
 def _table(title: str, columns: list[tuple[str, str]]):
@@ -109,20 +119,31 @@ def _table(title: str, columns: list[tuple[str, str]]):
 def _show_kernels(k: dict[str, Any]) -> None:
     dev = k["device"]
     if dev.get("name"):
-        peak = f", peak DRAM {_rate(dev['memory_bandwidth_bytes_per_s'])}" if dev.get("memory_bandwidth_bytes_per_s") else ""
+        peak = (f", Nsight Compute's DRAM peak {_rate(dev['memory_bandwidth_bytes_per_s'])}"
+                if dev.get("memory_bandwidth_bytes_per_s") else "")
         console.print(f"{dev['name']}, {dev.get('sm_count')} SMs{peak}; {k['launches']} launches profiled")
-    t = _table("Kernels by time", [("kernel", "left"), ("launches", "right"), ("time", "right"), ("% time", "right"),
-                                   ("DRAM", "right"), ("% peak", "right"), ("SM %", "right"), ("FLOP/s", "right"),
-                                   ("FLOP/B", "right"), ("occupancy", "right"), ("grid x block", "right")])
+    t = _table("Kernels by time", [("kernel", "left"), ("n", "right"), ("time", "right"), ("% time", "right"),
+                                   ("DRAM", "right"), ("% of peak", "right"), ("SM %", "right"), ("FLOP/s", "right"),
+                                   ("occup.", "right"), ("grid x block", "right")])
+    t.columns[0].min_width = 14
+    derived = False
     for r in k["kernels"].iter_rows(named=True):
-        t.add_row(r["kernel_name"], str(r["launches"]), _time(r["total_ns"]), _pct(r["time_pct"]),
+        derived |= r.get("dram_rate_source") == "throughput %"
+        t.add_row(_short(r["kernel_name"], 40), str(r["launches"]), _time(r["total_ns"]), _pct(r["time_pct"]),
                   _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]), _pct(r["sm_throughput_pct"]),
-                  _flops(r["flop_per_s"]), _num(r["arithmetic_intensity"]), _pct(r["achieved_occupancy_pct"]),
-                  f"{r['grid_size']} x {r['block_size']}")
+                  _flops(r["flop_per_s"]), _pct(r["achieved_occupancy_pct"]), f"{r['grid_size']}x{r['block_size']}")
     console.print(t)
+    note = "% of peak: of Nsight Compute's own DRAM peak."
+    if derived:
+        note += " DRAM: no byte count in the report; Nsight Compute's DRAM throughput x its peak."
+    console.print(f"[dim]{note}[/]")
 
 
 def _show_timeline(s: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+
+    for warning in s.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if not s["window_ns"]:
         console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
     else:
@@ -152,13 +173,61 @@ def _show_timeline(s: dict[str, Any]) -> None:
         console.print(t)
 
 
+def _show_sanitizer(s: dict[str, Any]) -> None:
+    t = s["totals"]
+    tool = s["tool"] or "tool not named in the report"
+    counts = []
+    if t.get("errors") is not None:
+        counts.append(_count(t["errors"], "error"))
+    if t.get("hazards_displayed") is not None:
+        counts.append(f"{_count(t['hazards_displayed'], 'race')} ({_count(t.get('race_errors'), 'error')}, "
+                      f"{_count(t.get('race_warnings'), 'warning')})")
+    if t.get("errors_not_printed"):
+        counts.append(f"{t['errors_not_printed']:,} not printed")
+    if t.get("leaked_bytes"):
+        counts.append(f"{_bytes(t['leaked_bytes'])} leaked")
+    finished = "" if t.get("complete") else "; the report stops before its summary (the run was cut short)"
+    console.print(f"compute-sanitizer {tool}: {', '.join(counts) or 'no totals printed'}{finished}")
+    if s["by_line"].height:
+        races = s["by_line"]["hazards"].fill_null(0).sum() > 0
+        tbl = _table("Errors by source line", [("kind", "left"), ("kernel", "left"), ("line", "left"),
+                                               ("records", "right"), ("threads", "right"), ("blocks", "right"),
+                                               *([("hazards", "right")] if races else [])])
+        for r in s["by_line"].iter_rows(named=True):
+            where = f"{Path(r['file']).name}:{r['line']}" if r.get("file") else "-"
+            tbl.add_row(_SANITIZER_KINDS.get(r["kind"], r["kind"]), _short(r.get("kernel") or "-", 40), where,
+                        str(r["count"]), str(r["threads"]), str(r["blocks"]),
+                        *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else []))
+        console.print(tbl)
+    if s["api_errors"].height:
+        tbl = _table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")])
+        for r in s["api_errors"].iter_rows(named=True):
+            tbl.add_row(r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})",
+                        str(r["count"]))
+        console.print(tbl)
+
+
+_SANITIZER_KINDS = {"memory-access": "invalid access", "hardware-exception": "device fault",
+                    "uninitialized-read": "uninit. read", "uninitialized-copy": "uninit. copy",
+                    "shared-race": "race", "shared-hazard": "hazard", "barrier": "barrier", "leak": "leak",
+                    "device-malloc": "malloc/free", "sanitizer-error": "tool error"}
+
+
+def _count(n: int | None, word: str) -> str:
+    return f"? {word}s" if n is None else f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _short(name: str | None, width: int = 70) -> str:
     return "" if name is None else name if len(name) <= width else name[: width - 1] + "…"
 
 
+#: A value the report lacks (never shown as 0).
+MISSING = "not in report"
+
+
 def _time(ns: float | None) -> str:
     if ns is None:
-        return "-"
+        return MISSING
     for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
         if abs(ns) >= scale:
             return f"{ns / scale:.2f} {unit}"
@@ -167,7 +236,7 @@ def _time(ns: float | None) -> str:
 
 def _si(x: float | None, unit: str) -> str:
     if x is None:
-        return "-"
+        return MISSING
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
             return f"{x / scale:.2f} {prefix}{unit}"
@@ -183,15 +252,15 @@ def _bytes(x: float | None) -> str:
 
 
 def _flops(x: float | None) -> str:
-    return _si(x, "FLOP/s") if x else "-"
+    return _si(x, "FLOP/s")
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}%"
+    return MISSING if x is None else f"{x:.1f}%"
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3g}"
+    return MISSING if x is None else f"{x:.3g}"
 
 
 # --------------------------------------------------------------------------------------------

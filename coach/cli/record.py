@@ -67,6 +67,13 @@ def _import(raw: Path, traces: Path | None) -> None:
     target = traces or traces_dir()
     done = recordings.import_raw(raw, target, log=lambda line: err_console.print(line, highlight=False))
     for item in done:
+        if item.results.get("kind") == "correctness":
+            d = item.results.get("diagnosis") or {}
+            named = "names" if d.get("names_planted_line") else "[red]does not name[/]"
+            clean = "clean" if item.results.get("fixed_clean") else "[red]not clean[/]"
+            console.print(f"{item.scenario}  {item.size_bytes / 1e6:.2f} MB  diagnosis {d.get('first_rule')} "
+                          f"({named} the planted line), fixed run {clean}")
+            continue
         speedup = item.results.get("speedup")
         verdict = "" if item.results.get("meets_min_speedup") is not False else \
             f"  [red]below the scenario's minimum {item.results.get('min_speedup')}x[/]"

@@ -26,6 +26,8 @@ READERS: dict[str, str] = {
     "nsys-sqlite": "coach.ingest.nsys_sqlite:read",
     "nsys-rep": "coach.ingest.nsys_rep:read",
     "kineto-json": "coach.ingest.kineto:read",
+    "sanitizer-text": "coach.ingest.sanitizer_text:read",
+    "sanitizer-xml": "coach.ingest.sanitizer_xml:read",
     "coach-profile": "coach.ingest.saved:read",
 }
 
