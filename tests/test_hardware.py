@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 RAW_CSV = Path(__file__).parent / "data" / "ncu_strided_copy" / "nvidia" / "raw_base_units.csv"
 
 EXPECTED_IDS = {"v100-sxm2-16gb", "v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb", "a10", "l4", "l40s",
-                "rtx-4090", "h100-sxm", "h100-pcie", "h200", "b200", "mi300x"}
+                "rtx-4090", "h100-sxm", "h100-pcie", "h200", "b200", "gb200", "b300", "mi300x"}
 
 # Sane ranges for every GPU from V100 to B200: a value outside them is a unit slip (GB for bytes,
 # TFLOP/s for FLOP/s, MHz for Hz), not a new GPU.
@@ -37,8 +37,10 @@ RANGES = {
     "pcie_generation": (3, 5),
     "pcie_bytes_per_s_per_direction": (1e10, 1e11),
     "peer_link_bytes_per_s_bidirectional": (1e11, 1e13),
+    "peer_link_count": (4, 18),
+    "nvlink_domain_gpus": (2, 576),
 }
-FLOP_RANGE = (1e11, 1e16)
+FLOP_RANGE = (1e11, 3e16)
 
 
 def test_every_gpu_of_the_brief_is_in_the_tables():
@@ -84,7 +86,10 @@ def test_dense_peaks_are_ordered_as_the_hardware_is(gpu_id):
         assert g.peak_bf16_tensor_flop_per_s >= 2 * g.peak_fp32_flop_per_s
     if g.peak_fp8_tensor_flop_per_s and g.peak_bf16_tensor_flop_per_s:
         assert g.peak_fp8_tensor_flop_per_s == pytest.approx(2 * g.peak_bf16_tensor_flop_per_s, rel=0.02)
-    assert g.peak_fp32_flop_per_s / g.dram_bandwidth_bytes_per_s > 1
+    if g.peak_fp4_tensor_flop_per_s and g.peak_fp8_tensor_flop_per_s:
+        assert g.peak_fp4_tensor_flop_per_s == pytest.approx(2 * g.peak_fp8_tensor_flop_per_s, rel=0.02)
+    if g.peak_fp32_flop_per_s:  # the B300's sources give no FP32 peak
+        assert g.peak_fp32_flop_per_s / g.dram_bandwidth_bytes_per_s > 1
 
 
 def test_pinned_datasheet_values():
@@ -101,6 +106,21 @@ def test_pinned_datasheet_values():
     # A100 L2 read bandwidth, whitepaper: 5120 bytes/clk at 1410 MHz
     assert a100.l2_bandwidth_bytes_per_s == pytest.approx(5120 * 1.41e9, rel=1e-3)
     assert hw.get("mi300x").sm_count == 304 and hw.get("mi300x").compute_capability is None
+
+
+def test_blackwell_low_precision_and_nvlink_fields():
+    b200, gb200, b300 = hw.get("b200"), hw.get("gb200"), hw.get("b300")
+    # datasheet p. 8: HGX B200 FP4 18 PFLOPS and FP8/FP6 9 PFLOPS with sparsity; GB200 NVL72 20 and 10
+    assert b200.peak_fp4_tensor_flop_per_s == 9e15 and b200.peak_fp6_tensor_flop_per_s == 4.5e15
+    assert gb200.peak_fp4_tensor_flop_per_s == 10e15 and gb200.peak_bf16_tensor_flop_per_s == 2.5e15
+    assert b200.peer_link_count == gb200.peer_link_count == 18
+    assert (b200.nvlink_domain_gpus, gb200.nvlink_domain_gpus) == (8, 72)
+    # 72 GPUs x 1.8 TB/s = the datasheet's 130 TB/s of total NVLink bandwidth, to its rounding
+    assert gb200.nvlink_domain_gpus * gb200.peer_link_bytes_per_s_bidirectional == pytest.approx(130e12, rel=0.01)
+    assert b300.peak_fp4_tensor_flop_per_s == 15e15 and b300.dram_bytes == 288e9
+    assert b300.peak_bf16_tensor_flop_per_s is None and b300.source("peak_bf16_tensor_flop_per_s").origin == "missing"
+    assert hw.get("h200").peak_fp4_tensor_flop_per_s is None  # Hopper has no FP4 tensor path
+    assert hw.match("NVIDIA GB200").id == "gb200" and hw.match("NVIDIA B300").id == "b300"
 
 
 def test_derived_values_agree_with_their_formulas():

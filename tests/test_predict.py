@@ -152,7 +152,7 @@ def test_cli_gpus(capsys):
     code, out, _ = _run(capsys, "gpus", "--json")
     assert code == 0
     rows = {r["id"]: r for r in json.loads(out)}
-    assert len(rows) == 13 and rows["h200"]["dram_bandwidth_bytes_per_s"] == 4.8e12
+    assert len(rows) == 15 and rows["h200"]["dram_bandwidth_bytes_per_s"] == 4.8e12
     code, out, _ = _run(capsys, "gpus", "h200", "--json")
     d = json.loads(out)
     assert {r["field"]: r["origin"] for r in d["fields"]}["sm_count"] == "recorded"

@@ -50,7 +50,7 @@ def test_quiz_topics_and_show(tmp_path):
     (("quiz", "--count", "2", "--answer", "x"), "1 answer(s) given, but there are more questions"),
     (("quiz",), "no answers given and no terminal to ask on"),
     (("drill", "--kind", "nope", "--answer", "1"), "unknown drill kind 'nope'"),
-    (("plan", "--days", "5"), "--days: 5 is not offered; use one of 3, 7, 14, 56"),
+    (("plan", "--days", "400"), "--days: 400 is out of range; use 1 to 365"),
 ])
 def test_errors_are_one_line(tmp_path, args, message):
     r = coach(tmp_path, *args)

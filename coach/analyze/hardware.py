@@ -64,6 +64,8 @@ FIELDS: dict[str, str] = {
     "peak_fp16_tensor_flop_per_s": "FLOP/s, FP16 tensor, dense, FP32 accumulate",
     "peak_fp16_flop_per_s": "FLOP/s, FP16 non-tensor",
     "peak_fp8_tensor_flop_per_s": "FLOP/s, FP8 tensor, dense",
+    "peak_fp6_tensor_flop_per_s": "FLOP/s, FP6 tensor, dense",
+    "peak_fp4_tensor_flop_per_s": "FLOP/s, FP4 tensor, dense",
     "peak_int8_tensor_op_per_s": "OP/s, INT8 tensor, dense",
     "dram_bytes": "bytes",
     "dram_bandwidth_bytes_per_s": "byte/s",
@@ -78,13 +80,15 @@ FIELDS: dict[str, str] = {
     "pcie_generation": "",
     "pcie_bytes_per_s_per_direction": "byte/s",
     "peer_link_bytes_per_s_bidirectional": "byte/s",
+    "peer_link_count": "links",
+    "nvlink_domain_gpus": "GPUs in one NVLink domain",
 }
 PER_SM_LIMITS = ("shared_mem_per_sm_bytes", "registers_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
                  "max_threads_per_block")
 TEXT_FIELDS = ("id", "name", "vendor", "architecture", "form_factor", "memory_type", "peer_link")
 
 #: Compute ceilings by precision name -> GPU field. "fp16_simt" is FP16 on the FMA pipe; "fp16",
-#: "bf16", "tf32", "fp8", "int8" and "fp64_tensor" are tensor-core (matrix) rates.
+#: "bf16", "tf32", "fp8", "fp6", "fp4", "int8" and "fp64_tensor" are tensor-core (matrix) rates.
 PRECISION_FIELDS: dict[str, str] = {
     "fp64": "peak_fp64_flop_per_s",
     "fp64_tensor": "peak_fp64_tensor_flop_per_s",
@@ -94,6 +98,8 @@ PRECISION_FIELDS: dict[str, str] = {
     "bf16": "peak_bf16_tensor_flop_per_s",
     "fp16": "peak_fp16_tensor_flop_per_s",
     "fp8": "peak_fp8_tensor_flop_per_s",
+    "fp6": "peak_fp6_tensor_flop_per_s",
+    "fp4": "peak_fp4_tensor_flop_per_s",
     "int8": "peak_int8_tensor_op_per_s",
 }
 #: Memory levels -> GPU field, outermost first.
@@ -175,6 +181,8 @@ class GPU:
     peak_fp16_tensor_flop_per_s: float | None
     peak_fp16_flop_per_s: float | None
     peak_fp8_tensor_flop_per_s: float | None
+    peak_fp6_tensor_flop_per_s: float | None
+    peak_fp4_tensor_flop_per_s: float | None
     peak_int8_tensor_op_per_s: float | None
     dram_bytes: float | None
     dram_bandwidth_bytes_per_s: float | None
@@ -189,6 +197,8 @@ class GPU:
     pcie_generation: int | None
     pcie_bytes_per_s_per_direction: float | None
     peer_link_bytes_per_s_bidirectional: float | None
+    peer_link_count: int | None
+    nvlink_domain_gpus: int | None
     sources: Mapping[str, Sourced] = field(repr=False, compare=False)
     device_names: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()

@@ -20,10 +20,10 @@ from dash import Dash, Input, Output, dcc, html
 from coach.app import ids
 from coach.app.components import guarded, header
 from coach.app.context import Context, Settings
-from coach.app.pages import explore, hardware, home, ladders, scenario
+from coach.app.pages import explore, hardware, home, ladders, practice, reference, scenario
 
-PAGES: tuple[ModuleType, ...] = (home, scenario, explore, ladders, hardware)
-NAV: tuple[ModuleType, ...] = (home, explore, ladders, hardware)
+PAGES: tuple[ModuleType, ...] = (home, scenario, explore, ladders, hardware, practice, reference)
+NAV: tuple[ModuleType, ...] = (home, explore, ladders, hardware, practice, reference)
 
 #: Extra room for the JSON and base64 around an upload (4/3 of the file) in one callback request.
 REQUEST_OVERHEAD = 4 / 3

@@ -62,3 +62,23 @@ EXP_LIMIT = "exp-upload-limit"
 EXP_SUMMARY = "exp-summary"
 EXP_SHOWN = "exp-shown"  # the report the body shows: {"token", "name"}
 EXP_DRAWN = "exp-drawn"  # set once the report's first plot is on screen: the diagnosis waits for it
+
+# reference (glossary, quick references, numbers)
+REF_TERM = "ref-term"  # the glossary query
+REF_ENTRY = "ref-entry"  # the entry found, or suggestions
+REF_TERMS = "ref-terms"  # every term, by topic
+REF_GPU = "ref-gpu"
+REF_NUMBERS = "ref-numbers"
+REF_SHEETS = "ref-sheets"  # the CUDA / Triton quick-reference tabs
+
+# practice (drills and plans)
+PRC_KIND = "prc-kind"
+PRC_GPU = "prc-gpu"
+PRC_NEW = "prc-new"
+PRC_DRILL = "prc-drill-store"  # the drill posed: {"kind", "gpu", "seed"}
+PRC_QUESTION = "prc-question"
+PRC_ANSWER = "prc-answer"
+PRC_CHECK = "prc-check"
+PRC_FEEDBACK = "prc-feedback"
+PRC_DAYS = "prc-days"
+PRC_PLAN = "prc-plan"

@@ -13,6 +13,8 @@ the ones that matter and ``coach.analyze.hardware`` reads its output next to the
   inputs (zeros would let the tensor cores idle at lower power and flatter the rate).
 - Kernel launch latency: an empty Triton kernel launched back to back on a stream, and the same
   launches replayed from a CUDA graph.
+- Load latency of L1, L2 and DRAM: one thread chasing pointers through buffers sized for each
+  level (``coach.capture.latency``).
 
 Timing uses ``triton.testing.do_bench`` (median; it clears the L2 before each repetition), and the
 bandwidth tests rotate through buffers far larger than any L2, so no repetition is served from
@@ -39,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from coach.capture import latency as _latency
+
 SCHEMA = "coach-calibration/1"
 
 #: What is measured: name -> (unit, how it is counted). ``coach.analyze.hardware`` reads these names.
@@ -50,6 +54,7 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "bf16_tensor_matmul_flop_per_s": ("flop/s", "BF16 tensor-core matmul, 2*n^3 FLOPs"),
     "launch_latency_s": ("s", "empty kernel launched back to back on one stream, per launch"),
     "graph_launch_latency_s": ("s", "the same empty kernels replayed from a CUDA graph, per kernel"),
+    **{name: ("s", detail) for name, detail in _latency.DETAIL.items()},
 }
 
 # Sizes. A bandwidth buffer of 1 GiB is over 8x the largest L2 of any GPU in hardware/gpus (B200:
@@ -73,8 +78,8 @@ Describe = Callable[[argparse.Namespace], Mapping[str, Any]]
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m coach.capture.calibrate",
-        description="Measure copy and read bandwidth, FP32/TF32/BF16 matmul rates and launch latency "
-        "on this GPU, and write them as JSON with provenance.",
+        description="Measure copy and read bandwidth, FP32/TF32/BF16 matmul rates, launch latency and "
+        "L1/L2/DRAM load latency on this GPU, and write them as JSON with provenance.",
     )
     parser.add_argument("out", type=Path, help="where to write the JSON (e.g. h200.json)")
     parser.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
@@ -154,7 +159,8 @@ def describe_gpu(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "method": "triton.testing.do_bench median (L2 cleared per repetition) for bandwidth and matmul; "
-                  "CUDA events around batches of launches for latency",
+                  "CUDA events around batches of launches for launch latency; pointer chasing, the slope "
+                  "between two chain lengths, for load latency",
     }
 
 
@@ -178,6 +184,7 @@ def measure_on_gpu(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     results.update(_bandwidth(torch, args.buffer_bytes))
     results.update(_matmuls(torch, args.matmul_n))
     results.update(_launch_latency(torch))
+    results.update(_latency.measure(torch))
     return results
 
 

@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "coach.cli.dash",
     "coach.cli.recipe",
     "coach.cli.source",
+    "coach.cli.reference",
 ]
 
 for _name in COMMAND_MODULES:

@@ -13,7 +13,9 @@ from coach.cli.output import console, print_json
 
 @app.command("drill")
 def drill_cmd(
-    kind: Optional[str] = typer.Option(None, "--kind", help="memory-op, gemm, bound, decode-floor, mfu or kv-cache (default: any)."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="memory-op, gemm, bound, decode-floor, mfu, kv-cache, tensor-parallel, "
+                                       "pipeline-bubble, data-parallel, moe-all-to-all, activation-memory, prefill or "
+                                       "training-days (default: any; --list says what each asks)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU id, e.g. h100-sxm, h200, l4 (see `coach gpus`; default: any)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Pose the same drills again."),
     count: int = typer.Option(1, "--count", min=1, help="How many drills."),
@@ -22,12 +24,15 @@ def drill_cmd(
     show: bool = typer.Option(False, "--show", help="Show the drills with their worked solutions, without asking."),
     no_save: bool = typer.Option(False, "--no-save", help="Do not record the attempts in your progress."),
     as_json: bool = typer.Option(False, "--json", help="Write the results as JSON on stdout."),
+    list_kinds: bool = typer.Option(False, "--list", help="List the kinds of drill and what each asks."),
 ) -> None:
     """Estimation drills: how long should it take, what is the floor, what MFU is that?
 
     Each drill is generated from the hardware tables (datasheet numbers, each with its source) and
-    a template; you answer with a number (units like us, ms, tokens/s, %, GB are understood) and get
-    the worked solution step by step. Tolerances are stated per kind (±20% for floors).
+    a template; you answer with a number (units like us, ms, days, tokens/s, %, GB are understood)
+    and get the worked solution step by step. Tolerances are stated per kind (±20% for floors).
+    Parallelism drills (tensor-parallel, data-parallel, moe-all-to-all) cost communication over the
+    GPU's NVLink, so they need a GPU on NVLink switches (h100-sxm, h200, b200, gb200, ...).
 
     Examples:
 
@@ -36,11 +41,21 @@ def drill_cmd(
         coach drill --kind decode-floor --gpu h200 --seed 3
 
         coach drill --kind memory-op --gpu h100-sxm --seed 1 --answer "160 us"
+
+        coach drill --kind tensor-parallel --gpu h200 --show
     """
     import random
 
     from coach.exercises.answers import source
-    from coach.exercises.drills import generate
+    from coach.exercises.drills import KIND_HELP, KIND_TOPICS, generate
+
+    if list_kinds:
+        if as_json:
+            print_json([{"kind": k, "topic": KIND_TOPICS[k], "asks": v} for k, v in KIND_HELP.items()])
+        else:
+            for k, v in KIND_HELP.items():
+                _say(f"{k:<18} {v}")
+        return
 
     base = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
     drills = [generate(kind, gpu, base + i) for i in range(count)]
@@ -84,8 +99,19 @@ def _show(drills, as_json: bool) -> None:
 
 
 def _say(text: str, style: str = "") -> None:
-    """Print text as it is: no markup, no highlighting."""
-    console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
+    """Print text as it is (no markup, no highlighting), wrapped to the terminal, a step's
+    continuation lines indented under its text."""
+    import re
+    import textwrap
+
+    if text.startswith("\n"):
+        console.print()
+        text = text.lstrip("\n")
+    lead = re.match(r"\s*(\d+\.\s)?", text).group(0)
+    lines = textwrap.wrap(text, width=max(40, console.width), subsequent_indent=" " * len(lead),
+                          break_long_words=False, break_on_hyphens=False) or [""]
+    for line in lines:
+        console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)
 
 
 def _save(attempt) -> None:
@@ -95,8 +121,6 @@ def _save(attempt) -> None:
 
 
 def _attempt(d, seed: int, text: str, result):
-    from coach.exercises.progress import Attempt
+    from coach.exercises.drills import attempt
 
-    return Attempt(kind="drill", item=d.id, topic=d.topic, score=1.0 if result.correct else 0.0, max_score=1.0,
-                   answer=text, details={"kind": d.kind, "seed": seed, "answer": d.answer, "unit": d.unit.name,
-                                         "given": result.given, "error": result.error})
+    return attempt(d, seed, text, result)

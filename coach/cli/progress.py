@@ -10,13 +10,9 @@ import typer
 
 from coach.cli.main import app
 from coach.cli.output import console, err_console, print_json
-from coach.errors import CoachError
 
 if TYPE_CHECKING:
     from coach.exercises.progress import Attempt
-
-PLAN_DAYS = (3, 7, 14, 56)
-
 
 def save(attempts: list[Attempt]) -> None:
     """Record attempts, each in its own transaction. A repaired database is one warning line on
@@ -96,25 +92,28 @@ def _pct(x: float | None) -> str:
 
 @app.command("plan")
 def plan_cmd(
-    days: int = typer.Option(7, "--days", help="Length of the plan: 3, 7, 14 or 56 days."),
+    days: int = typer.Option(7, "--days", help="Length of the plan: 3, 7, 14, 28 or 56 days are curated; any length "
+                                               "from 1 to 365 is fitted from the next longer one."),
     as_json: bool = typer.Option(False, "--json", help="Write the plan as JSON on stdout."),
 ) -> None:
-    """A day-by-day study plan over scenarios, ladders, drills and questions, weighted by your weak topics.
+    """A day-by-day preparation plan over scenarios, ladders, reading, drills and questions.
 
-    Topics you scored worst on recently (and topics never tried) get more questions and drills;
-    scenarios whose bottleneck belongs to a weak topic come first.
+    The curated plans (3, 7, 14, 28 and 56 days) run themed phases in a sensible order, from the
+    execution model to distributed training and a mock interview. Within each phase your weakest
+    topics (by your recent scores, and topics never tried) get more questions and drills and their
+    scenarios come first; one question and one drill a day come from all topics, weakest first.
 
     Examples:
 
         coach plan --days 7
+
+        coach plan --days 28
 
         coach plan --days 56 --json
     """
     from coach.exercises.planner import make_plan
     from coach.exercises.progress import ProgressStore
 
-    if days not in PLAN_DAYS:
-        raise CoachError(f"--days: {days} is not offered; use one of {', '.join(map(str, PLAN_DAYS))}")
     with ProgressStore() as store:
         if store.notice:
             _warn(store.notice)
@@ -123,9 +122,27 @@ def plan_cmd(
     if as_json:
         print_json(plan.to_dict())
         return
-    console.print(f"[bold]{days}-day plan[/]  weakest first: {', '.join(plan.focus) or 'no attempts yet, all topics'}",
-                  highlight=False)
+    _line(f"{plan.title}: {days} day{'s' if days > 1 else ''}", "bold")
+    _line(f"Weakest first: {', '.join(plan.focus) or 'no attempts yet, all topics'}")
+    for note in plan.notes:
+        _line(f"Note: {note}", "dim")
+    phase = None
     for day in plan.days:
-        console.print(f"\n[bold]Day {day.number}[/]  ({day.minutes} min)", highlight=False)
+        if day.phase != phase:
+            phase = day.phase
+            console.print()
+            _line(day.theme, "bold")
+        _line(f"Day {day.number}  ({day.minutes} min)", "bold")
         for task in day.tasks:
-            console.print(f"  - {task.title}: [cyan]{task.command}[/]  ({task.why})", highlight=False, soft_wrap=True)
+            _line(f"- {task.title}", indent=2)
+            _line(f"{task.command}  ({task.why})", "cyan", indent=4)
+
+
+def _line(text: str, style: str = "", indent: int = 0) -> None:
+    """Plain text wrapped within 80 columns, continuation lines indented two more."""
+    import textwrap
+
+    width = min(max(40, console.width), 80)
+    for line in textwrap.wrap(text, width=width, initial_indent=" " * indent, subsequent_indent=" " * (indent + 2),
+                              break_long_words=False, break_on_hyphens=False) or [""]:
+        console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)

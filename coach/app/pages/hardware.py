@@ -30,7 +30,7 @@ DEFAULT_GPU = "h200"
 DRAWN_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp8")
 PRECISION_LABELS = {"fp64": "FP64", "fp64_tensor": "FP64 tensor", "fp32": "FP32", "fp16_simt": "FP16 (non-tensor)",
                     "tf32": "TF32 tensor", "bf16": "BF16 tensor", "fp16": "FP16 tensor", "fp8": "FP8 tensor",
-                    "int8": "INT8 tensor"}
+                    "fp6": "FP6 tensor", "fp4": "FP4 tensor", "int8": "INT8 tensor"}
 LEVEL_LABELS = {"dram": "DRAM", "l2": "L2", "shared": "L1 / shared"}
 #: Intensity range drawn, FLOP per byte: from a copy (no arithmetic) to a large GEMM.
 X_RANGE = (1e-2, 1e4)
