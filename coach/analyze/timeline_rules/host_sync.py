@@ -125,5 +125,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         gain_model=(f"sum over the GPU gaps a synchronisation returned into of (gap - {ns(LAUNCH_LATENCY_NS)}): without the "
                     "synchronisation the host would have queued the next work before the GPU ran dry; the GPU-idle and "
                     "launch-bound findings leave these gaps out"),
-        details={"sync_calls": by_name.to_dicts(), "bubbles": bubbles.sort("gap_ns", descending=True).head(10).to_dicts()},
+        # ties broken by place, so that the ten listed are the same on every run
+        details={"sync_calls": by_name.to_dicts(),
+                 "bubbles": bubbles.sort("gap_ns", "device_id", "start_ns", descending=[True, False, False])
+                 .head(10).to_dicts()},
     )]
