@@ -73,12 +73,13 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
 def returned_into(gaps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     """The GPU gaps (``device_id, start_ns, end_ns, gap_ns``) that a synchronisation point returned
     into, once each: the host waited, the queue drained, and the GPU stayed idle until the host
-    launched again."""
+    launched again. Where several returned into one gap, the row names the last of them (after which
+    the host launched again)."""
     return interval_join(
         gaps.select("device_id", "start_ns", "end_ns", gap_ns="dur_ns"),
         points.select(start_ns="end_ns", end_ns="end_ns", point_name="name"),
         "contains",
-    ).unique(subset=["device_id", "start_ns"])
+    ).unique(subset=["device_id", "start_ns"], keep="last", maintain_order=True)
 
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
