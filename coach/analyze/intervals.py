@@ -61,7 +61,9 @@ def merge_intervals(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     )
     if named:
         ends = out[_E].gather(swept["_group"])
-        ending_last = swept.filter(pl.col(_E) == ends).unique("_group", keep="first", maintain_order=True)
+        # groups are contiguous and in order: the first row of each group's rows that end last
+        ending_last = swept.select("_group", "name").filter(swept[_E] == ends).filter(
+            pl.col("_group").ne_missing(pl.col("_group").shift(1)))
         out = out.with_columns(first=head["name"], last=ending_last["name"])
     return out.with_columns(dur_ns=pl.col(_E) - pl.col(_S))
 

@@ -50,8 +50,10 @@ comparing every interval with every other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, Callable, TypeVar
 
 import polars as pl
 
@@ -399,9 +401,12 @@ def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None) -> pl.DataFr
 
 @dataclass
 class TimelineAnalysis:
-    """The shared computations over one timeline, each computed on first use and kept."""
+    """The shared computations over one timeline, each computed on first use and kept: one analysis
+    serves the summary and every rule (``coach load`` builds one for both), and a rule's helper that
+    other rules call too is computed once (``derived``)."""
 
     timeline: Timeline
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def window(self) -> tuple[int, int] | None:
@@ -446,3 +451,22 @@ class TimelineAnalysis:
     @cached_property
     def projection(self) -> pl.DataFrame:
         return nvtx_projection(self.timeline, self.work)
+
+
+_T = TypeVar("_T")
+
+
+def derived(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """Compute ``fn(analysis, *args)`` once per ``TimelineAnalysis`` and keep it: for the tables one
+    rule derives that others ask for too (the synchronisation points, the one-time calls, the
+    launch-bound launches). Polars frames are immutable, so sharing one is safe."""
+
+    @functools.wraps(fn)
+    def once(a: TimelineAnalysis, *args: Any) -> _T:
+        key = (fn.__module__, fn.__qualname__, args)
+        if key not in a._derived:
+            a._derived[key] = fn(a, *args)
+        return a._derived[key]
+
+    return once
+

@@ -303,8 +303,14 @@ def _by_start(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
-    """Column ``key`` mapped through ``table``'s ``(id, value)`` pairs; null where an id is not there."""
-    return pl.col(key).replace_strict(table["id"], table["value"], default=None, return_dtype=pl.String)
+    """Column ``key`` mapped through ``table``'s ``(id, value)`` pairs; null where an id is not there.
+
+    Each row becomes a position in ``table`` and the text is gathered from there, so the rows share
+    the table's bytes (a Polars string column holds a 16-byte view per row): a million kernels that
+    run twenty distinct functions hold twenty demangled signatures, not a million copies."""
+    positions = pl.col(key).replace_strict(table["id"], pl.int_range(table.height, dtype=pl.UInt32, eager=True),
+                                           default=None, return_dtype=pl.UInt32)
+    return pl.lit(table["value"].cast(pl.String)).gather(positions)
 
 
 def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:

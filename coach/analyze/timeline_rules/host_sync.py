@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, interval_join, with_launch_call
+from coach.analyze.timeline import TimelineAnalysis, derived, interval_join, with_launch_call
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
 
 SPEC = RuleSpec(
@@ -38,6 +38,7 @@ COPY_CALLS = r"^cu(da)?Memcpy"
 SCALAR_BYTES = 8
 
 
+@derived
 def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
     """The calls that block the host: ``name, start_ns, end_ns, dur_ns, tid, reason`` ("sync",
     "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, merge_intervals, with_launch_call
+from coach.analyze.timeline import TimelineAnalysis, derived, merge_intervals, with_launch_call
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
 
 SPEC = RuleSpec(
@@ -44,6 +44,7 @@ COMPILE = "compiling before cuModuleLoadData"
 SLOW_FIRST_LAUNCH_NS = 10 * LAUNCH_LATENCY_NS
 
 
+@derived
 def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
     """Module-loading calls, run-time compilation and slow first launches of each kernel: ``pid,
     tid, start_ns, end_ns, name``."""
