@@ -430,8 +430,9 @@ SAVED_MARKER = "coach-profile.json"
 SAVED_FORMAT_VERSION = 1
 
 
-def save(profile: Profile, folder: str | Path) -> Path:
-    """Write ``profile`` as ``folder/coach-profile.json`` plus one Parquet file per table.
+def save(profile: Profile, folder: str | Path, compression_level: int = 19) -> Path:
+    """Write ``profile`` as ``folder/coach-profile.json`` plus one Parquet file per table (zstd at
+    ``compression_level``: 19, the smallest files, for recordings kept in the repository).
 
     Files are written beside their final names and renamed into place, so an interrupted save
     leaves no half-written table behind.
@@ -440,7 +441,7 @@ def save(profile: Profile, folder: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, df in profile.tables().items():
         tmp = folder / f".{name}.parquet.tmp"
-        df.write_parquet(tmp, compression="zstd", compression_level=19, statistics=False)
+        df.write_parquet(tmp, compression="zstd", compression_level=compression_level, statistics=False)
         tmp.replace(folder / f"{name}.parquet")
     header = {
         "coach_profile_format": SAVED_FORMAT_VERSION,

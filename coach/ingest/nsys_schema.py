@@ -20,6 +20,8 @@ layout is a new row, not new code:
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -60,6 +62,18 @@ class TablePlan:
 def plan(table: str, present: Mapping[str, frozenset[str]]) -> TablePlan | None:
     """The raw table and column expressions for canonical ``table``, given the export's tables and
     their columns; None when the export holds none of the raw tables (an empty canonical table)."""
+    candidates = _raw_tables(table)
+    return _plan(table, tuple((t, present[t]) for t in candidates if t in present))
+
+
+@functools.cache
+def _raw_tables(table: str) -> tuple[str, ...]:
+    return tuple(columns().filter(pl.col("table") == table)["raw_table"].unique(maintain_order=True))
+
+
+@functools.cache  # exports of one nsys version share their layout: planned once per process
+def _plan(table: str, present: tuple[tuple[str, frozenset[str]], ...]) -> TablePlan | None:
+    present = dict(present)
     rows = columns().filter(pl.col("table") == table)
     raw_tables = [t for t in rows["raw_table"].unique(maintain_order=True) if t in present]
     if not raw_tables:

@@ -152,6 +152,10 @@ class _Export:
                                             f"{version or 'of unknown version'})")
             plans[table] = plan
         jobs = {table: self._ranges(plan) for table, plan in plans.items()}
+        if all(len(ranges) == 1 for ranges in jobs.values()):  # a small export: threads would cost more than they save
+            frames = {table: self._frame(plans[table].sql(), text=plans[table].text_columns) for table in jobs}
+            return {table: (self._with_all_columns(table, frames[table]) if table in frames else None)
+                    for table in tables}
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params,
                                          text=plans[table].text_columns, own_connection=True)
