@@ -38,7 +38,7 @@ def merge_intervals(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     ``dur_ns``. Sorts once; a new interval starts where the start passes the running maximum of
     earlier ends (touching intervals, one ending where the next starts, merge)."""
     named = "name" in intervals.columns
-    s = intervals.sort(*by, _S, nulls_last=True)
+    s = intervals.select(*by, _S, _E, *(["name"] if named else [])).sort(*by, _S, nulls_last=True)
     if s.is_empty() or not _well_formed(s):
         return _merge_by_group(s, by, named)
     n = s.height
@@ -107,8 +107,8 @@ def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap
     """
     by = by or []
     right_columns = [c for c in right.columns if c not in by]
-    a = left.with_row_index("_i").filter(_present([_S, _E, *by]))
-    b = right.filter(_present([_S, _E, *by]))
+    a = left.select(_S, _E, *by).with_row_index("_i").filter(_present([_S, _E, *by]))
+    b = right.select(_S, _E, *by).with_row_index("_j").filter(_present([_S, _E, *by]))
     if a.is_empty() or b.is_empty():
         return _pairs_schema(left, right, right_columns)
     if how == "contains" and not _well_formed(b):
@@ -122,8 +122,8 @@ def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap
     else:
         shift = pl.lit(-lo, pl.Int64)
     # sweep positions: a0/a1 of the left rows (in left order), b0/b1 of the right rows sorted by start
-    a = a.sort("_i").with_columns(_a0=pl.col(_S) + shift, _a1=pl.col(_E) + shift)
-    b = b.with_columns(_b0=pl.col(_S) + shift, _b1=pl.col(_E) + shift).sort("_b0", maintain_order=True)
+    a = a.select("_i", _a0=pl.col(_S) + shift, _a1=pl.col(_E) + shift).sort("_i")
+    b = b.select("_j", _b0=pl.col(_S) + shift, _b1=pl.col(_E) + shift).sort("_b0", maintain_order=True)
     a0, a1, b0, b1 = a["_a0"], a["_a1"], b["_b0"], b["_b1"]
     if how == "overlap":
         # the right one starts inside the left one, or at its start (then it must also end after it) ...
@@ -142,14 +142,13 @@ def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap
                         b0.search_sorted(a1, "right")).select(_li="_l", _ri="_r")
         keep = (pl.col("_b0") >= pl.col("_a0")) & (pl.col("_b1") <= pl.col("_a1"))
     pairs = pairs.sort("_li", "_ri")
-    left_rows = a.drop("_lane", strict=False)[pairs["_li"]]
-    right_rows = b.select(pl.exclude(*by, "_lane"))[pairs["_ri"]].rename({_S: "_rs", _E: "_re"})
-    joined = pl.concat([left_rows, right_rows], how="horizontal").filter(keep)
+    matched = pl.concat([a[pairs["_li"]], b[pairs["_ri"]]], how="horizontal").filter(keep).select("_i", "_j")
+    left_rows = left[matched["_i"]]
+    right_rows = right.select(right_columns)[matched["_j"]].rename({_S: "_rs", _E: "_re"})
     return (
-        joined.with_columns(overlap_ns=pl.min_horizontal(_E, "_re") - pl.max_horizontal(_S, "_rs"))
+        pl.concat([left_rows, right_rows], how="horizontal")
+        .with_columns(overlap_ns=pl.min_horizontal(_E, "_re") - pl.max_horizontal(_S, "_rs"))
         .rename({"_rs": "right_start_ns", "_re": "right_end_ns"})
-        .select(*left.columns, *[{_S: "right_start_ns", _E: "right_end_ns"}.get(c, c) for c in right_columns],
-                "overlap_ns")
     )
 
 

@@ -171,13 +171,15 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
     the innermost NVTX or operator range that covers the whole gap."""
     g = gaps.with_row_index("_gap")
     window = g.select("_gap", "start_ns", "end_ns")
-    calls = interval_join(window, api.select("start_ns", "end_ns", api_name="name"), "overlap")
+    # names as dictionary codes while grouping (a million calls name a few dozen functions)
+    calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
+                          "overlap")
     per_name = calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
     in_calls = interval_join(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
                              "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum())
     api_stats = per_name.group_by("_gap").agg(
         api_calls=pl.col("n").sum(),
-        top_api=pl.col("api_name").sort_by("ns").last(),
+        top_api=pl.col("api_name").sort_by("ns").last().cast(pl.Utf8),
         top_api_ns=pl.col("ns").max(),
     ).join(in_calls, on="_gap", how="left", maintain_order="left")
     spans = nvtx.filter(pl.col("end_ns").is_not_null())
