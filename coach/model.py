@@ -332,6 +332,17 @@ def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], 
     unknown = [c for c in have.names() if c not in schema]
     if unknown:
         raise ValueError(f"{table}: columns not in the canonical schema: {unknown}")
+    if isinstance(df, pl.DataFrame):  # columns already of their type are passed on as they are, not copied
+        out = {}
+        for name, dtype in schema.items():
+            if name not in have:
+                out[name] = pl.Series(name, [None], dtype=dtype).extend_constant(None, df.height - 1) if df.height \
+                    else pl.Series(name, [], dtype=dtype)
+            elif have[name] == dtype:
+                out[name] = df.get_column(name)
+            else:
+                out[name] = df.get_column(name).cast(dtype, strict=False)
+        return pl.DataFrame(out)
     exprs = [
         (pl.col(name).cast(dtype, strict=False) if name in have else pl.lit(None, dtype=dtype)).alias(name)
         for name, dtype in schema.items()
@@ -410,6 +421,12 @@ def make_kernel_profile(source: Source, **tables: pl.DataFrame | pl.LazyFrame | 
 def make_timeline(source: Source, **tables: pl.DataFrame | pl.LazyFrame | None) -> Timeline:
     """Build a ``Timeline``, conforming each given table and filling absent ones empty."""
     return Timeline(source=source, **_conform_all(TIMELINE_TABLES, tables))
+
+
+def make_table(name: str, df: pl.DataFrame | pl.LazyFrame | None) -> pl.DataFrame | None:
+    """One timeline table conformed to its schema now (a reader that builds its tables one at a
+    time, to let each one's staging data go before the next); ``make_timeline`` passes it on as it is."""
+    return None if df is None else conform(df, TIMELINE_TABLES[name], table=name)
 
 
 def _conform_all(schemas: Mapping[str, Mapping[str, pl.DataType]], tables: Mapping[str, Any]) -> dict[str, pl.DataFrame]:

@@ -30,7 +30,7 @@ import pyarrow as pa
 from coach.errors import InputError
 from coach.ingest import nsys_schema as schema
 from coach.ingest.detect import NSYS_MARKER_TABLES
-from coach.model import Source, Timeline, make_timeline
+from coach.model import Source, Timeline, make_table, make_timeline
 
 #: Staging columns a raw table must have to be read at all. A table without them is a layout coach
 #: does not know, and guessing would give wrong numbers.
@@ -86,17 +86,21 @@ def read(path: str | Path) -> Timeline:
         raw = export.read(REQUIRED, version)
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
-    api = _api(raw["api"], strings, enums["api_kind"])
+    # each staging frame is let go as soon as its table is built (pop), so that memory holds the
+    # staging frames and the tables of one table at a time, not of all of them
+    api = _api(raw.pop("api"), strings, enums["api_kind"])
     source = Source(path=str(path), format="nsys-sqlite", tool="Nsight Systems", tool_version=version, meta=meta)
+    tables = {
+        "kernels": make_table("kernels", _kernels(raw.pop("kernels"), strings)),
+        "memcpy": _memcpy(raw.pop("memcpy"), enums["memcpy_kind"], enums["memory_kind"]),
+        "memset": _memset(raw.pop("memset"), enums["memory_kind"]),
+        "sync": _sync(raw.pop("sync"), api, enums["sync_kind"]),
+        "nvtx": _nvtx(raw.pop("nvtx"), strings, enums["nvtx_kind"]),
+    }
+    devices = raw.pop("devices")
     return make_timeline(
-        source,
-        kernels=_kernels(raw["kernels"], strings),
-        memcpy=_memcpy(raw["memcpy"], enums["memcpy_kind"], enums["memory_kind"]),
-        memset=_memset(raw["memset"], enums["memory_kind"]),
-        api=api,
-        sync=_sync(raw["sync"], api, enums["sync_kind"]),
-        nvtx=_nvtx(raw["nvtx"], strings, enums["nvtx_kind"]),
-        devices=None if raw["devices"] is None else raw["devices"].unique("device_id", keep="first").sort("device_id"),
+        source, api=make_table("api", api), **tables,
+        devices=None if devices is None else devices.unique("device_id", keep="first").sort("device_id"),
     )
 
 
