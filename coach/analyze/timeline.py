@@ -369,12 +369,15 @@ def launch_bound_stretches(bound: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None) -> pl.DataFrame:
+def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None, issued: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every NVTX range (marks excluded) with the GPU work launched inside it (see module doc):
-    ``gpu_ops``, ``proj_start_ns``, ``proj_end_ns``, ``proj_dur_ns``, ``gpu_time_ns``."""
-    work = gpu_work(tl) if work is None else work
+    ``gpu_ops``, ``proj_start_ns``, ``proj_end_ns``, ``proj_dur_ns``, ``gpu_time_ns``. ``issued`` is
+    ``with_launch_call(work, tl.api)`` where the caller has it already."""
     ranges = tl.nvtx.filter(pl.col("end_ns").is_not_null()).with_row_index("_range")
-    issued = with_launch_call(work, tl.api).select(
+    if issued is None:
+        work = gpu_work(tl) if work is None else work
+        issued = with_launch_call(work, tl.api.head(0) if ranges.is_empty() else tl.api)
+    issued = issued.select(
         "pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", op_start_ns="start_ns", op_end_ns="end_ns",
         op_dur_ns="dur_ns",
     )
@@ -451,8 +454,13 @@ class TimelineAnalysis:
         return launch_stats(self.launches, self.window)
 
     @cached_property
+    def issued(self) -> pl.DataFrame:
+        """The GPU work with the API call that issued it (``with_launch_call``)."""
+        return with_launch_call(self.work, self.timeline.api)
+
+    @cached_property
     def projection(self) -> pl.DataFrame:
-        return nvtx_projection(self.timeline, self.work)
+        return nvtx_projection(self.timeline, self.work, self.issued if self.timeline.nvtx.height else None)
 
 
 _T = TypeVar("_T")

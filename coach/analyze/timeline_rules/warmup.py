@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, derived, merge_intervals, with_launch_call
+from coach.analyze.timeline import TimelineAnalysis, derived, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
 
 SPEC = RuleSpec(
@@ -71,7 +71,7 @@ def run_time_compilation(a: TimelineAnalysis) -> pl.DataFrame:
         return pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
                                     "name": pl.Utf8})
     issuing = (
-        with_launch_call(a.work, a.timeline.api)
+        a.issued  # with_launch_call(a.work, a.timeline.api), shared
         .select("pid", "tid", call_start_ns="api_start_ns", call_end_ns="api_end_ns")
         .unique()
         .filter(pl.col("tid").is_not_null())
