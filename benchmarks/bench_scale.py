@@ -77,15 +77,41 @@ class Run:
     stdout: str = field(repr=False, default="")
 
 
+#: A run whose resident memory passes this is stopped (the machine is shared, and a run that needs more
+#: than the goal allows has failed it anyway); ``--memory-limit-gb`` changes it.
+MEMORY_LIMIT_BYTES = 8 * 10**9
+
+
+class OverLimit(Exception):
+    pass
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+
 def measure(side: str, command: list[str], env: dict[str, str] | None = None) -> Run:
     load = os.getloadavg()[0]
-    with tempfile.TemporaryFile("w+") as out:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+b") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True)
+        while True:  # poll, stopping the run (its whole process group) if it outgrows the limit
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if _rss(proc.pid) > MEMORY_LIMIT_BYTES:
+                os.killpg(proc.pid, 9)
+                os.wait4(proc.pid, 0)
+                raise OverLimit(f"{side} passed {MEMORY_LIMIT_BYTES / 1e9:g} GB of memory after "
+                                f"{time.perf_counter() - started:.0f} s and was stopped")
+            time.sleep(0.05)
         wall = time.perf_counter() - started
-        stderr = proc.stderr.read().decode(errors="replace")
-        proc.stderr.close()
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{shlex.join(command)} failed: {stderr.strip()[-2000:]}")
         out.seek(0)
@@ -309,12 +335,15 @@ def render(results: dict, notes: dict, prov: dict, command: str, repeat: int) ->
 
 
 def main(argv: list[str] | None = None) -> None:
+    global MEMORY_LIMIT_BYTES
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--repeat", type=int, default=3, help="runs per side (default 3)")
     parser.add_argument("--nsys", default=shutil.which("nsys") or "nsys")
     parser.add_argument("--work", type=Path, help="folder for the built inputs (kept and reused)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--memory-limit-gb", type=float, default=MEMORY_LIMIT_BYTES / 1e9,
+                        help="stop a run whose resident memory passes this (default 8)")
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
     unknown = set(cases) - set(CASES)
@@ -326,18 +355,25 @@ def main(argv: list[str] | None = None) -> None:
            "COACH_CACHE": str(work / "cache"), "COLUMNS": "80"}
     prov = provenance(args.nsys)
     results, notes = {}, {}
+    MEMORY_LIMIT_BYTES = int(args.memory_limit_gb * 1e9)
+    stopped = {}
     for case in cases:
         print(case, file=sys.stderr)
-        if case.startswith("nsys-"):
-            rows = 1_000_000 if case == "nsys-1m" else 10_000_000
-            results[case], notes[case] = case_nsys(nsys_export(work, rows), args.repeat, args.nsys, env)
-            notes[case] = f"{rows:,} kernels + {rows:,} API calls; " + notes[case]
-        elif case == "ranks-64":
-            results[case], notes[case] = case_ranks(ranks_folder(work), args.repeat, env, work)
-        else:
-            results[case], notes[case] = case_kineto(kineto_trace(work), args.repeat, env)
+        try:
+            if case.startswith("nsys-"):
+                rows = 1_000_000 if case == "nsys-1m" else 10_000_000
+                results[case], notes[case] = case_nsys(nsys_export(work, rows), args.repeat, args.nsys, env)
+                notes[case] = f"{rows:,} kernels + {rows:,} API calls; " + notes[case]
+            elif case == "ranks-64":
+                results[case], notes[case] = case_ranks(ranks_folder(work), args.repeat, env, work)
+            else:
+                results[case], notes[case] = case_kineto(kineto_trace(work), args.repeat, env)
+        except OverLimit as over:
+            stopped[case] = str(over)
     command = shlex.join(["python", "benchmarks/bench_scale.py", *(argv if argv is not None else sys.argv[1:])])
     text = render(results, notes, prov, command, args.repeat)
+    for case, why in stopped.items():
+        text += f"\n## {case}\n\nGoal: {GOALS[case]}. Result: **NOT met**: {why}.\n"
     args.output.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.output.with_name(args.output.name + ".partial")
     tmp.write_text(text)
