@@ -57,6 +57,7 @@ process.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -77,7 +78,7 @@ from coach.errors import InputError
 from coach.ingest import load
 from coach.ingest.detect import detect
 from coach.ingest.recipes import RECIPE_TIMEOUT_S, RecipeOutput, run_recipes
-from coach.model import SAVED_MARKER, save
+from coach.model import SAVED_MARKER, Timeline, save
 
 CACHE_ENV = "COACH_CACHE"
 
@@ -126,6 +127,15 @@ _WORK_TABLES = ("kernels", "memcpy", "memset")
 
 def timeline_format(path: Path) -> str | None:
     """The format of ``path`` when it holds a timeline, else None."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return _timeline_format(Path(path), None)
+    return _timeline_format(Path(path), (st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=65536)  # asked several times per report (which reports, which of two, cached?)
+def _timeline_format(path: Path, version: tuple[int, int] | None) -> str | None:
     fmt = detect(path)
     if fmt == "coach-profile":
         try:
@@ -176,6 +186,7 @@ def cached_report(path: Path, cache: Path | None = None) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache))
     try:
         save(profile, staging, compression_level=CACHE_COMPRESSION_LEVEL)
+        (staging / ROW_FILE).write_text(json.dumps(_row_of(profile)))
         staging.replace(folder)
     except OSError:
         if not (folder / SAVED_MARKER).is_file():  # not a concurrent writer that got there first
@@ -303,32 +314,58 @@ def _sums(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
 def _per_report(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
     """Busy time, gaps and steps per report, one report in memory at a time in each worker (see
     module doc)."""
-    rows = map_reports(_report_row, list(zip(folders, names)))
+    reports = list(zip(folders, names))
+    computed = iter(map_reports(_report_row, [r for r in reports if not (r[0] / ROW_FILE).is_file()]))
+    rows = [_report_row(r) if (r[0] / ROW_FILE).is_file() else next(computed) for r in reports]
     return pl.DataFrame(rows, schema={"report": pl.Utf8, "devices": pl.Int64, "busy_ns": pl.Int64, "gaps": pl.Int64,
                                       "gap_ns": pl.Int64, "max_gap_ns": pl.Int64, **_STEP_COLUMNS})
 
 
+#: Beside a cached report's tables: its row of the side-by-side table (less its name), computed when
+#: the report is cached, so that a later comparison reads one small file per report. The number is
+#: the row's version: change it with what the row holds or how it is computed, and older rows are
+#: computed afresh.
+ROW_FILE = "side-by-side-row-1.json"
+
+
 def _report_row(report: tuple[Path, str]) -> dict:
     folder, name = report
-    work = pl.concat([_scan([folder], [name], t, ("device_id", "start_ns", "end_ns")) for t in _WORK_TABLES])
-    ops = work.drop("report").filter(pl.col("start_ns").is_not_null()).collect()
+    cached = folder / ROW_FILE
+    if cached.is_file():
+        try:
+            return {"report": name, **json.loads(cached.read_text())}
+        except (OSError, ValueError):
+            pass  # recomputed below
+    scan = lambda table, *cols: pl.scan_parquet(folder / f"{table}.parquet").select(*cols)  # noqa: E731
+    ops = pl.concat([scan(t, "device_id", "start_ns", "end_ns") for t in _WORK_TABLES]).collect()
+    return {"report": name, **_row(ops, scan("nvtx", "depth", "start_ns", "end_ns").collect(),
+                                   scan("api", "name", "start_ns", "end_ns").collect())}
+
+
+def _row(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:
+    """Busy time, gaps and steps of one report from its GPU operations (``device_id, start_ns,
+    end_ns``), NVTX ranges and API calls."""
+    ops = ops.filter(pl.col("start_ns").is_not_null())
     busy = merge_intervals(ops, ["device_id"])
     edges = (int(busy["start_ns"].min()), int(busy["end_ns"].max())) if busy.height else None
     gaps = idle_gaps(busy, edges).filter(pl.col("position") == "between")
-    return {"report": name, "devices": max(busy["device_id"].n_unique(), 1),
+    return {"devices": max(busy["device_id"].n_unique(), 1),
             "busy_ns": int(busy["dur_ns"].sum()), "gaps": gaps.height, "gap_ns": int(gaps["dur_ns"].sum()),
-            "max_gap_ns": int(gaps["dur_ns"].max()) if gaps.height else 0, **_steps(folder, ops)}
+            "max_gap_ns": int(gaps["dur_ns"].max()) if gaps.height else 0, **_steps(ops, nvtx, api)}
 
 
-def _steps(folder: Path, ops: pl.DataFrame) -> dict:
+def _row_of(profile: Timeline) -> dict:
+    ops = pl.concat([getattr(profile, t).select("device_id", "start_ns", "end_ns") for t in _WORK_TABLES])
+    return _row(ops, profile.nvtx, profile.api)
+
+
+def _steps(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:
     """The report's steps (top-level NVTX ranges) and the median over them of each per-step number."""
-    steps = (pl.scan_parquet(folder / "nvtx.parquet")
-             .filter((pl.col("depth") == STEP_DEPTH) & (pl.col("end_ns") > pl.col("start_ns")))
-             .select("start_ns", "end_ns").collect().with_row_index("step"))
+    steps = (nvtx.filter((pl.col("depth") == STEP_DEPTH) & (pl.col("end_ns") > pl.col("start_ns")))
+             .select("start_ns", "end_ns").with_row_index("step"))
     if steps.is_empty():
         return {"steps": 0}
-    syncs = (pl.scan_parquet(folder / "api.parquet").select("name", "start_ns", "end_ns")
-             .filter(base_api_name(pl.col("name")).str.contains(SYNC_CALLS)).select("start_ns", "end_ns").collect())
+    syncs = api.filter(base_api_name(pl.col("name")).str.contains(SYNC_CALLS)).select("start_ns", "end_ns")
     # GPU work of the report on any of its devices: the time in a step when some GPU of it was busy
     union = merge_intervals(ops.select("start_ns", "end_ns", _all=pl.lit(0)), ["_all"]).select("start_ns", "end_ns")
     gpu = _inside(steps, union).select("step", step_gpu_ns="overlap_ns")
