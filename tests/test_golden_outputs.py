@@ -32,6 +32,7 @@ from scale_support import replicate
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "data" / "golden"
+OUT = Path(os.environ.get("COACH_GOLDEN_DIR") or GOLDEN)  # where to write or read them (to compare two versions)
 UPDATE = os.environ.get("COACH_UPDATE_GOLDEN") == "1"
 
 RECORDED = sorted(
@@ -63,9 +64,9 @@ def outputs(path: str, capsys) -> dict:
 
 
 def check(name: str, got: dict) -> None:
-    file = GOLDEN / f"{name}.json"
+    file = OUT / f"{name}.json"
     if UPDATE:
-        GOLDEN.mkdir(parents=True, exist_ok=True)
+        OUT.mkdir(parents=True, exist_ok=True)
         file.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
         return
     assert file.is_file(), f"no golden output for {name}: run with COACH_UPDATE_GOLDEN=1"
