@@ -12,6 +12,14 @@ Two kinds of profile exist:
                   one row per instance, its name in ``instance``, beside its aggregate row.
     ``rules``     Nsight Compute's own rule results (the guided-analysis messages).
     ``devices``   one row per device the launches ran on.
+    ``sass``      source counters per SASS instruction (``SASS``): executed instructions, warp-state
+                  samples, L2 sectors of global and local accesses, shared-memory wavefronts, and
+                  the CUDA C / Python line each instruction comes from (``-lineinfo``). Only
+                  instructions with a non-zero counter; empty where the report has no source
+                  counters (``--section SourceCounters``, part of ``--set full``).
+    ``stall_samples`` the warp-state samples of each instruction by stall reason (long form).
+    ``source_files`` the files the line information names, with their text where the report
+                  carries it (``--import-source yes``) or it was matched to a local file.
 
 ``Timeline`` (Nsight Systems SQLite / ``.nsys-rep``, PyTorch-profiler JSON)
     ``kernels``, ``memcpy``, ``memset``, ``api`` (runtime and driver calls), ``sync``
@@ -133,6 +141,8 @@ LAUNCH_METRICS: dict[str, pl.DataType] = {
     "global_store_bytes_per_sector": Float,  # useful bytes per written store sector (32 is ideal)
     "l2_global_sectors": Float,  # L2 sectors the global accesses need, from the source-level counters
     "l2_global_sectors_ideal": Float,  # the same if every warp access were fully coalesced
+    "l1_to_l2_read_sectors": Float,  # L2 read sectors requested by L1TEX (global and local loads that missed L1)
+    "l1_to_l2_write_sectors": Float,  # L2 write sectors from L1TEX (global and local stores; L1 writes through)
     # local memory (spills, dynamically indexed arrays)
     "local_load_sectors": Float,
     "local_store_sectors": Float,
@@ -219,6 +229,46 @@ DEVICES: dict[str, pl.DataType] = {
     "max_threads_per_block": Int,
 }
 
+#: Source counters per SASS instruction of a launch (Nsight Compute's Source page, SASS view).
+#: Counts are totals over the launch; a row is kept only where some counter is non-zero.
+SASS: dict[str, pl.DataType] = {
+    "launch_id": Int,
+    "pc_offset": Int,  # bytes from the function's first instruction (addresses differ run to run)
+    "file_id": Int,  # the source file (``source_files``), null without line information
+    "line": Int,  # 1-based line in that file, null without line information
+    "sass": Str,  # the instruction, e.g. "LDG.E.CONSTANT R7, desc[UR6][R6.64]"
+    "opcode": Str,  # its opcode without predicate and modifiers, e.g. "LDG"
+    "warp_inst": Float,  # warp-level instructions executed (inst_executed)
+    "thread_inst": Float,  # thread-level instructions executed (thread_inst_executed)
+    "thread_inst_pred_on": Float,  # the same, counting threads whose predicate is on
+    "samples": Float,  # warp-state samples at this instruction, all reasons (smsp__pcsamp_sample_count)
+    "l1_global_requests": Float,  # L1 tag requests of global accesses (memory_l1_tag_requests_global)
+    "l2_global_sectors": Float,  # L2 sectors the global accesses need (memory_l2_theoretical_sectors_global)
+    "l2_global_sectors_ideal": Float,  # the same if every warp access were fully coalesced
+    "l2_global_excess_sectors": Float,  # the difference: sectors fetched beyond the ideal
+    "shared_wavefronts": Float,  # shared-memory wavefronts (memory_l1_wavefronts_shared)
+    "shared_wavefronts_ideal": Float,  # the same without bank conflicts
+    "shared_excess_wavefronts": Float,  # the difference: wavefronts added by bank conflicts
+    "l2_local_sectors": Float,  # L2 sectors of local-memory accesses (memory_l2_theoretical_sectors_local)
+}
+
+#: Warp-state samples by stall reason per instruction (only non-zero counts).
+STALL_SAMPLES: dict[str, pl.DataType] = {
+    "launch_id": Int,
+    "pc_offset": Int,
+    "reason": Str,  # Nsight Compute's reason, e.g. "long_scoreboard", "selected" (issuing)
+    "samples": Float,
+}
+
+#: The source files named by the line information, one row per distinct path in the report.
+SOURCE_FILES: dict[str, pl.DataType] = {
+    "file_id": Int,
+    "path": Str,  # as the line information names it (NVRTC: a name the compiler was given)
+    "text": Str,  # the file's text; null where neither the report nor a matched local file has it
+    "text_origin": Str,  # "report" (--import-source), or "local: PATH (why it matches)"
+    "local_path": Str,  # the local file the text was matched to, as given when matching; null otherwise
+}
+
 # --------------------------------------------------------------------------------------------
 # Timelines (Nsight Systems, PyTorch profiler)
 # --------------------------------------------------------------------------------------------
@@ -303,6 +353,9 @@ KERNEL_PROFILE_TABLES: dict[str, dict[str, pl.DataType]] = {
     "metrics": METRICS,
     "rules": RULES,
     "devices": DEVICES,
+    "sass": SASS,
+    "stall_samples": STALL_SAMPLES,
+    "source_files": SOURCE_FILES,
 }
 
 TIMELINE_TABLES: dict[str, dict[str, pl.DataType]] = {
@@ -375,6 +428,10 @@ class KernelProfile:
     metrics: pl.DataFrame
     rules: pl.DataFrame
     devices: pl.DataFrame
+    # Source counters: empty (with their schemas) where the report has none.
+    sass: pl.DataFrame = field(default_factory=lambda: empty(SASS))
+    stall_samples: pl.DataFrame = field(default_factory=lambda: empty(STALL_SAMPLES))
+    source_files: pl.DataFrame = field(default_factory=lambda: empty(SOURCE_FILES))
 
     kind = "kernel-profile"
     TABLES = KERNEL_PROFILE_TABLES

@@ -55,7 +55,10 @@ def case_name(path: Path) -> str:
 
 
 def run_cli(args: list[str], capsys) -> object:
-    coach_main(args)
+    try:
+        coach_main(args)
+    except SystemExit as stop:  # a file coach refuses: its one-line error is the output to keep
+        return {"exit": stop.code, "error": capsys.readouterr().err.strip()}
     return json.loads(capsys.readouterr().out)
 
 

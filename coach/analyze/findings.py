@@ -67,6 +67,21 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Location:
+    """A source line a finding points at, with the counter that selected it (``coach.analyze.source_evidence``)."""
+
+    where: str  # "particles.cu:24", or "SASS +0x2d0" for an instruction without line information
+    file: str | None  # the path as the report's line information names it
+    line: int | None
+    text: str | None  # the line's text, where the profile has the file
+    counter: str  # the per-line counter: "l2_global_excess_sectors", "shared_excess_wavefronts", ...
+    value: float  # its value on this line
+    share_pct: float  # the line's share of the launch's total of that counter
+    opcodes: tuple[str, ...] = ()  # the SASS opcodes on the line that the counter counts
+    note: str = ""  # what the value means here, in words
+
+
+@dataclass(frozen=True)
 class Finding:
     rule_id: str
     category: Bottleneck
@@ -83,6 +98,7 @@ class Finding:
     ncu_speedup_pct: float | None = None  # Nsight Compute's own estimate, for comparison
     differs_from_ncu: str | None = None  # where our reading differs from NVIDIA's, in words
     details: dict[str, Any] = field(default_factory=dict)
+    locations: tuple[Location, ...] = ()  # the source lines that cause it, where the profile has source counters
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -100,6 +116,9 @@ class RuleSpec:
     table: str  # the canonical table it reads: "launches", "kernels", "memcpy", ...
     requires: tuple[str, ...] = ()  # columns that must be non-null for the rule to say anything
     optional: tuple[str, ...] = ()  # columns it uses when present
+    # groups of alternatives, first preferred: at least one column of each group must be non-null
+    # (L1's sector counts, else L2's); where none is, the rule is not checked and the note names them all
+    requires_one_of: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
 
 

@@ -23,6 +23,7 @@ DIAGNOSE = "coach.analyze.diagnose"
 ROOFLINE = "coach.analyze.roofline"
 ROOFLINE_PLOT = "coach.analyze.roofline_plot"
 TIMELINE_SUMMARY = "coach.analyze.timeline_summary"
+SOURCE = "coach.analyze.source"
 EXERCISE_PLAYER = "coach.exercises.player"
 EXERCISE_PROGRESS = "coach.exercises.progress"
 
@@ -45,6 +46,11 @@ def findings(profile: Profile) -> list[Finding] | None:
     """The ranked findings of ``coach.analyze.diagnose``; None if diagnosis is not installed."""
     mod = optional(DIAGNOSE)
     return None if mod is None else list(mod.diagnose(profile))
+
+
+def source_module() -> ModuleType | None:
+    """``coach.analyze.source`` (the lines of a launch, from its source counters); None if not installed."""
+    return optional(SOURCE)
 
 
 def is_note(finding: Finding) -> bool:

@@ -59,16 +59,17 @@ def plain_table(header_row: Sequence[str], rows: Sequence[Sequence[Any]], numeri
 def data_table(id: str, frame: pl.DataFrame, labels: dict[str, str], page_size: int = 15) -> dash_table.DataTable:
     """A sortable, filterable table of ``frame``'s columns named in ``labels`` (column -> header).
 
-    Numbers stay numbers (so sorting is numeric) and are shown to three significant digits.
+    Numbers stay numbers (so sorting is numeric) and are shown to three significant digits; a value
+    the report lacks (null) reads "not in report", never 0 or blank.
     """
     columns = []
     for col, label in labels.items():
         spec: dict[str, Any] = {"name": label, "id": col}
         dtype = frame.schema[col]
         if dtype.is_integer():
-            spec.update(type="numeric", format={"specifier": ",d"})
+            spec.update(type="numeric", format={"specifier": ",d", "nully": fmt.NOT_IN_REPORT})
         elif dtype.is_numeric():
-            spec.update(type="numeric", format={"specifier": ",.2f"})
+            spec.update(type="numeric", format={"specifier": ",.2f", "nully": fmt.NOT_IN_REPORT})
         columns.append(spec)
     return dash_table.DataTable(
         id=id,
@@ -133,6 +134,10 @@ def finding_card(f: Finding, top: bool = False) -> html.Div:
     ]
     if f.evidence:
         body.append(evidence_table(f.evidence))
+    if f.locations:  # the source lines that cause it (coach.analyze.source_evidence)
+        from coach.app.source_view import where_line  # noqa: PLC0415 - source_view imports this module
+
+        body.append(where_line(f.locations))
     if f.differs_from_ncu:
         body.append(html.P(["Where coach differs from Nsight Compute: ", f.differs_from_ncu], className="small muted"))
     if f.next_step:

@@ -20,6 +20,7 @@ SCN_BACK = "scn-back"
 SCN_ANSWER = "scn-answer"
 SCN_COMMIT = "scn-commit"
 SCN_ID = "scn-id"  # the scenario id shown (a store)
+SCN_SOURCE = "scn-source"  # the Evidence step's source of the slow kernel, the planted line highlighted
 
 # report explorer
 EXP_UPLOAD = "exp-upload"
@@ -33,6 +34,7 @@ EXP_FINDINGS = "exp-findings"
 EXP_ROOFLINE = "exp-roofline"
 EXP_TIMELINE = "exp-timeline"
 EXP_TIMELINE_NOTE = "exp-timeline-note"
+EXP_SOURCE = "exp-source"  # a kernel's source beside a finding; the id is EXP_SOURCE + "-<launch id>"
 
 # ladders
 LAD_BODY = "lad-body"

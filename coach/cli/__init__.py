@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "coach.cli.explain",
     "coach.cli.dash",
     "coach.cli.recipe",
+    "coach.cli.source",
 ]
 
 for _name in COMMAND_MODULES:

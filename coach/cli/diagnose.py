@@ -48,6 +48,10 @@ def diagnose_cmd(
     with progress("diagnosing", total=len(paths)) as advance:
         for path in paths:
             profile = load(path)
+            if profile.kind == "kernel-profile":  # the text of the lines findings point at, where a local copy matches
+                from coach.ingest import source_text  # noqa: PLC0415
+
+                profile = source_text.fill(profile, source_text.search_folders(path, profile))
             if pattern is not None and profile.kind == "kernel-profile":
                 profile = _only_kernels(profile, pattern)
             reports.append(_report(profile, diagnose(profile), pattern, top))
@@ -119,6 +123,9 @@ def _print_report(report: dict[str, Any]) -> None:
                 threshold = f"; fires at {_num(e['threshold'], e['unit'])}" if e["threshold"] is not None else ""
                 healthy = f"  [dim](healthy: {escape(e['healthy'])}{threshold})[/]" if e["healthy"] or threshold else ""
                 console.print(f"   - {e['metric']} = [bold]{_num(e['value'], e['unit'])}[/]{healthy}", highlight=False)
+            for loc in f.get("locations") or ():  # the lines that cause it (source counters)
+                text = f"  {escape(loc['text'])}" if loc["text"] else ""
+                console.print(f"   [cyan]at {escape(loc['where'])}[/]{text}  [dim]({escape(loc['note'])})[/]", highlight=False)
             if f["gain_model"]:
                 console.print(f"   [dim]gain model:[/] {f['gain_model']}", highlight=False)
             console.print(f"   [bold]next:[/] {f['next_step']}", highlight=False)

@@ -19,6 +19,7 @@ from coach.app import format as fmt
 from coach.app.components import alert, card, data_table, empty, finding_card, guarded, header, plain_table, stat
 from coach.app.context import Context
 from coach.app.reports import OpenReport, open_shipped, shipped_traces
+from coach.app.source_view import source_panel
 from coach.app.theme import fit
 from coach.app.uploads import read_upload
 from coach.errors import CoachError
@@ -175,7 +176,7 @@ def findings_view(report: OpenReport, kernel: str | None) -> Any:
         chosen = [f for f in found if kernel in (None, ALL_KERNELS) or str(f.launch_id) == kernel]
         real = [f for f in chosen if not analysis.is_note(f)]
         notes = [f for f in chosen if analysis.is_note(f)]
-        body = [finding_card(f, top=(i == 0)) for i, f in enumerate(real)]
+        body = with_source(report, real)
         if not real:
             where = "" if kernel in (None, ALL_KERNELS) else " in this kernel"
             body.append(alert(f"No problems found{where}.", "ok") if not notes else
@@ -199,6 +200,23 @@ def findings_view(report: OpenReport, kernel: str | None) -> Any:
                             numeric=[True, False, False, True, False]),
             ], className="more", style={"marginTop": "12px"}))
     return html.Div(body)
+
+
+def with_source(report: OpenReport, found: list[Any]) -> list[Any]:
+    """The finding cards; the first finding of each launch that points at source lines is drawn
+    beside the kernel's source, those lines highlighted (one panel per launch keeps the page light)."""
+    out: list[Any] = []
+    placed: set[int] = set()
+    for i, f in enumerate(found):
+        item = finding_card(f, top=(i == 0))
+        if f.locations and f.launch_id is not None and f.launch_id not in placed:
+            placed.add(f.launch_id)
+            panel = report.view(("source", f.launch_id, f.rule_id),
+                                lambda f=f: source_panel(report.profile, f.launch_id, f.locations,
+                                                         id=f"{ids.EXP_SOURCE}-{f.launch_id}"))
+            item = html.Div([item, card(html.H3("Where in the source"), panel)], className="finding-source")
+        out.append(item)
+    return out
 
 
 def timeline_section(report: OpenReport) -> Any:

@@ -15,6 +15,7 @@ from coach.app import analysis, ids, timeline_view
 from coach.app import format as fmt
 from coach.app.components import alert, badge, card, empty, finding_card, guarded, header, plain_table, quantity, stat
 from coach.app.context import Context
+from coach.app.source_view import source_panel, where_line
 from coach.app.theme import fit
 from coach.app.walkthrough import ANSWER_STEP, STEPS, UNKNOWN, Walkthrough, side_by_side
 
@@ -134,9 +135,26 @@ def first_check(ctx: Context, w: Walkthrough, answer: str) -> list[Any]:
     return [card(*parts)]
 
 
-def evidence(w: Walkthrough) -> list[Any]:
+def evidence(ctx: Context, w: Walkthrough) -> list[Any]:
     if not w.evidence:
         return [empty("No evidence recorded", "This scenario's traces are not recorded yet.")]
+    return [*evidence_table_card(w), *slow_source(ctx, w)]
+
+
+def slow_source(ctx: Context, w: Walkthrough) -> list[Any]:
+    """The slow kernel's source with a heat column, the lines of coach's top finding highlighted
+    (where the recording has source counters); nothing where there is no slow kernel profile."""
+    if w.before is None or w.before.launches.is_empty():
+        return []
+    found = ctx.view((w.id, "findings"), lambda: analysis.findings(w.before)) or []
+    located = next((f for f in found if f.locations), None)
+    launch_id = located.launch_id if located is not None else int(w.before.launches["launch_id"][0])
+    panel = source_panel(w.before, launch_id, located.locations if located is not None else (), id=ids.SCN_SOURCE)
+    return [card(html.H3("The slow kernel's source"), where_line(located.locations) if located is not None else None,
+                 panel)]
+
+
+def evidence_table_card(w: Walkthrough) -> list[Any]:
     rows = [[e.label, html.Code(e.metric), quantity(e.slow, e.unit), quantity(e.fixed, e.unit), e.healthy or fmt.MISSING]
             for e in w.evidence]
     return [card(
@@ -184,8 +202,11 @@ def result(ctx: Context, w: Walkthrough) -> list[Any]:
     stats = html.Div([
         stat("slow", fmt.duration_ns(w.slow_time_ns)), stat("fixed", fmt.duration_ns(w.fixed_time_ns)),
         stat("speed-up", fmt.ratio(w.speedup)),
-        stat(f"{w.rate_label}, slow", fmt.si(w.slow_bytes_per_s, "B/s")),
-        stat(f"{w.rate_label}, fixed", fmt.si(w.fixed_bytes_per_s, "B/s")),
+        stat(f"{w.rate_label}, slow", fmt.si(w.slow_rate, w.rate_unit)),
+        stat(f"{w.rate_label}, fixed", fmt.si(w.fixed_rate, w.rate_unit)),
+        *((stat("% of floor, slow", fmt.pct(100 * w.slow_floor_ns / w.slow_time_ns)),
+           stat("% of floor, fixed", fmt.pct(100 * w.fixed_floor_ns / w.fixed_time_ns)))
+          if w.slow_floor_ns and w.fixed_floor_ns and w.slow_time_ns and w.fixed_time_ns else ()),
     ], className="stats", id="scn-result-stats")
     parts: list[Any] = [stats]
     if w.before is not None and w.after is not None:
@@ -211,7 +232,7 @@ def body(ctx: Context, w: Walkthrough, state: dict[str, Any]) -> list[Any]:
     if step == ANSWER_STEP:
         return first_check(ctx, w, state["answer"])
     if step == 2:
-        return evidence(w)
+        return evidence(ctx, w)
     if step == 3:
         return bottleneck(ctx, w)
     if step == 4:
