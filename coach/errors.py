@@ -24,6 +24,9 @@ class InputError(CoachError):
         self.problem = problem.rstrip(".")
         super().__init__(f"{self.path}: {self.problem}")
 
+    def __reduce__(self):  # raised in a worker process (coach.analyze.parallel), re-raised in the caller
+        return (type(self), (self.path, self.problem))
+
 
 class ToolError(CoachError):
     """An external tool (nsys, ncu, nvcc, ...) that is missing, failed, or timed out."""

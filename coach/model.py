@@ -493,6 +493,17 @@ def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], 
     unknown = [c for c in have.names() if c not in schema]
     if unknown:
         raise ValueError(f"{table}: columns not in the canonical schema: {unknown}")
+    if isinstance(df, pl.DataFrame):  # columns already of their type are passed on as they are, not copied
+        out = {}
+        for name, dtype in schema.items():
+            if name not in have:
+                out[name] = pl.Series(name, [None], dtype=dtype).extend_constant(None, df.height - 1) if df.height \
+                    else pl.Series(name, [], dtype=dtype)
+            elif have[name] == dtype:
+                out[name] = df.get_column(name)
+            else:
+                out[name] = df.get_column(name).cast(dtype, strict=False)
+        return pl.DataFrame(out)
     exprs = [
         (pl.col(name).cast(dtype, strict=False) if name in have else pl.lit(None, dtype=dtype)).alias(name)
         for name, dtype in schema.items()
@@ -600,6 +611,12 @@ def make_sanitizer_report(source: Source, **tables: pl.DataFrame | pl.LazyFrame 
     return SanitizerReport(source=source, **_conform_all(SANITIZER_TABLES, tables))
 
 
+def make_table(name: str, df: pl.DataFrame | pl.LazyFrame | None) -> pl.DataFrame | None:
+    """One timeline table conformed to its schema now (a reader that builds its tables one at a
+    time, to let each one's staging data go before the next); ``make_timeline`` passes it on as it is."""
+    return None if df is None else conform(df, TIMELINE_TABLES[name], table=name)
+
+
 def _conform_all(schemas: Mapping[str, Mapping[str, pl.DataType]], tables: Mapping[str, Any]) -> dict[str, pl.DataFrame]:
     extra = set(tables) - set(schemas)
     if extra:
@@ -618,8 +635,9 @@ SAVED_MARKER = "coach-profile.json"
 SAVED_FORMAT_VERSION = 1
 
 
-def save(profile: Profile, folder: str | Path) -> Path:
-    """Write ``profile`` as ``folder/coach-profile.json`` plus one Parquet file per table.
+def save(profile: Profile, folder: str | Path, compression_level: int = 19) -> Path:
+    """Write ``profile`` as ``folder/coach-profile.json`` plus one Parquet file per table (zstd at
+    ``compression_level``: 19, the smallest files, for recordings kept in the repository).
 
     Files are written beside their final names and renamed into place, so an interrupted save
     leaves no half-written table behind.
@@ -628,7 +646,7 @@ def save(profile: Profile, folder: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, df in profile.tables().items():
         tmp = folder / f".{name}.parquet.tmp"
-        df.write_parquet(tmp, compression="zstd", compression_level=19, statistics=False)
+        df.write_parquet(tmp, compression="zstd", compression_level=compression_level, statistics=False)
         tmp.replace(folder / f"{name}.parquet")
     header = {
         "coach_profile_format": SAVED_FORMAT_VERSION,

@@ -19,8 +19,10 @@ NOT_CHECKED = "not-checked"
 TIMELINE_RULES = "coach.analyze.timeline_rules"
 
 
-def diagnose(profile: Profile, hardware: Any = None) -> list[Finding]:
-    """Ranked findings for ``profile``, then notes on what could not be checked."""
+def diagnose(profile: Profile, hardware: Any = None, analysis: Any = None) -> list[Finding]:
+    """Ranked findings for ``profile``, then notes on what could not be checked. For a timeline,
+    ``analysis`` is a ``coach.analyze.timeline.TimelineAnalysis`` of it already built (by a summary of
+    the same timeline), whose tables the rules then reuse."""
     if profile.kind == "kernel-profile":
         from coach.analyze.kernel_rules import run_all  # noqa: PLC0415 - kernel_rules imports this module
 
@@ -35,7 +37,7 @@ def diagnose(profile: Profile, hardware: Any = None) -> list[Finding]:
                 raise
             return [not_checked("timeline-rules", "timeline diagnosis", [],
                                 reason="the timeline rules are not part of this version of coach", scope="timeline")]
-        return timeline_rules.run_all(profile)
+        return timeline_rules.run_all(profile) if analysis is None else timeline_rules.run_all(profile, analysis=analysis)
     if profile.kind == "sanitizer-report":
         from coach.analyze.sanitizer_rules import run_all as run_sanitizer_rules  # noqa: PLC0415
 

@@ -43,7 +43,7 @@ job's. Why it is slow: each of its numbers (per step, or over the whole report) 
 median of the other reports; those it exceeds by more than run-to-run noise are named, largest first.
 
 Memory. A folder of reports may not fit in memory together. Each report is read once (by its own
-reader, one at a time) and saved as Parquet tables into a cache folder (``$COACH_CACHE``, else
+reader, one report at a time in each of as many worker processes as there are cores) and saved as Parquet tables into a cache folder (``$COACH_CACHE``, else
 ``~/.cache/coach``), keyed by the report's path, size, modification time and coach's version; later
 runs read only the cache. The sums (kernel time, synchronisation, copies, windows) come from one
 lazy query over every report's Parquet tables, run by Polars' streaming engine, which reads only
@@ -57,6 +57,7 @@ process.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -69,6 +70,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import polars as pl
 
 from coach import __version__
+from coach.analyze.parallel import map_reports
 from coach.analyze.timeline import idle_gaps, interval_join, merge_intervals
 from coach.analyze.timeline_rules._shared import REPORTABLE_SHARE_PCT, base_api_name, ns
 from coach.analyze.timeline_rules.host_sync import SYNC_CALLS
@@ -76,9 +78,13 @@ from coach.errors import InputError
 from coach.ingest import load
 from coach.ingest.detect import detect
 from coach.ingest.recipes import RECIPE_TIMEOUT_S, RecipeOutput, run_recipes
-from coach.model import SAVED_MARKER, save
+from coach.model import SAVED_MARKER, Timeline, save
 
 CACHE_ENV = "COACH_CACHE"
+
+#: zstd level of the cache's Parquet files: a cache is written once per report and read a few times,
+#: so fast writing (level 1) beats the smallest files (traces/ keeps its recordings at 19).
+CACHE_COMPRESSION_LEVEL = 1
 
 #: Formats that hold a timeline. A saved coach profile may hold either kind: its header says which.
 TIMELINE_FORMATS = frozenset({"nsys-sqlite", "nsys-rep", "kineto-json"})
@@ -121,6 +127,15 @@ _WORK_TABLES = ("kernels", "memcpy", "memset")
 
 def timeline_format(path: Path) -> str | None:
     """The format of ``path`` when it holds a timeline, else None."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return _timeline_format(Path(path), None)
+    return _timeline_format(Path(path), (st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=65536)  # asked several times per report (which reports, which of two, cached?)
+def _timeline_format(path: Path, version: tuple[int, int] | None) -> str | None:
     fmt = detect(path)
     if fmt == "coach-profile":
         try:
@@ -160,19 +175,18 @@ def cached_report(path: Path, cache: Path | None = None) -> Path:
     folder in the cache, written on first use (into a temporary name, renamed when complete)."""
     if timeline_format(path) == "coach-profile":
         return path
-    cache = (cache or cache_root()) / "reports"
-    st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}".encode()).hexdigest()[:16]
-    folder = cache / f"{path.name.split('.')[0]}-{key}"
+    folder = _cache_folder(path, cache)
     if (folder / SAVED_MARKER).is_file():
         return folder
+    cache = folder.parent
     cache.mkdir(parents=True, exist_ok=True)
     profile = load(path)
     if profile.kind != "timeline":
         raise InputError(path, "is not a timeline (only timelines are compared side by side)")
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache))
     try:
-        save(profile, staging)
+        save(profile, staging, compression_level=CACHE_COMPRESSION_LEVEL)
+        (staging / ROW_FILE).write_text(json.dumps(_row_of(profile)))
         staging.replace(folder)
     except OSError:
         if not (folder / SAVED_MARKER).is_file():  # not a concurrent writer that got there first
@@ -182,14 +196,32 @@ def cached_report(path: Path, cache: Path | None = None) -> Path:
     return folder
 
 
+def _cache_folder(path: Path, cache: Path | None) -> Path:
+    """Where ``path``'s tables are cached: keyed by its path, size, modification time and coach's version."""
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}".encode()).hexdigest()[:16]
+    return (cache or cache_root()) / "reports" / f"{path.name.split('.')[0]}-{key}"
+
+
+def _is_cached(path: Path, cache: Path | None) -> bool:
+    return timeline_format(path) == "coach-profile" or (_cache_folder(path, cache) / SAVED_MARKER).is_file()
+
+
 def cache_reports(paths: Iterable[Path], cache: Path | None = None,
                   on_each: Callable[[], None] | None = None) -> list[Path]:
-    """``cached_report`` for each path, in order; ``on_each`` is called after each (progress)."""
+    """``cached_report`` for each path, in order; ``on_each`` is called after each (progress). The
+    reports not cached yet are read on every core (``coach.analyze.parallel``), each written once."""
+    paths = list(paths)
+    cache = cache or cache_root()  # here, not in a worker started under another environment
+    todo = [p for p in paths if not _is_cached(p, cache)]
+    done = dict(zip(todo, map_reports(cached_report, todo, cache, on_each=on_each)))
     folders = []
     for p in paths:
-        folders.append(cached_report(p, cache))
-        if on_each:
-            on_each()
+        if p not in done:
+            done[p] = cached_report(p, cache)
+            if on_each:
+                on_each()
+        folders.append(done[p])
     return folders
 
 
@@ -280,30 +312,60 @@ def _sums(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
 
 
 def _per_report(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
-    """Busy time, gaps and steps per report, one report in memory at a time (see module doc)."""
-    rows = []
-    for folder, name in zip(folders, names):
-        work = pl.concat([_scan([folder], [name], t, ("device_id", "start_ns", "end_ns")) for t in _WORK_TABLES])
-        ops = work.drop("report").filter(pl.col("start_ns").is_not_null()).collect()
-        busy = merge_intervals(ops, ["device_id"])
-        edges = (int(busy["start_ns"].min()), int(busy["end_ns"].max())) if busy.height else None
-        gaps = idle_gaps(busy, edges).filter(pl.col("position") == "between")
-        rows.append({"report": name, "devices": max(busy["device_id"].n_unique(), 1),
-                     "busy_ns": int(busy["dur_ns"].sum()), "gaps": gaps.height, "gap_ns": int(gaps["dur_ns"].sum()),
-                     "max_gap_ns": int(gaps["dur_ns"].max()) if gaps.height else 0, **_steps(folder, ops)})
+    """Busy time, gaps and steps per report, one report in memory at a time in each worker (see
+    module doc)."""
+    reports = list(zip(folders, names))
+    computed = iter(map_reports(_report_row, [r for r in reports if not (r[0] / ROW_FILE).is_file()]))
+    rows = [_report_row(r) if (r[0] / ROW_FILE).is_file() else next(computed) for r in reports]
     return pl.DataFrame(rows, schema={"report": pl.Utf8, "devices": pl.Int64, "busy_ns": pl.Int64, "gaps": pl.Int64,
                                       "gap_ns": pl.Int64, "max_gap_ns": pl.Int64, **_STEP_COLUMNS})
 
 
-def _steps(folder: Path, ops: pl.DataFrame) -> dict:
+#: Beside a cached report's tables: its row of the side-by-side table (less its name), computed when
+#: the report is cached, so that a later comparison reads one small file per report. The number is
+#: the row's version: change it with what the row holds or how it is computed, and older rows are
+#: computed afresh.
+ROW_FILE = "side-by-side-row-1.json"
+
+
+def _report_row(report: tuple[Path, str]) -> dict:
+    folder, name = report
+    cached = folder / ROW_FILE
+    if cached.is_file():
+        try:
+            return {"report": name, **json.loads(cached.read_text())}
+        except (OSError, ValueError):
+            pass  # recomputed below
+    scan = lambda table, *cols: pl.scan_parquet(folder / f"{table}.parquet").select(*cols)  # noqa: E731
+    ops = pl.concat([scan(t, "device_id", "start_ns", "end_ns") for t in _WORK_TABLES]).collect()
+    return {"report": name, **_row(ops, scan("nvtx", "depth", "start_ns", "end_ns").collect(),
+                                   scan("api", "name", "start_ns", "end_ns").collect())}
+
+
+def _row(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:
+    """Busy time, gaps and steps of one report from its GPU operations (``device_id, start_ns,
+    end_ns``), NVTX ranges and API calls."""
+    ops = ops.filter(pl.col("start_ns").is_not_null())
+    busy = merge_intervals(ops, ["device_id"])
+    edges = (int(busy["start_ns"].min()), int(busy["end_ns"].max())) if busy.height else None
+    gaps = idle_gaps(busy, edges).filter(pl.col("position") == "between")
+    return {"devices": max(busy["device_id"].n_unique(), 1),
+            "busy_ns": int(busy["dur_ns"].sum()), "gaps": gaps.height, "gap_ns": int(gaps["dur_ns"].sum()),
+            "max_gap_ns": int(gaps["dur_ns"].max()) if gaps.height else 0, **_steps(ops, nvtx, api)}
+
+
+def _row_of(profile: Timeline) -> dict:
+    ops = pl.concat([getattr(profile, t).select("device_id", "start_ns", "end_ns") for t in _WORK_TABLES])
+    return _row(ops, profile.nvtx, profile.api)
+
+
+def _steps(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:
     """The report's steps (top-level NVTX ranges) and the median over them of each per-step number."""
-    steps = (pl.scan_parquet(folder / "nvtx.parquet")
-             .filter((pl.col("depth") == STEP_DEPTH) & (pl.col("end_ns") > pl.col("start_ns")))
-             .select("start_ns", "end_ns").collect().with_row_index("step"))
+    steps = (nvtx.filter((pl.col("depth") == STEP_DEPTH) & (pl.col("end_ns") > pl.col("start_ns")))
+             .select("start_ns", "end_ns").with_row_index("step"))
     if steps.is_empty():
         return {"steps": 0}
-    syncs = (pl.scan_parquet(folder / "api.parquet").select("name", "start_ns", "end_ns")
-             .filter(base_api_name(pl.col("name")).str.contains(SYNC_CALLS)).select("start_ns", "end_ns").collect())
+    syncs = api.filter(base_api_name(pl.col("name")).str.contains(SYNC_CALLS)).select("start_ns", "end_ns")
     # GPU work of the report on any of its devices: the time in a step when some GPU of it was busy
     union = merge_intervals(ops.select("start_ns", "end_ns", _all=pl.lit(0)), ["_all"]).select("start_ns", "end_ns")
     gpu = _inside(steps, union).select("step", step_gpu_ns="overlap_ns")

@@ -42,19 +42,22 @@ Definitions (where they follow NVIDIA's, and where they differ):
     that a host synchronisation returned into does not count: the host could not launch it earlier
     because it was blocked, not because launching is slow.
 
-Interval joins (which API calls overlap a gap, which ranges contain a call) use Polars' inequality
-join; an equality key (device, thread) is folded in by moving each key onto its own stretch of the
-time axis, which keeps the join a two-inequality join instead of a cross product.
+Unions and interval joins (which API calls overlap a gap, which ranges contain a call) are sorted
+sweeps (``coach.analyze.intervals``): an equality key (device, thread) is folded in by moving each
+key onto its own stretch of the time axis, and the pairs are found by binary search, never by
+comparing every interval with every other.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Callable, TypeVar
 
 import polars as pl
 
+from coach.analyze.intervals import interval_join, merge_intervals  # noqa: F401 - the rules import them from here
 from coach.model import Timeline
 
 GPU_WORK_COLUMNS = ("activity", "device_id", "stream_id", "pid", "correlation_id", "start_ns", "end_ns", "dur_ns",
@@ -86,67 +89,6 @@ def gpu_work(tl: Timeline) -> pl.DataFrame:
 
 def _place() -> list[pl.Expr]:
     return [pl.col(c) for c in ("device_id", "stream_id", "pid", "correlation_id", "start_ns", "end_ns", "dur_ns")]
-
-
-def merge_intervals(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Union of ``[start_ns, end_ns)`` intervals per ``by`` group: one row per merged interval with
-    ``start_ns``, ``end_ns``, ``dur_ns``, ``ops`` and the ``first``/``last`` operation names (when
-    a ``name`` column is given). Sorts once; a new interval starts where the start passes the running
-    maximum of earlier ends."""
-    named = "name" in intervals.columns
-    s = intervals.sort(*by, "start_ns", nulls_last=True)
-    s = s.with_columns(
-        _new=(pl.col("start_ns") > pl.col("end_ns").cum_max().shift(1).over(by)).fill_null(True)
-    ).with_columns(_group=pl.col("_new").cum_sum().over(by))
-    aggs = [pl.col("start_ns").min(), pl.col("end_ns").max(), pl.len().alias("ops")]
-    if named:
-        aggs += [pl.col("name").first().alias("first"), pl.col("name").sort_by("end_ns").last().alias("last")]
-    return (
-        s.group_by(*by, "_group", maintain_order=True)
-        .agg(aggs)
-        .drop("_group")
-        .with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
-    )
-
-
-def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap", "contains"],
-                  by: list[str] | None = None) -> pl.DataFrame:
-    """Pairs of rows whose intervals relate, with ``overlap_ns``.
-
-    Both frames have ``start_ns`` and ``end_ns``; ``right``'s other columns must not clash with
-    ``left``'s. ``how="overlap"``: the intervals share time (``overlap_ns`` > 0). ``how="contains"``:
-    the left interval contains the right one (``overlap_ns`` is the right one's length). ``by``
-    columns must be equal on both sides (null matches nothing).
-    """
-    by = by or []
-    lo = min(_min(left, "start_ns"), _min(right, "start_ns"))
-    stretch = max(_max(left, "end_ns"), _max(right, "end_ns")) - lo + 1
-    if by:
-        keys = pl.concat([left.select(by), right.select(by)]).drop_nulls().unique().with_row_index("_lane")
-        left = left.join(keys, on=by, how="inner")
-        right = right.join(keys, on=by, how="inner").drop(by)
-    shift = (pl.col("_lane").cast(pl.Int64) * stretch - lo) if by else pl.lit(-lo, pl.Int64)
-    a = left.with_columns(_a0=pl.col("start_ns") + shift, _a1=pl.col("end_ns") + shift)
-    b = right.rename({"start_ns": "_rs", "end_ns": "_re"}).with_columns(_b0=pl.col("_rs") + shift, _b1=pl.col("_re") + shift)
-    if by:
-        a, b = a.drop("_lane"), b.drop("_lane")
-    if how == "overlap":
-        pairs = a.join_where(b, pl.col("_b0") < pl.col("_a1"), pl.col("_b1") > pl.col("_a0"))
-    else:
-        pairs = a.join_where(b, pl.col("_b0") >= pl.col("_a0"), pl.col("_b1") <= pl.col("_a1"))
-    return pairs.with_columns(
-        overlap_ns=pl.min_horizontal("end_ns", "_re") - pl.max_horizontal("start_ns", "_rs")
-    ).drop("_a0", "_a1", "_b0", "_b1").rename({"_rs": "right_start_ns", "_re": "right_end_ns"})
-
-
-def _min(df: pl.DataFrame, col: str) -> int:
-    v = df[col].min() if df.height else None
-    return int(v) if v is not None else 0
-
-
-def _max(df: pl.DataFrame, col: str) -> int:
-    v = df[col].max() if df.height else None
-    return int(v) if v is not None else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,13 +171,15 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
     the innermost NVTX or operator range that covers the whole gap."""
     g = gaps.with_row_index("_gap")
     window = g.select("_gap", "start_ns", "end_ns")
-    calls = interval_join(window, api.select("start_ns", "end_ns", api_name="name"), "overlap")
+    # names as dictionary codes while grouping (a million calls name a few dozen functions)
+    calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
+                          "overlap")
     per_name = calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
     in_calls = interval_join(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
                              "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum())
     api_stats = per_name.group_by("_gap").agg(
         api_calls=pl.col("n").sum(),
-        top_api=pl.col("api_name").sort_by("ns").last(),
+        top_api=pl.col("api_name").sort_by("ns").last().cast(pl.Utf8),
         top_api_ns=pl.col("ns").max(),
     ).join(in_calls, on="_gap", how="left", maintain_order="left")
     spans = nvtx.filter(pl.col("end_ns").is_not_null())
@@ -425,12 +369,15 @@ def launch_bound_stretches(bound: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None) -> pl.DataFrame:
+def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None, issued: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every NVTX range (marks excluded) with the GPU work launched inside it (see module doc):
-    ``gpu_ops``, ``proj_start_ns``, ``proj_end_ns``, ``proj_dur_ns``, ``gpu_time_ns``."""
-    work = gpu_work(tl) if work is None else work
+    ``gpu_ops``, ``proj_start_ns``, ``proj_end_ns``, ``proj_dur_ns``, ``gpu_time_ns``. ``issued`` is
+    ``with_launch_call(work, tl.api)`` where the caller has it already."""
     ranges = tl.nvtx.filter(pl.col("end_ns").is_not_null()).with_row_index("_range")
-    issued = with_launch_call(work, tl.api).select(
+    if issued is None:
+        work = gpu_work(tl) if work is None else work
+        issued = with_launch_call(work, tl.api.head(0) if ranges.is_empty() else tl.api)
+    issued = issued.select(
         "pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", op_start_ns="start_ns", op_end_ns="end_ns",
         op_dur_ns="dur_ns",
     )
@@ -459,9 +406,12 @@ def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None) -> pl.DataFr
 
 @dataclass
 class TimelineAnalysis:
-    """The shared computations over one timeline, each computed on first use and kept."""
+    """The shared computations over one timeline, each computed on first use and kept: one analysis
+    serves the summary and every rule (``coach load`` builds one for both), and a rule's helper that
+    other rules call too is computed once (``derived``)."""
 
     timeline: Timeline
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def window(self) -> tuple[int, int] | None:
@@ -504,5 +454,29 @@ class TimelineAnalysis:
         return launch_stats(self.launches, self.window)
 
     @cached_property
+    def issued(self) -> pl.DataFrame:
+        """The GPU work with the API call that issued it (``with_launch_call``)."""
+        return with_launch_call(self.work, self.timeline.api)
+
+    @cached_property
     def projection(self) -> pl.DataFrame:
-        return nvtx_projection(self.timeline, self.work)
+        return nvtx_projection(self.timeline, self.work, self.issued if self.timeline.nvtx.height else None)
+
+
+_T = TypeVar("_T")
+
+
+def derived(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """Compute ``fn(analysis, *args)`` once per ``TimelineAnalysis`` and keep it: for the tables one
+    rule derives that others ask for too (the synchronisation points, the one-time calls, the
+    launch-bound launches). Polars frames are immutable, so sharing one is safe."""
+
+    @functools.wraps(fn)
+    def once(a: TimelineAnalysis, *args: Any) -> _T:
+        key = (fn.__module__, fn.__qualname__, args)
+        if key not in a._derived:
+            a._derived[key] = fn(a, *args)
+        return a._derived[key]
+
+    return once
+

@@ -7,13 +7,16 @@
                   device table or from GPU work on a device the table does not list
 ``warnings``      one sentence per way the trace is incomplete (``coach.analyze.coverage``)
 ``devices``       per GPU: busy time and %, and the union time of kernels, copies and memsets
-``top_kernels``   by total time: count, total/avg/min/max, share of all kernel time (``time_pct``),
+``top_kernels``   by total time: count, total/avg/median/min/max/stddev (the columns of ``nsys stats``;
+                  stddev is the sample standard deviation, null for a single instance, which nsys
+                  prints as 0), share of all kernel time (``time_pct``),
                   grouped by full signature as ``nsys stats --report cuda_gpu_kern_sum`` groups them
                   (the ``cuda_gpu_kern_sum`` recipe groups by short name instead, merging template
                   instances such as the two ``vectorized_elementwise_kernel`` variants)
 ``memcpy``        per copy kind: count, bytes, time, achieved GB/s (bytes over summed copy time),
                   and how many copies touched pageable host memory
-``top_api``       runtime/driver calls by total time: count, total/avg/max, share of API time
+``top_api``       runtime/driver calls by total time: count, total/avg/median/min/max/stddev (as
+                  ``nsys stats --report cuda_api_sum``), share of API time
 ``nvtx``          per domain and range name: instances, wall time, projected GPU time (NVIDIA's
                   definition, see ``coach.analyze.timeline``) and the GPU operations launched inside;
                   the ``top`` largest by projected time in each domain
@@ -68,11 +71,14 @@ def top_kernels(kernels: pl.DataFrame, top: int = TOP) -> pl.DataFrame:
             avg_ns=pl.col("dur_ns").mean(),
             min_ns=pl.col("dur_ns").min(),
             max_ns=pl.col("dur_ns").max(),
+            median_ns=pl.col("dur_ns").median(),
+            stddev_ns=pl.col("dur_ns").std(),
         )
         .with_columns(time_pct=(pl.col("total_ns") / total * 100.0) if total else pl.lit(0.0))
         .sort("total_ns", "demangled_name", descending=[True, False])
         .head(top)
-        .select("name", "count", "total_ns", "avg_ns", "min_ns", "max_ns", "time_pct", "demangled_name")
+        .select("name", "count", "total_ns", "avg_ns", "min_ns", "max_ns", "time_pct", "demangled_name", "median_ns",
+                "stddev_ns")
     )
 
 
@@ -94,7 +100,8 @@ def top_api(api: pl.DataFrame, top: int = TOP) -> pl.DataFrame:
     total = api["dur_ns"].sum() if api.height else 0
     return (
         api.group_by("name")
-        .agg(count=pl.len(), total_ns=pl.col("dur_ns").sum(), avg_ns=pl.col("dur_ns").mean(), max_ns=pl.col("dur_ns").max())
+        .agg(count=pl.len(), total_ns=pl.col("dur_ns").sum(), avg_ns=pl.col("dur_ns").mean(), max_ns=pl.col("dur_ns").max(),
+             min_ns=pl.col("dur_ns").min(), median_ns=pl.col("dur_ns").median(), stddev_ns=pl.col("dur_ns").std())
         .with_columns(time_pct=(pl.col("total_ns") / total * 100.0) if total else pl.lit(0.0))
         .sort("total_ns", "name", descending=[True, False])
         .head(top)

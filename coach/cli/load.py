@@ -54,6 +54,7 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
     """The summary of one profile, plus its first findings."""
     from coach.analyze.diagnose import diagnose  # noqa: PLC0415
 
+    analysis = None
     if profile.kind == "kernel-profile":
         from coach.analyze.kernel_summary import summarize_kernels  # noqa: PLC0415
 
@@ -63,10 +64,13 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
 
         body = summarize_report(profile, top)
     else:
+        from coach.analyze.timeline import TimelineAnalysis  # noqa: PLC0415
         from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
 
-        body = summarize_timeline(profile, top)
-    findings = [f for f in diagnose(profile) if f.estimated_saving_ns is not None or f.category != "other"]
+        analysis = TimelineAnalysis(profile)  # one set of derived tables for the summary and the findings
+        body = summarize_timeline(profile, top, analysis=analysis)
+    findings = [f for f in diagnose(profile, analysis=analysis)
+                if f.estimated_saving_ns is not None or f.category != "other"]
     src = profile.source
     return {
         "path": str(src.path),

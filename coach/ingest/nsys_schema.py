@@ -20,6 +20,8 @@ layout is a new row, not new code:
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -58,6 +60,17 @@ class TablePlan:
 
 
 def plan(table: str, present: Mapping[str, frozenset[str]], needs: tuple[str, ...] = ()) -> TablePlan | None:
+    """See ``_plan``; planned once per process for each layout (exports of one nsys version share theirs)."""
+    return _plan(table, tuple((t, present[t]) for t in _raw_tables(table) if t in present), tuple(needs))
+
+
+@functools.cache
+def _raw_tables(table: str) -> tuple[str, ...]:
+    return tuple(columns().filter(pl.col("table") == table)["raw_table"].unique(maintain_order=True))
+
+
+@functools.cache
+def _plan(table: str, held: tuple[tuple[str, frozenset[str]], ...], needs: tuple[str, ...]) -> TablePlan | None:
     """The raw table and column expressions for canonical ``table``, given the export's tables and
     their columns; None when the export holds none of the raw tables (an empty canonical table).
 
@@ -65,6 +78,7 @@ def plan(table: str, present: Mapping[str, frozenset[str]], needs: tuple[str, ..
     column of ``needs`` is read: an export of 2020-2021 may hold a ``TARGET_INFO_GPU`` of another
     layout beside the ``TARGET_INFO_CUDA_GPU`` that carries the device ids. Where none provides them
     all, the first is planned, and the caller names what it lacks."""
+    present = dict(held)
     rows = columns().filter(pl.col("table") == table)
     raw_tables = [t for t in rows["raw_table"].unique(maintain_order=True) if t in present]
     if not raw_tables:

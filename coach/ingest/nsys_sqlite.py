@@ -30,7 +30,7 @@ import pyarrow as pa
 from coach.errors import InputError
 from coach.ingest import nsys_schema as schema
 from coach.ingest.detect import NSYS_MARKER_TABLES
-from coach.model import Source, Timeline, make_timeline
+from coach.model import Source, Timeline, make_table, make_timeline
 
 #: Staging columns a raw table must have to be read at all. A table without them is a layout coach
 #: does not know, and guessing would give wrong numbers.
@@ -99,17 +99,21 @@ def read(path: str | Path) -> Timeline:
                                    "profiled with --trace=cuda?)" + _tables_note(export.tables))
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
-    api = _api(raw["api"], strings, enums["api_kind"])
+    # each staging frame is let go as soon as its table is built (pop), so that memory holds the
+    # staging frames and the tables of one table at a time, not of all of them
+    api = _api(raw.pop("api"), strings, enums["api_kind"])
     source = Source(path=str(path), format="nsys-sqlite", tool="Nsight Systems", tool_version=version, meta=meta)
+    tables = {
+        "kernels": make_table("kernels", _kernels(raw.pop("kernels"), strings)),
+        "memcpy": _memcpy(raw.pop("memcpy"), enums["memcpy_kind"], enums["memory_kind"]),
+        "memset": _memset(raw.pop("memset"), enums["memory_kind"]),
+        "sync": _sync(raw.pop("sync"), api, enums["sync_kind"]),
+        "nvtx": _nvtx(raw.pop("nvtx"), strings, enums["nvtx_kind"]),
+    }
+    devices = raw.pop("devices")
     return make_timeline(
-        source,
-        kernels=_kernels(raw["kernels"], strings),
-        memcpy=_memcpy(raw["memcpy"], enums["memcpy_kind"], enums["memory_kind"]),
-        memset=_memset(raw["memset"], enums["memory_kind"]),
-        api=api,
-        sync=_sync(raw["sync"], api, enums["sync_kind"]),
-        nvtx=_nvtx(raw["nvtx"], strings, enums["nvtx_kind"]),
-        devices=None if raw["devices"] is None else raw["devices"].unique("device_id", keep="first").sort("device_id"),
+        source, api=make_table("api", api), **tables,
+        devices=None if devices is None else devices.unique("device_id", keep="first").sort("device_id"),
     )
 
 
@@ -183,6 +187,10 @@ class _Export:
                                             f"{version or 'of unknown version'})")
             plans[table] = plan
         jobs = {table: self._ranges(plan) for table, plan in plans.items()}
+        if all(len(ranges) == 1 for ranges in jobs.values()):  # a small export: threads would cost more than they save
+            frames = {table: self._frame(plans[table].sql(), text=plans[table].text_columns) for table in jobs}
+            return {table: (self._with_all_columns(table, frames[table]) if table in frames else None)
+                    for table in tables}
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             parts = {table: [pool.submit(self._frame, plans[table].sql() + where, params,
                                          text=plans[table].text_columns, own_connection=True)
@@ -334,8 +342,14 @@ def _by_start(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
-    """Column ``key`` mapped through ``table``'s ``(id, value)`` pairs; null where an id is not there."""
-    return pl.col(key).replace_strict(table["id"], table["value"], default=None, return_dtype=pl.String)
+    """Column ``key`` mapped through ``table``'s ``(id, value)`` pairs; null where an id is not there.
+
+    Each row becomes a position in ``table`` and the text is gathered from there, so the rows share
+    the table's bytes (a Polars string column holds a 16-byte view per row): a million kernels that
+    run twenty distinct functions hold twenty demangled signatures, not a million copies."""
+    positions = pl.col(key).replace_strict(table["id"], pl.int_range(table.height, dtype=pl.UInt32, eager=True),
+                                           default=None, return_dtype=pl.UInt32)
+    return pl.lit(table["value"].cast(pl.String)).gather(positions)
 
 
 def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:

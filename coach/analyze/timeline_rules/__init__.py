@@ -63,11 +63,13 @@ def applicable(spec: RuleSpec, timeline: Timeline) -> bool:
     return getattr(timeline, spec.table).height > 0 and not missing_columns(spec, timeline)
 
 
-def run_all(timeline: Timeline, hardware: Any = None) -> list[Finding]:
+def run_all(timeline: Timeline, hardware: Any = None, analysis: TimelineAnalysis | None = None) -> list[Finding]:
     """Every applicable rule's findings, largest estimated saving first; then a note for each rule
     whose table has rows but lacks a column it needs. ``hardware`` defaults to the hardware-table
-    entry of the timeline's GPU."""
-    analysis = TimelineAnalysis(timeline)
+    entry of the timeline's GPU; ``analysis`` is the timeline's shared computations when the caller
+    has them already (a summary of the same timeline)."""
+    if analysis is None or analysis.timeline is not timeline:
+        analysis = TimelineAnalysis(timeline)
     hardware = hardware if hardware is not None else timeline_gpu(timeline.devices)
     findings: list[Finding] = []
     notes: list[Finding] = [not_checked("capture", "the GPU side of the trace", [], reason=gap[0].lower() + gap[1:].rstrip("."),

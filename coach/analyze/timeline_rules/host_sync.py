@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, interval_join, with_launch_call
+from coach.analyze.timeline import TimelineAnalysis, derived, interval_join, with_launch_call
 from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
 from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
                                                   share_pct, within_window)
@@ -43,6 +43,7 @@ COPY_CALLS = r"^(cu(da)?|hip)Memcpy"
 SCALAR_BYTES = 8
 
 
+@derived
 def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
     """The calls that block the host: ``name, start_ns, end_ns, dur_ns, tid, reason`` ("sync",
     "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar
@@ -78,12 +79,13 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
 def returned_into(gaps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     """The GPU gaps (``device_id, start_ns, end_ns, gap_ns``) that a synchronisation point returned
     into, once each: the host waited, the queue drained, and the GPU stayed idle until the host
-    launched again."""
+    launched again. Where several returned into one gap, the row names the last of them (after which
+    the host launched again)."""
     return interval_join(
         gaps.select("device_id", "start_ns", "end_ns", gap_ns="dur_ns"),
         points.select(start_ns="end_ns", end_ns="end_ns", point_name="name"),
         "contains",
-    ).unique(subset=["device_id", "start_ns"])
+    ).unique(subset=["device_id", "start_ns"], keep="last", maintain_order=True)
 
 
 def _per_gpu(bubbles: pl.DataFrame) -> str:
@@ -146,6 +148,9 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
                     "launch-bound findings leave these gaps out"
                     + ("; per GPU, the largest: the GPUs idle side by side, so their sums do not add up in wall time"
                        if per_device.height > 1 else "")),
-        details={"sync_calls": by_name.to_dicts(), "bubbles": bubbles.sort("gap_ns", descending=True).head(10).to_dicts(),
+        # ties broken by place, so that the ten listed are the same on every run
+        details={"sync_calls": by_name.to_dicts(),
+                 "bubbles": bubbles.sort("gap_ns", "device_id", "start_ns", descending=[True, False, False])
+                 .head(10).to_dicts(),
                  "saving_by_device": per_device.to_dicts()},
     )]

@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, launch_bound_launches, launch_bound_stretches
+from coach.analyze.timeline import TimelineAnalysis, derived, launch_bound_launches, launch_bound_stretches
 from coach.analyze.timeline_rules._shared import ns, reportable, share_pct
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
 
@@ -45,6 +45,7 @@ SPEC = RuleSpec(
 MIN_STRETCH_KERNELS = 8
 
 
+@derived
 def bound_launches(a: TimelineAnalysis) -> pl.DataFrame:
     """The launches in launch-bound stretches (``launch_bound_launches``), a kernel that ends a GPU
     gap a host synchronisation returned into counting in none."""

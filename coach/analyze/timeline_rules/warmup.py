@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, merge_intervals, with_launch_call
+from coach.analyze.timeline import TimelineAnalysis, derived, merge_intervals
 from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
                                                   share_pct, within_window)
 
@@ -45,6 +45,7 @@ COMPILE = "compiling before cuModuleLoadData"
 SLOW_FIRST_LAUNCH_NS = 10 * LAUNCH_LATENCY_NS
 
 
+@derived
 def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
     """Module-loading calls, run-time compilation and slow first launches of each kernel: ``pid,
     tid, start_ns, end_ns, name``."""
@@ -71,7 +72,7 @@ def run_time_compilation(a: TimelineAnalysis) -> pl.DataFrame:
         return pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
                                     "name": pl.Utf8})
     issuing = (
-        with_launch_call(a.work, a.timeline.api)
+        a.issued  # with_launch_call(a.work, a.timeline.api), shared
         .select("pid", "tid", call_start_ns="api_start_ns", call_end_ns="api_end_ns")
         .unique()
         .filter(pl.col("tid").is_not_null())

@@ -1,0 +1,387 @@
+"""Scale benchmark: what a user runs, on inputs far larger than the recordings, side by side with
+what they would run instead. One command, one results file (benchmarks/results/scale.md).
+
+Cases (``--cases``, comma-separated; all by default):
+
+``nsys-1m``, ``nsys-10m``
+    An Nsight Systems export of 1,000,000 (10,000,000) kernels and as many CUDA API calls, replicated
+    from the real H200 export tests/data/nsys_torch_softmax (bench_ingest_nsys.build: copy k shifted by
+    k recording spans and k times the largest correlation id). Sides, alternating, ``--repeat``
+    times: ``coach load FILE --json`` and ``coach diagnose FILE --json`` (the CLI a user runs, each in
+    its own process) against ``nsys stats --report gpukernsum,cudaapisum --format csv`` (nsys 2022.4's
+    names for the kernel and API summaries that ``coach load`` prints too, with the same columns:
+    count, total, mean, median, min, max, stddev). Before any time is reported, coach's printed
+    summaries are checked against nsys stats' rows.
+``ranks-64``
+    64 per-rank reports (the 8 recorded ranks of tests/data/nsys_ranks, each copied 8 times under its
+    own name) read cold: ``coach load FOLDER --json`` with an empty cache.
+``kineto-200mb``
+    A PyTorch-profiler trace of about 200 MB, replicated from the real H200 trace
+    tests/data/kineto_timeline_cases/launch_bound.json.gz (events shifted by k trace spans, ids by k
+    times the largest id, one event per line), against Python's ``json.load`` of the same file (what
+    a script would start with): ``coach load FILE --json``.
+
+Each run is one process, timed from spawn to exit; CPU time and peak resident memory come from
+``os.wait4`` (the process and the children it waited for). The machine may be shared: the load
+average is recorded before every run, next to its time.
+
+    python benchmarks/bench_scale.py                          # everything (10M needs ~2 GB of disk)
+    python benchmarks/bench_scale.py --cases nsys-1m --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import io
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_ingest_nsys  # noqa: E402  the scaled export's builder
+
+RESULTS = ROOT / "benchmarks" / "results" / "scale.md"
+RANKS = ROOT / "tests" / "data" / "nsys_ranks"
+KINETO_SEED = ROOT / "tests" / "data" / "kineto_timeline_cases" / "launch_bound.json.gz"
+CASES = ("nsys-1m", "nsys-10m", "ranks-64", "kineto-200mb")
+
+# Acceptance of issue 19.
+GOALS = {
+    "nsys-1m": "coach load at most 0.5x the wall time of nsys stats, peak memory under 1 GB",
+    "nsys-10m": "coach load within 12x of its 1M time, peak memory under 6 GB",
+    "ranks-64": "under 3 s",
+    "kineto-200mb": "under 2.5 s",
+}
+
+
+@dataclass
+class Run:
+    side: str
+    wall_s: float
+    cpu_s: float
+    peak_bytes: int
+    load_before: float
+    stdout: str = field(repr=False, default="")
+
+
+#: A run whose resident memory passes this is stopped (the machine is shared, and a run that needs more
+#: than the goal allows has failed it anyway); ``--memory-limit-gb`` changes it.
+MEMORY_LIMIT_BYTES = 8 * 10**9
+
+
+class OverLimit(Exception):
+    pass
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def measure(side: str, command: list[str], env: dict[str, str] | None = None) -> Run:
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+b") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True)
+        while True:  # poll, stopping the run (its whole process group) if it outgrows the limit
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if _rss(proc.pid) > MEMORY_LIMIT_BYTES:
+                os.killpg(proc.pid, 9)
+                os.wait4(proc.pid, 0)
+                raise OverLimit(f"{side} passed {MEMORY_LIMIT_BYTES / 1e9:g} GB of memory after "
+                                f"{time.perf_counter() - started:.0f} s and was stopped")
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{shlex.join(command)} failed: {stderr.strip()[-2000:]}")
+        out.seek(0)
+        text = out.read()
+    run = Run(side, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, load, text)
+    print(f"  {side}: {run.wall_s:.2f} s wall, {run.cpu_s:.2f} s CPU, {run.peak_bytes / 2**20:.0f} MiB "
+          f"(load {load:.2f})", file=sys.stderr)
+    return run
+
+
+def coach(*args: str) -> list[str]:
+    return [sys.executable, "-m", "coach", *args]
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+def nsys_export(work: Path, rows: int) -> Path:
+    path = work / f"softmax_x{rows}.sqlite"
+    if not (path.is_file() and bench_ingest_nsys.counts(path) == (rows, rows)):
+        print(f"building {path} ...", file=sys.stderr)
+        bench_ingest_nsys.build(path, rows)
+    return path
+
+
+def ranks_folder(work: Path, copies: int = 8) -> Path:
+    folder = work / f"ranks{8 * copies}"
+    if not folder.is_dir():
+        tmp = work / (folder.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for i, export in enumerate(sorted(RANKS.glob("rank*.sqlite"))):
+            for k in range(copies):
+                shutil.copyfile(export, tmp / f"rank{k * 8 + i}.sqlite")
+        tmp.replace(folder)
+    return folder
+
+
+def kineto_trace(work: Path, target_bytes: int = 200_000_000) -> Path:
+    path = work / "launch_bound_x.json"
+    if path.is_file():
+        return path
+    doc = json.loads(gzip.decompress(KINETO_SEED.read_bytes()))
+    events = doc.pop("traceEvents")
+    timed = [e for e in events if "ts" in e]
+    t0 = min(e["ts"] for e in timed)
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - t0 + 1.0
+    id_keys = ("correlation", "External id")
+    top_id = max([e["args"][k] for e in events for k in id_keys if isinstance(e.get("args", {}).get(k), int)]
+                 + [e["id"] for e in events if isinstance(e.get("id"), int)]) + 1
+    lines = [json.dumps(e) for e in events]
+    copies = max(1, target_bytes // sum(len(line) + 2 for line in lines))
+    tmp = path.with_name(path.name + ".partial")
+    with tmp.open("w") as fh:
+        head = json.dumps(doc)[:-1]
+        fh.write(head + ', "traceEvents": [\n')
+        first = True
+        for k in range(copies):
+            for e in events:
+                if k:
+                    e = dict(e)
+                    if "ts" in e and e.get("ph") != "M":
+                        e["ts"] = e["ts"] + k * span
+                    if isinstance(e.get("id"), int):
+                        e["id"] += k * top_id
+                    if "args" in e and any(key in e["args"] for key in id_keys):
+                        e["args"] = {key: (v + k * top_id if key in id_keys and isinstance(v, int) else v)
+                                     for key, v in e["args"].items()}
+                fh.write(("" if first else ",\n") + json.dumps(e))
+                first = False
+        fh.write("\n]}\n")
+    tmp.replace(path)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Checks: both sides computed the same summaries
+# --------------------------------------------------------------------------------------------
+
+
+def nsys_tables(stdout: str):
+    import polars as pl
+
+    tables = {}
+    for block in (b for b in stdout.split("\n\n") if "Total Time (ns)" in b):
+        t = pl.read_csv(io.StringIO(block[block.index("Time (%)"):])).filter(pl.col("Name").is_not_null())
+        tables["kernels" if "Instances" in t.columns else "api"] = t
+    return tables
+
+
+def check_same_summaries(coach_json: str, nsys_stdout: str) -> str:
+    """coach load's top kernels and API calls against nsys stats' rows of the same names."""
+    import polars as pl
+
+    doc = json.loads(coach_json)["summary"]
+    theirs = nsys_tables(nsys_stdout)
+    checked = 0
+    for ours, table, key, count in ((doc["top_kernels"], theirs["kernels"], "demangled_name", "Instances"),
+                                    (doc["top_api"], theirs["api"], "name", "Num Calls")):
+        if key == "name":
+            table = table.with_columns(Name=pl.col("Name").str.replace(r"_v\d+$", ""))
+        single = table.group_by("Name").agg(n=pl.len()).filter(pl.col("n") == 1)["Name"].to_list()
+        rows = {r["Name"]: r for r in table.iter_rows(named=True) if r["Name"] in single}
+        for r in ours:
+            nv = rows.get(r[key])
+            if nv is None:
+                continue
+            pairs = [(r["count"], nv[count]), (r["total_ns"], nv["Total Time (ns)"]), (r["min_ns"], nv["Min (ns)"]),
+                     (r["max_ns"], nv["Max (ns)"]), (r["median_ns"], nv["Med (ns)"])]
+            close = [(r["avg_ns"], nv["Avg (ns)"]), (r["stddev_ns"] or 0.0, nv["StdDev (ns)"])]
+            if any(a != b for a, b in pairs) or any(abs(a - b) > 0.05 + 1e-9 * abs(a) for a, b in close):
+                raise SystemExit(f"coach and nsys stats disagree on {r[key][:60]}: {r} vs {nv}")
+            checked += 1
+    if not checked:
+        raise SystemExit("no summary row to compare between coach and nsys stats")
+    return f"{checked} summary rows (kernels and API calls) agree in count, total, mean, median, min, max, stddev"
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+
+def case_nsys(path: Path, repeat: int, nsys: str, env: dict) -> tuple[dict[str, list[Run]], str]:
+    runs: dict[str, list[Run]] = {"coach load": [], "coach diagnose": [], "nsys stats": []}
+    command = [nsys, "stats", "--report", "gpukernsum,cudaapisum", "--format", "csv", "--output", "-", str(path)]
+    for _ in range(repeat):
+        runs["coach load"].append(measure("coach load", coach("load", str(path), "--json"), env))
+        runs["nsys stats"].append(measure("nsys stats", command))
+        runs["coach diagnose"].append(measure("coach diagnose", coach("diagnose", str(path), "--json"), env))
+    note = check_same_summaries(runs["coach load"][0].stdout, runs["nsys stats"][0].stdout)
+    return runs, note
+
+
+def case_ranks(folder: Path, repeat: int, env: dict, work: Path) -> tuple[dict[str, list[Run]], str]:
+    runs: dict[str, list[Run]] = {"coach load (cold cache)": []}
+    for i in range(repeat):
+        cache = work / f"cache-{time.time_ns()}"
+        runs["coach load (cold cache)"].append(
+            measure("coach load (cold cache)", coach("load", str(folder), "--json"), {**env, "COACH_CACHE": str(cache)}))
+        shutil.rmtree(cache, ignore_errors=True)
+    doc = json.loads(runs["coach load (cold cache)"][0].stdout)
+    return runs, f"{len(doc['reports'])} reports side by side; slowest named: {doc['slowest']}"
+
+
+def case_kineto(path: Path, repeat: int, env: dict) -> tuple[dict[str, list[Run]], str]:
+    runs: dict[str, list[Run]] = {"coach load": [], "python json.load": []}
+    for _ in range(repeat):
+        runs["coach load"].append(measure("coach load", coach("load", str(path), "--json"), env))
+        runs["python json.load"].append(measure("python json.load", [
+            sys.executable, "-c", "import json, sys; d = json.load(open(sys.argv[1])); print(len(d['traceEvents']))",
+            str(path)]))
+    doc = json.loads(runs["coach load"][0].stdout)
+    return runs, (f"{path.stat().st_size / 1e6:.0f} MB, {runs['python json.load'][0].stdout.strip()} events; coach read "
+                  f"{doc['summary']['counts']['kernels']:,} kernels, {doc['summary']['counts']['api']:,} API calls")
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def med(runs: list[Run], attr: str) -> float:
+    return statistics.median(getattr(r, attr) for r in runs)
+
+
+def cell(runs: list[Run], attr: str, scale: float, fmt: str) -> str:
+    values = [getattr(r, attr) / scale for r in runs]
+    return f"{fmt.format(statistics.median(values))} ({', '.join(fmt.format(v) for v in values)})"
+
+
+def verdict(case: str, runs: dict[str, list[Run]], results: dict) -> str:
+    if case == "nsys-1m":
+        ratio = med(runs["coach load"], "wall_s") / med(runs["nsys stats"], "wall_s")
+        ok = ratio <= 0.5 and med(runs["coach load"], "peak_bytes") < 1e9
+        return f"coach load / nsys stats = {ratio:.2f}x wall: **{'met' if ok else 'NOT met'}**"
+    if case == "nsys-10m":
+        ten = med(runs["coach load"], "wall_s")
+        one = results.get("nsys-1m", {}).get("coach load")
+        ratio = f"{ten / med(one, 'wall_s'):.1f}x its 1M time" if one else "no 1M run to compare"
+        ok = bool(one) and ten <= 12 * med(one, "wall_s") and med(runs["coach load"], "peak_bytes") < 6e9
+        return f"{ratio}: **{'met' if ok else 'NOT met'}**"
+    side = next(iter(runs))
+    limit = {"ranks-64": 3.0, "kineto-200mb": 2.5}[case]
+    return f"{med(runs[side], 'wall_s'):.2f} s: **{'met' if med(runs[side], 'wall_s') < limit else 'NOT met'}**"
+
+
+def provenance(nsys: str) -> dict[str, str]:
+    import polars as pl
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown")
+    version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip() if shutil.which(nsys) else "-"
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu,
+            "cores": str(os.cpu_count()),
+            "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1024**3:.0f} GiB",
+            "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+            "polars": pl.__version__, "nsys": version, "coach commit": commit or "-",
+            "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+def render(results: dict, notes: dict, prov: dict, command: str, repeat: int) -> str:
+    lines = ["# Scale benchmark", "",
+             f"Written by `benchmarks/bench_scale.py`; median of {repeat} alternating runs per side (all runs in "
+             "parentheses), each a separate process timed from spawn to exit. The load average before each run is "
+             "listed: the machine is shared, and a run next to other work is slower.", ""]
+    for case, runs in results.items():
+        lines += [f"## {case}", "", f"{notes[case]}.", "", f"Goal: {GOALS[case]}. Result: {verdict(case, runs, results)}.",
+                  "", "| | wall time, s | CPU time, s | peak memory, MiB | load average before |", "|---|---|---|---|---|"]
+        for side, rs in runs.items():
+            lines.append(f"| {side} | {cell(rs, 'wall_s', 1, '{:.2f}')} | {cell(rs, 'cpu_s', 1, '{:.2f}')} | "
+                         f"{cell(rs, 'peak_bytes', 2**20, '{:.0f}')} | {', '.join(f'{r.load_before:.2f}' for r in rs)} |")
+        lines.append("")
+    lines += ["## Provenance", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in prov.items()],
+              f"| command | `{command}` |", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    global MEMORY_LIMIT_BYTES
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per side (default 3)")
+    parser.add_argument("--nsys", default=shutil.which("nsys") or "nsys")
+    parser.add_argument("--work", type=Path, help="folder for the built inputs (kept and reused)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--memory-limit-gb", type=float, default=MEMORY_LIMIT_BYTES / 1e9,
+                        help="stop a run whose resident memory passes this (default 8)")
+    args = parser.parse_args(argv)
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = set(cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases: {', '.join(sorted(unknown))}")
+    work = args.work or Path(tempfile.mkdtemp(prefix="coach-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "COACH_CACHE": str(work / "cache"), "COLUMNS": "80"}
+    prov = provenance(args.nsys)
+    results, notes = {}, {}
+    MEMORY_LIMIT_BYTES = int(args.memory_limit_gb * 1e9)
+    stopped = {}
+    for case in cases:
+        print(case, file=sys.stderr)
+        try:
+            if case.startswith("nsys-"):
+                rows = 1_000_000 if case == "nsys-1m" else 10_000_000
+                results[case], notes[case] = case_nsys(nsys_export(work, rows), args.repeat, args.nsys, env)
+                notes[case] = f"{rows:,} kernels + {rows:,} API calls; " + notes[case]
+            elif case == "ranks-64":
+                results[case], notes[case] = case_ranks(ranks_folder(work), args.repeat, env, work)
+            else:
+                results[case], notes[case] = case_kineto(kineto_trace(work), args.repeat, env)
+        except OverLimit as over:
+            stopped[case] = str(over)
+    command = shlex.join(["python", "benchmarks/bench_scale.py", *(argv if argv is not None else sys.argv[1:])])
+    text = render(results, notes, prov, command, args.repeat)
+    for case, why in stopped.items():
+        text += f"\n## {case}\n\nGoal: {GOALS[case]}. Result: **NOT met**: {why}.\n"
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.output.with_name(args.output.name + ".partial")
+    tmp.write_text(text)
+    tmp.replace(args.output)
+    print(text)
+    if args.work is None:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
