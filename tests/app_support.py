@@ -68,6 +68,17 @@ def data_url(payload: bytes) -> str:
     return "data:application/octet-stream;base64," + base64.b64encode(payload).decode()
 
 
+def upload(app, payload: bytes, name: str, header: bool = True):
+    """A file sent as the explorer's page sends it (assets/coach.js): its bytes as one POST's body.
+    Returns (status, answer)."""
+    from coach.app.pages.explore import UPLOAD_HEADER, UPLOAD_PATH
+
+    headers = {UPLOAD_HEADER: "1"} if header else {}
+    resp = app.server.test_client().post(UPLOAD_PATH, query_string={"name": name}, data=payload, headers=headers,
+                                         content_type="application/octet-stream")
+    return resp.status_code, resp.get_json()
+
+
 def dispatch(app, output: str, values: dict[str, object], triggered: str | None = None) -> dict:
     """Run the callback whose output key starts with ``output`` through Dash's own HTTP endpoint,
     as the browser would; ``values`` maps "id.property" to the value of each input and state."""
