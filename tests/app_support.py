@@ -61,6 +61,30 @@ def strided_walkthrough() -> Walkthrough:
     )
 
 
+RAW_CSV = DATA / "nvidia" / "raw.csv"
+
+
+def many_launches_csv(path: Path, launches: int) -> Path:
+    """A synthetic ``ncu --csv --page raw`` report of ``launches`` launches of copy_strided, written to
+    ``path``: the recorded launch 0 of nvidia/raw.csv (header, units, its row) repeated with the IDs
+    0, 1, ... A profile of one kernel launched many times, as a training loop gives, built from a
+    real row; every launch has the recorded numbers, so every launch raises the same findings."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(RAW_CSV.read_text())))
+    header, units, first = rows[0], rows[1], rows[2]
+    assert header[0] == "ID" and first[0] == "0" and "copy_strided" in first[header.index("Kernel Name")]
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerow(units)
+    for i in range(launches):
+        writer.writerow([str(i), *first[1:]])
+    path.write_text(out.getvalue())
+    return path
+
+
 def data_url(payload: bytes) -> str:
     """A file as dcc.Upload hands it to a callback."""
     import base64

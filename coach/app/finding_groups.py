@@ -186,8 +186,9 @@ def rules_summary(rules: pl.DataFrame, launches: pl.DataFrame) -> html.Table:
 
 def summary_line(groups: Sequence[Group], findings: int) -> str:
     kernels = {g.kernel for g in groups if g.kernel}
+    n = len(kernels)
     return (f"{findings:,} findings in {len(groups):,} groups"
-            + (f" over {len(kernels):,} kernels" if kernels else "") + ", the largest total saving first.")
+            + (f" on {n:,} kernel{'' if n == 1 else 's'}" if n else "") + ", the largest total saving first.")
 
 
 def launches_named(launches: pl.DataFrame) -> dict[int, str]:
