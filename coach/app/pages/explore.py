@@ -529,7 +529,8 @@ def register(app: Dash, ctx: Context) -> None:
 
 def upload(ctx: Context) -> flask.Response:
     """``POST UPLOAD_PATH?name=<file name>`` with the file's bytes as the body: the report's token
-    and name, or a one-line error naming the file."""
+    and name, or (still status 200: the request worked, the file did not) a one-line error naming
+    the file."""
     req = flask.request
     name = display_name(req.args.get("name"))
     if req.headers.get(UPLOAD_HEADER) != "1":
@@ -538,8 +539,8 @@ def upload(ctx: Context) -> flask.Response:
         path = receive_stream(req.stream, req.args.get("name"), ctx.upload_dir, ctx.settings.upload_limit_bytes,
                               length=req.content_length)
         report = ctx.reports.add(name, read_path(path, req.args.get("name"), ctx.upload_dir))
-    except CoachError as err:
-        return flask.jsonify(error=str(err)), 400
+    except CoachError as err:  # an answer about the file, not a failed request: the page shows it
+        return flask.jsonify(error=str(err))
     except Exception as err:  # a reader's bug: one line, the traceback in the server log
         log.exception("opening an upload failed")
         return flask.jsonify(error=f"{name}: internal error while reading it ({type(err).__name__})"), 500
