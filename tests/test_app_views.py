@@ -302,3 +302,23 @@ def test_a_baseline_comparison_is_coach_diff(app):
         assert json.dumps(line, ensure_ascii=False)[1:-1] in out
     assert "coach diff slow.ncu-rep fixed.ncu-rep" in out
     assert profile.launches.height == 2
+
+
+def test_merged_bars_are_as_pale_as_their_lane_was_idle():
+    from coach.model import Source, make_timeline
+
+    # 100 memsets of 2 ns, one every 1,000 ns (0.2% busy), and one 50 µs kernel
+    starts = list(range(0, 100_000, 1000))
+    tl = make_timeline(
+        Source("t.sqlite", "nsys-sqlite", "Nsight Systems"),
+        kernels=pl.DataFrame({"start_ns": [0], "end_ns": [50_000], "dur_ns": [50_000], "device_id": [0],
+                              "stream_id": [7], "name": ["k"]}),
+        memset=pl.DataFrame({"start_ns": starts, "end_ns": [s + 2 for s in starts], "device_id": [0] * 100,
+                             "stream_id": [7] * 100, "bytes": [4] * 100}),
+    )
+    fig, bars = timeline_view.figure(timeline_view.events(tl), 0, 100_000, width_px=50)
+    memset = next(t for t in fig.data if t.meta == "memset")
+    kernel = next(t for t in fig.data if t.meta == "kernel")
+    merged = bars.filter(pl.col("category") == "memset")
+    assert merged["events"].sum() == 100 and (merged["busy_pct"] < 1).all()
+    assert max(memset.marker.opacity) < 0.2 and list(kernel.marker.opacity) == [1.0]

@@ -44,6 +44,8 @@ OPEN_RUNS = ("before",)
 WIDTH_PX, HEIGHT_PX = 1250, 860
 #: Height of the traffic panel per kernel row, and its least height.
 BAR_ROW_PX, BAR_MIN_PX = 22, 150
+#: Room between the roofline and the traffic panel: the roofline's axis title, the panel's title.
+GAP_PX = 120
 #: Launches of one kernel drawn one by one; above this, one point at their median.
 MAX_LAUNCHES = 8
 #: Kernel names longer than this are cut on the traffic panel's axis (in full on hover).
@@ -152,7 +154,7 @@ def figure(rl: Roofline, compare: Roofline | None = None, title: str | None = No
     height = HEIGHT_PX - 200 + bar_px
 
     fig = make_subplots(
-        rows=2, cols=1, row_heights=[(height - bar_px) / height, bar_px / height], vertical_spacing=0.16 * 720 / height,
+        rows=2, cols=1, row_heights=[(height - bar_px) / height, bar_px / height], vertical_spacing=GAP_PX / height,
         subplot_titles=("Hierarchical roofline", "Traffic per level"),
     )
     pipe_roofs = pl.concat([r.pipe_roofs.with_columns(pl.lit(run).alias("run")) for run, r in runs])
@@ -363,7 +365,8 @@ def _bandwidth_bars(fig: go.Figure, runs: list[tuple[str, Roofline]]) -> None:
             meta={"role": "bandwidth", "level": level},
         ), row=2, col=1)
     # reversed: the first kernel on top and, within a kernel, DRAM first as in the legend
-    fig.update_yaxes(categoryorder="array", categoryarray=categories, autorange="reversed", row=2, col=1)
+    fig.update_yaxes(categoryorder="array", categoryarray=categories, autorange="reversed", automargin=True,
+                     row=2, col=1)
     fig.add_vline(x=100, line={"color": "#8c8c8c", "width": 1, "dash": "dash"}, row=2, col=1)
 
 
@@ -389,11 +392,11 @@ def _notes(fig: go.Figure, runs: list[tuple[str, Roofline]], work: pl.DataFrame,
                  + (f"<br>(needs {needs[0]} and the like: profile with ncu --set full)" if needs else ""),
             xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False, font={"size": 13, "color": "#555555"})
     if lines:
-        fig.add_annotation(
-            text="<br>".join(lines), xref="paper", yref="paper", x=0, y=-0.06, xanchor="left", yanchor="top",
+        fig.add_annotation(  # beneath the traffic panel's axis title, in pixels whatever the figure's height
+            text="<br>".join(lines), xref="paper", yref="paper", x=0, y=0, yshift=-64, xanchor="left", yanchor="top",
             showarrow=False, align="left", font={"size": 11, "color": "#555555"},
         )
-        fig.update_layout(margin={"b": 90 + 18 * len(lines)})
+        fig.update_layout(margin={"b": 96 + 18 * len(lines)})
 
 
 def _join(items: Iterable[str]) -> str:

@@ -133,7 +133,8 @@ def _spread_table(g: Group) -> html.Table | None:
         s = stats.get(e.metric)
         rows.append([html.Code(e.metric), evidence_value(e),
                      quantity(s["median"], e.unit) if s else fmt.MISSING,
-                     f"{quantity(s['min'], e.unit)} – {quantity(s['max'], e.unit)}" if s else fmt.MISSING,
+                     (("the same in all" if s["min"] == s["max"] else
+                       f"{quantity(s['min'], e.unit)} – {quantity(s['max'], e.unit)}") if s else fmt.MISSING),
                      e.healthy or fmt.MISSING])
     launch = f"launch {g.top.launch_id}" if g.top.launch_id is not None else "shown"
     return plain_table(["metric", launch, f"median of {len(g.findings):,}", "range", "healthy"], rows,

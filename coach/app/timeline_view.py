@@ -40,8 +40,10 @@ LANE_HEIGHT_PX = 26
 #: Room left either side of the GPU's working stretch when the view opens on it (share of its length).
 OPEN_MARGIN = 0.02
 
-#: A merged bar's opacity is OPACITY_FLOOR at 0% busy and 1 at 100%: pale where the lane was mostly idle.
-OPACITY_FLOOR = 0.25
+#: A merged bar's opacity grows with the square root of how busy its lane was under it, from
+#: OPACITY_FLOOR (idle: still visible) to 1 (busy throughout): a stretch of memsets busy 0.2% of the
+#: time is a faint band, one busy 25% half-toned.
+OPACITY_FLOOR = 0.1
 
 #: Names listed in a window's summary and in a merged bar's details.
 TOP_NAMES = 5
@@ -373,7 +375,7 @@ def _hover(bars: pl.DataFrame, origin_ns: int) -> list[str]:
 
 
 def _opacity(bars: pl.DataFrame) -> list[float]:
-    shade = OPACITY_FLOOR + (1 - OPACITY_FLOOR) * bars["busy_pct"] / 100.0
+    shade = OPACITY_FLOOR + (1 - OPACITY_FLOOR) * (bars["busy_pct"] / 100.0).sqrt()
     return pl.select(pl.when(bars["events"] == 1).then(1.0).otherwise(shade)).to_series().round(3).to_list()
 
 
@@ -442,8 +444,10 @@ def figure(ev: Events, t0: int | None = None, t1: int | None = None, width_px: i
     fig.update_layout(
         template=TEMPLATE,
         barmode="overlay",
-        height=110 + LANE_HEIGHT_PX * max(len(ev.lanes), 3),
-        margin=dict(l=10, r=20, t=36, b=50),
+        height=130 + LANE_HEIGHT_PX * max(len(ev.lanes), 3),
+        # the title (where a page gives one) on its own line above the legend
+        title=dict(y=1, yref="container", yanchor="top", pad=dict(t=10)),
+        margin=dict(l=10, r=20, t=64, b=50),
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, xanchor="left"),
         uirevision="timeline",
         dragmode="zoom",

@@ -70,9 +70,9 @@ def _matching(code: str, start: int, open_: str, close: str) -> int | None:
     return None
 
 
-def cuda_function(text: str, name: str) -> str | None:
-    """The ``__global__`` function ``name`` in CUDA source ``text``: from its declaration's first
-    line to its closing brace; None if there is none."""
+def cuda_function(text: str, name: str, qualifier: str = "__global__") -> str | None:
+    """The ``__global__`` (or other ``qualifier``, "" for any) function ``name`` in CUDA source
+    ``text``: from its declaration's first line to its closing brace; None if there is none."""
     code = _blank_out(text)
     for m in re.finditer(rf"\b{re.escape(name)}\s*\(", code):
         # the declaration runs back to the end of the previous statement, block or directive
@@ -81,8 +81,8 @@ def cuda_function(text: str, name: str) -> str | None:
         if line_directive > head_start:
             head_start = code.find("\n", line_directive + 1)
         head = code[head_start + 1:m.start()]
-        if "__global__" not in head:
-            continue
+        if qualifier not in head or not head.strip() or head.rstrip().endswith(("=", "(", ",", "return")):
+            continue  # not a declaration: a call, or an expression
         close = _matching(code, m.end() - 1, "(", ")")
         if close is None:
             continue
@@ -319,8 +319,27 @@ def _cut(lines: list[str], keep: set[int]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>)?\s*\(")
+
+
+def _helpers(text: str, kernels: Sequence[str], skip: Sequence[str]) -> list[str]:
+    """The functions of ``text`` that the kernels call (a template both instantiate, a device
+    function), in the order first called: where a thin kernel's work is done."""
+    out: list[str] = []
+    for code in kernels:
+        body = _blank_out(code)
+        for m in _CALL.finditer(body[body.find("{"):]):
+            name = m.group(1)
+            if name in skip or name in out:
+                continue
+            if cuda_function(text, name, qualifier="") is not None:
+                out.append(name)
+    return out
+
+
 def kernel_change(folder: Path, slow_kernel: str | None, fixed_kernel: str | None) -> CodeChange | None:
-    """The two kernels the profiles name, from the folder's ``.cu`` files."""
+    """The two kernels the profiles name, from the folder's ``.cu`` files, each followed by the
+    functions of its file it calls (where a thin kernel's work is done)."""
     if not slow_kernel or not fixed_kernel or slow_kernel == fixed_kernel:
         return None
     found: dict[str, tuple[str, str]] = {}
@@ -333,8 +352,14 @@ def kernel_change(folder: Path, slow_kernel: str | None, fixed_kernel: str | Non
     if len(found) < 2:
         return None
     files = sorted({found[slow_kernel][0], found[fixed_kernel][0]})
-    return CodeChange(f"{' and '.join(files)}: {slow_kernel} and {fixed_kernel}", found[slow_kernel][1],
-                      found[fixed_kernel][1])
+    sides = []
+    for name in (slow_kernel, fixed_kernel):
+        file, code = found[name]
+        text = (folder / file).read_text(encoding="utf-8", errors="replace")
+        called = _helpers(text, [code], (slow_kernel, fixed_kernel))
+        extra = [cuda_function(text, h, qualifier="") or "" for h in called]
+        sides.append("\n\n".join([code, *(f"// {h}, which it calls:\n{c}" for h, c in zip(called, extra))]))
+    return CodeChange(f"{' and '.join(files)}: {slow_kernel} and {fixed_kernel}", *sides)
 
 
 def program_change(slow_script: Path, fixed_script: Path, variants: Sequence[str] = ("slow", "fixed")) -> CodeChange | None:

@@ -214,7 +214,8 @@ def findings_view(report: OpenReport, kernel: str | None, page: int = 0) -> tupl
     count = sum(len(g.findings) for g in groups)
     if groups and count > len(groups):
         body.append(html.P(finding_groups.summary_line(groups, count), className="small muted", id=ids.EXP_FINDINGS_LEAD))
-    body += finding_groups.render_groups(shown, source=lambda g: _source_beside(report, g), first=page == 0)
+    placed: set[int] = set()  # one source panel per launch keeps the page light
+    body += finding_groups.render_groups(shown, source=lambda g: _source_beside(report, g, placed), first=page == 0)
     if not groups:
         where = "" if kernel in (None, ALL_KERNELS) else " in this kernel"
         body.append(alert(f"No problems found{where}.", "ok") if not notes else
@@ -227,11 +228,13 @@ def findings_view(report: OpenReport, kernel: str | None, page: int = 0) -> tupl
     return html.Div(body), page, pages
 
 
-def _source_beside(report: OpenReport, g: finding_groups.Group) -> Any:
-    """The kernel's source beside a group whose top finding points at source lines (one per group)."""
+def _source_beside(report: OpenReport, g: finding_groups.Group, placed: set[int]) -> Any:
+    """The kernel's source beside the first group on the page whose top finding, in a launch not yet
+    shown, points at source lines."""
     f = g.top
-    if not f.locations or f.launch_id is None:
+    if not f.locations or f.launch_id is None or f.launch_id in placed:
         return None
+    placed.add(f.launch_id)
     panel = report.view(("source", f.launch_id, f.rule_id),
                         lambda: source_panel(report.profile, f.launch_id, f.locations,
                                              id=f"{ids.EXP_SOURCE}-{f.launch_id}"))
@@ -361,8 +364,8 @@ def compare_options(ctx: Context, report: OpenReport) -> list[dict[str, str]]:
 
 def compare_section(ctx: Context, report: OpenReport) -> html.Div:
     return html.Div([
-        html.P("Pick the report from before the change (upload it first, or choose a trace): coach compares "
-               "the two as `coach diff BASELINE THIS` does.", className="small muted"),
+        html.P(["Pick the report from before the change (upload it first, or choose a trace): coach compares "
+                "the two as ", html.Code("coach diff BASELINE THIS"), " does."], className="small muted"),
         html.Div([html.Label("baseline (before)", htmlFor=ids.EXP_COMPARE_PICK),
                   dcc.Dropdown(id=ids.EXP_COMPARE_PICK, options=compare_options(ctx, report),
                                placeholder="choose the baseline")], className="field pick"),
