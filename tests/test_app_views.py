@@ -286,7 +286,7 @@ def test_responses_are_compressed_and_mathjax_is_not_loaded(app):
 def test_upload_errors_name_the_file_and_the_report_opens_as_a_pick_does(app, tmp_path):
     status, data = upload(app, RAW_CSV.read_bytes(), "my run.csv")
     assert status == 200 and data["name"] == "my run.csv"
-    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data}, triggered="report-store.data"))
+    body = json.dumps(dispatch(app, "exp-body.children", {"exp-opened.data": data}))
     assert "my run.csv" in body and "copy_strided" in body
 
 

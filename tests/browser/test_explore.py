@@ -104,6 +104,10 @@ def test_a_report_of_105_launches_draws_its_findings_grouped_within_seconds(driv
 
     report = many_launches_csv(tmp_path / "copy_x105.csv", 105)  # synthetic: the recorded launch 105 times
     open_page(driver, live_app, "/explore", "#exp-upload")
+    driver.execute_script("""  // every text the progress line shows, as it changes
+        window.__progress = [];
+        new MutationObserver(() => window.__progress.push(document.getElementById('exp-progress').innerText))
+            .observe(document.getElementById('exp-progress'), {childList: true, subtree: true, characterData: true});""")
     start = time.monotonic()
     upload(driver, report)
     wait_text(driver, "#exp-findings .finding.top", "Uncoalesced global loads", "105 launches")
@@ -112,6 +116,8 @@ def test_a_report_of_105_launches_draws_its_findings_grouped_within_seconds(driv
     cards = driver.find_elements(By.CSS_SELECTOR, "#exp-findings .finding")
     assert 0 < len(cards) <= MAX_CARDS and len(cards) == 2  # one per finding, not one per launch
     assert "210 findings in 2 groups on 1 kernel" in wait_text(driver, "#exp-findings-lead", "210 findings")
+    shown = " | ".join(driver.execute_script("return window.__progress;"))
+    assert "copy_x105.csv (2.0 MB)" in shown and ("Sending" in shown or "Reading" in shown), shown
     wait_idle(driver)
     screenshot(driver, "explore-many-launches")
     assert_clean_console(driver)

@@ -73,7 +73,9 @@
       try { answer = JSON.parse(xhr.responseText); } catch (e) { answer = null; }
       if (answer && answer.token) {
         progress(null);
-        setProps("report-store", {data: {token: answer.token, name: answer.name}});
+        var opened = {token: answer.token, name: answer.name};
+        setProps("report-store", {data: opened});  // kept for the session
+        setProps("exp-opened", {data: opened});  // drawn now
       } else if (answer && answer.error) {
         error(answer.error);
       } else if (xhr.status === 413) {

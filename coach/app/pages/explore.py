@@ -10,7 +10,7 @@ An upload is the file's bytes in the body of one POST to ``UPLOAD_PATH``: ``asse
 takes the file from the drop zone, sends it and shows the transfer's progress, so a large report is neither held as base64 text in
 the page nor decoded from it; the answer opens the report as picking a trace does. The report
 open is kept in the browser's session storage: reloading the page, or leaving and coming back,
-shows it again while the server still holds it.
+shows it again while the server still holds it; a trace named in the URL (``?trace=``) wins.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
     traces = shipped_traces(ctx.settings.traces_dir)
     limit = ctx.settings.upload_limit_bytes
     body: Any = None
+    drawn = None
     if query.get("trace"):
+        drawn = query["trace"]
         try:
             body = report_body(ctx, open_shipped(ctx.reports, ctx.settings.traces_dir, query["trace"]))
         except CoachError as err:
@@ -98,7 +100,9 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
             ], className="field pick"),
         ], className="two"),
         html.Div(id=ids.EXP_PROGRESS, className="progress", role="status"),
-        dcc.Store(id=ids.EXP_ARRIVED, data=True),
+        # what the layout drew (the trace the URL names), so that the page's arrival does not draw over it
+        dcc.Store(id=ids.EXP_ARRIVED, data={"drawn": drawn}),
+        dcc.Store(id=ids.EXP_OPENED),
         html.Div(id=ids.EXP_MESSAGE),
         dcc.Loading(html.Div(body, id=ids.EXP_BODY), type="dot", color="#4f46e5"),
     ])
@@ -129,12 +133,24 @@ def summary(report: OpenReport) -> html.Div:
     return html.Div(stats, className="stats", id=ids.EXP_SUMMARY)
 
 
+#: Launches the kernel table holds at most (the longest first beyond it): the table travels whole
+#: to the browser, which pages and sorts it there.
+MAX_TABLE_LAUNCHES = 500
+
+
 def kernel_table(profile: KernelProfile) -> Any:
     frame = profile.launches.with_columns(
         duration_us=pl.col("duration_ns") / 1e3,
         dram_gb=pl.col("dram_bytes") / 1e9,
     )
-    return data_table(ids.EXP_TABLE, frame, KERNEL_COLUMNS)
+    if frame.height <= MAX_TABLE_LAUNCHES:
+        return data_table(ids.EXP_TABLE, frame, KERNEL_COLUMNS)
+    longest = frame.sort("duration_ns", descending=True, nulls_last=True).head(MAX_TABLE_LAUNCHES)
+    return html.Div([
+        html.P(f"The {MAX_TABLE_LAUNCHES:,} longest of {frame.height:,} launches are listed; the roofline and the "
+               "findings below cover every launch.", className="small muted", id=ids.EXP_TABLE + "-note"),
+        data_table(ids.EXP_TABLE, longest, KERNEL_COLUMNS),
+    ])
 
 
 #: Headers of the timeline summary's kernel table (``coach.analyze.timeline_summary.top_kernels``);
@@ -460,18 +476,28 @@ def report_body(ctx: Context, report: OpenReport) -> html.Div:
 def register(app: Dash, ctx: Context) -> None:
     app.server.add_url_rule(UPLOAD_PATH, "coach_upload", lambda: upload(ctx), methods=["POST"])
 
-    @app.callback(Output(ids.REPORT, "data"), Output(ids.EXP_MESSAGE, "children", allow_duplicate=True),
+    @app.callback(Output(ids.REPORT, "data"), Output(ids.EXP_OPENED, "data", allow_duplicate=True),
+                  Output(ids.EXP_MESSAGE, "children", allow_duplicate=True),
                   Input(ids.EXP_PICK, "value"), prevent_initial_call=True)
     def open_report(trace_id: str | None):
-        return open_trace(ctx, trace_id)
+        data, message = open_trace(ctx, trace_id)
+        return data, data, message
 
-    # EXP_ARRIVED comes with the page, so this runs each time the page is shown (the report store
-    # lives in the shell and keeps its value across pages and reloads).
-    @app.callback(Output(ids.EXP_BODY, "children"), Input(ids.EXP_ARRIVED, "data"), Input(ids.REPORT, "data"),
-                  State(ids.URL, "search"))
-    def render_report(_arrived: Any, data: dict[str, str] | None, search: str | None):
-        if callback_ctx.triggered_id in (None, ids.EXP_ARRIVED) and "trace=" in (search or ""):
-            return no_update  # the layout drew the trace the URL names
+    # The report to draw when the page arrives: the one the session keeps (the shell's report store,
+    # read from the browser's session storage itself, so that it is there however early this runs),
+    # unless the layout drew the trace the URL names.
+    app.clientside_callback(
+        """function(arrived) {
+            if (arrived && arrived.drawn) { return window.dash_clientside.no_update; }
+            var kept = window.sessionStorage.getItem('""" + ids.REPORT + """');
+            try { return kept ? JSON.parse(kept) || {} : {}; } catch (e) { return {}; }
+        }""",
+        Output(ids.EXP_OPENED, "data"), Input(ids.EXP_ARRIVED, "data"))
+
+    # EXP_OPENED: a report the user opened (a pick here, an upload from assets/coach.js) or the
+    # session's, on arrival.
+    @app.callback(Output(ids.EXP_BODY, "children"), Input(ids.EXP_OPENED, "data"), prevent_initial_call=True)
+    def render_report(data: dict[str, str] | None):
         return render(ctx, data)
 
     # The timeline reports its first draw (plotly's first relayout event) and only then is it diagnosed.
