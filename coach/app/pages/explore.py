@@ -291,8 +291,9 @@ def _events(report: OpenReport) -> timeline_view.Events:
 def timeline_section(report: OpenReport) -> Any:
     ev = _events(report)
     fig, _ = timeline_view.figure(ev)
-    win = timeline_view.resolve(ev, None, None)
-    note = window_note(ev, win)
+    # the window's summary follows the first draw (``zoom_timeline``), off the path to the drawn timeline
+    note = (f"{ev.count:,} events; the summary of the window shown follows…" if ev.count
+            else "This timeline has no events to draw.")
     return html.Div([
         html.Div([
             dcc.Input(id=ids.EXP_TIMELINE_SEARCH, type="search", debounce=True, className="text",
@@ -608,11 +609,13 @@ def zoom_timeline(ctx: Context, relayout: dict[str, Any] | None, data: dict[str,
         return no_update, no_update, no_update
     ev = _events(report)
     win = timeline_view.visible_window(relayout)
+    rng = (((shown or {}).get("layout") or {}).get("xaxis") or {}).get("range")
     if searched:  # a new search keeps the window on screen
-        rng = (((shown or {}).get("layout") or {}).get("xaxis") or {}).get("range")
         win = timeline_view.visible_window({"xaxis.range": rng}) if rng else None
-    elif win is None:
-        return no_update, no_update, no_update
+    elif win is None:  # the first draw (or a resize): sum up the window on screen, redraw nothing
+        here = timeline_view.visible_window({"xaxis.range": rng}) if rng else None
+        return no_update, window_note(ev, timeline_view.resolve(ev, *here) if isinstance(here, tuple)
+                                      else timeline_view.resolve(ev, None, None)), no_update
     hits = timeline_view.search(ev, text) if (text or "").strip() else None
     if win in (None, "all"):
         t0, t1 = (ev.span_ns if win == "all" else timeline_view.resolve(ev, None, None)) or (0, 0)
