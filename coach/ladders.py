@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
+from coach import best_rates
 from coach.errors import InputError
 from coach.paths import kernels_dir, traces_dir
 
@@ -362,6 +363,11 @@ class LadderResults:
     extra: Mapping[str, Any] = field(default_factory=dict)  # size, timing method, ncu, ...
     ceiling_unit: str = BYTES
     size_name: str = MAIN_SIZE  # the key of problem.SIZES measured
+    #: the calibration's value as the run wrote it; ``ceiling_value`` is that, raised to the best rate
+    #: recorded on the GPU where one is higher (``coach.best_rates``: a measured ceiling is never below a
+    #: recorded rate), and ``ceiling_note`` says so ("" when the calibration stands)
+    ceiling_calibrated: float | None = None
+    ceiling_note: str = ""
 
     @property
     def synthetic(self) -> bool:
@@ -406,9 +412,12 @@ def load_results(path: Path, size: str | None = None) -> LadderResults:
         if unit not in (BYTES, FLOPS):
             raise ValueError(f"ceiling unit {unit!r}")
         value = ceiling.get("value", ceiling.get("bytes_per_s"))
+        calibrated = None if value is None else float(value)
+        raised, note = best_rates.measured_ceiling(str(ceiling["name"]), calibrated, _best_rates_beside(Path(path)))
         return LadderResults(
             ladder=str(doc["ladder"]), title=str(doc["title"]), gpu=str(doc["gpu"]),
-            ceiling_name=str(ceiling["name"]), ceiling_value=None if value is None else float(value),
+            ceiling_name=str(ceiling["name"]), ceiling_value=raised,
+            ceiling_calibrated=calibrated, ceiling_note=note,
             ceiling_unit=unit, size_name=str(doc.get("size_name", MAIN_SIZE)),
             provenance=dict(doc["provenance"]),
             rungs=tuple(_measured(m) for m in doc["rungs"]),
@@ -418,6 +427,15 @@ def load_results(path: Path, size: str | None = None) -> LadderResults:
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise InputError(path, f"missing or bad field ({type(err).__name__}: {err})") from None
+
+
+def _best_rates_beside(path: Path) -> dict[str, Any]:
+    """The best-rates file of the traces GPU folder a results file lives in
+    (``<traces>/<gpu>/ladders/<name>/results.json`` -> ``<traces>/<gpu>/best-rates.json``)."""
+    for parent in path.resolve().parents:
+        if parent.name == "ladders":
+            return best_rates.read_file(parent.parent / best_rates.BEST_RATES_FILE)
+    return {"rates": {}, "rejected": []}
 
 
 def _read_results(path: Path) -> dict[str, Any]:

@@ -141,6 +141,8 @@ LAUNCH_METRICS: dict[str, pl.DataType] = {
     "global_store_bytes_per_sector": Float,  # useful bytes per written store sector (32 is ideal)
     "l2_global_sectors": Float,  # L2 sectors the global accesses need, from the source-level counters
     "l2_global_sectors_ideal": Float,  # the same if every warp access were fully coalesced
+    "l1_to_l2_read_sectors": Float,  # L2 read sectors requested by L1TEX (global and local loads that missed L1)
+    "l1_to_l2_write_sectors": Float,  # L2 write sectors from L1TEX (global and local stores; L1 writes through)
     # local memory (spills, dynamically indexed arrays)
     "local_load_sectors": Float,
     "local_store_sectors": Float,

@@ -8,10 +8,13 @@ reads their reports into coach's model and keeps them compactly::
         slow/ncu/             the Nsight Compute report as Parquet tables (coach.model.save)
         slow/nsys/            the Nsight Systems export, as the canonical timeline tables
         slow/kineto/          the PyTorch-profiler trace, likewise
-        slow/report.ncu-rep   the full report, only where the scenario keeps it for the source view
+        slow/report.ncu-rep.xz  the full Nsight Compute report, xz-compressed (a tenth of its size),
+                              where the scenario keeps it (``keep_ncu_rep``): its source pages and
+                              anything a newer reader wants to take from it (``Recording.ncu_report``)
+        fixed/...
+
     (the ncu folder's sass, stall_samples and source_files tables hold the source counters, with the
     text of the scenario's own files where the report lacks it: ``with_scenario_sources``)
-        fixed/...
 
 ``open_recording`` finds a scenario's recording for ``coach run``; ``measure`` and
 ``check_evidence`` compute the scenario's evidence from the profiles.
@@ -20,17 +23,21 @@ reads their reports into coach's model and keeps them compactly::
 from __future__ import annotations
 
 import json
+import lzma
 import math
+import os
 import re
 import shutil
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from coach import scenarios
+from coach import archives, scenarios
 from coach.capture.record import MANIFEST, RAW_FORMAT
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, InputError
@@ -41,7 +48,11 @@ from coach.scenarios import VARIANTS, Evidence, Scenario
 RESULTS_FILE = "results.json"
 RESULTS_FORMAT = 1
 PROFILE_TOOLS = ("ncu", "nsys", "kineto")
-KEPT_NCU_REP = "report.ncu-rep"
+KEPT_NCU_REP = "report.ncu-rep.xz"
+#: The uncompressed form that recordings imported before the compressed one keep.
+KEPT_NCU_REP_PLAIN = "report.ncu-rep"
+#: xz preset for the kept reports: a 1.9 MB report of one kernel packs to ~0.2 MB (gzip: ~0.3 MB).
+XZ_PRESET = 9
 #: The whole traces/ folder ships inside the package: keep it small enough to install anywhere.
 TRACES_BUDGET_BYTES = 40 * 1000**2
 #: An evidence metric the fix should leave alone ("same") may differ by this fraction of the slow
@@ -147,14 +158,25 @@ def _profile_for(evidence: Evidence, by_tool: Mapping[str, Profile]) -> Profile 
 # Numbers for the text: {placeholders}
 # --------------------------------------------------------------------------------------------
 
+#: Fields of a program's result line that are not numbers for the text: its bookkeeping, and its
+#: times, which the text names through V_ms and V_min_ms.
+_NOT_PLACEHOLDERS = frozenset({"coach_result", "median_ms", "min_ms", "rel_error", "tolerance", "seed", "wall_s",
+                               "ok", "times_ms"})
+
 
 def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[str, Any]:
     """Every value a scenario's text may name, computed from the recording and the bytes model.
 
     Recording: gpu, gpu_short, recorded_date, driver, cuda; per variant V: V_ms, V_min_ms, V_gb_per_s
-    (useful bytes over V's time), V_tflop_per_s, V_pct_of_floor, and V_<evidence name>; speedup.
-    Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, floor_ms (the larger), serial_ms
-    (their sum), V_moved_gb and V_moved_ms for the bytes each variant is predicted to move.
+    (V's useful bytes over V's time), V_tflop_per_s (its FLOPs over its time, in TFLOP or in the
+    model's ``flop_unit``), V_rate (the rate that fits the bound, in ``rate_unit``: useful bytes/s,
+    or FLOP/s for compute-bound work), V_pct_of_floor (V's floor over V's time), and
+    V_<evidence name>, V_<number the program reported> (V_registers, ...) and V_timing_<how it
+    timed> (V_timing_calls_per_sample); speedup.
+    Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, floor_ms (the larger: the slow
+    variant's work), serial_ms (their sum), V_floor_ms (V's own work's floor: the same as floor_ms
+    unless the fix changes the work per unit), V_moved_gb and V_moved_ms for the bytes each variant is
+    predicted to move; rate_label and rate_unit (what V_rate counts).
     """
     m = scenario.model
     gpu = str(results.get("gpu") or "")
@@ -163,26 +185,38 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
                          "recorded_date": str(results.get("recorded_at") or "")[:10],
                          "driver": (prov.get("gpu") or {}).get("driver"), "cuda": prov.get("cuda_driver_version")}
     v.update(m.sizes)
-    useful, flops = m.value(m.useful_bytes), m.value(m.flops)
-    bytes_ms = useful / m.bytes_per_s * 1e3
-    flops_ms = flops / m.flop_per_s * 1e3 if m.flop_per_s else None
+    useful, flops = m.useful("slow"), m.value(m.flops)
+    bytes_ms = m.bytes_s("slow") * 1e3
+    flops_ms = m.flops_s() * 1e3 if m.flop_per_s else None
     floor_ms = m.floor_s() * 1e3
     v.update(useful_gb=useful / 1e9, gflop=flops / 1e9, bytes_ms=bytes_ms, flops_ms=flops_ms, floor_ms=floor_ms,
-             serial_ms=bytes_ms + (flops_ms or 0.0))
+             serial_ms=bytes_ms + (flops_ms or 0.0), rate_label=m.rate_label, rate_unit=m.rate_unit)
+    for variant in VARIANTS:
+        v[f"{variant}_floor_ms"] = m.floor_s(variant=variant) * 1e3
     for variant, expr in m.moved_bytes.items():
         moved = m.value(expr)
         v[f"{variant}_moved_gb"] = moved / 1e9
         v[f"{variant}_moved_ms"] = moved / m.bytes_per_s * 1e3
     timings = results.get("variants") or {}
     for variant in VARIANTS:
+        # what the program reported beside its times (registers, grid, a partition's time, ...), and
+        # how it timed (timing: calls per sample, samples, the L2 flush)
+        plain = timings.get(variant) or {}
+        method = plain.get("timing") if isinstance(plain.get("timing"), dict) else {}
+        for key, value in [*plain.items(), *((f"timing_{k}", x) for k, x in method.items())]:
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in _NOT_PLACEHOLDERS:
+                v[f"{variant}_{key}"] = value
+    for variant in VARIANTS:
         t = (timings.get(variant) or {}).get("median_ms")
         if not isinstance(t, (int, float)) or t <= 0:
             continue
+        seconds = t * 1e-3
         v[f"{variant}_ms"] = t
         v[f"{variant}_min_ms"] = timings[variant].get("min_ms")
-        v[f"{variant}_gb_per_s"] = useful / (t * 1e-3) / 1e9
-        v[f"{variant}_tflop_per_s"] = flops / (t * 1e-3) / 1e12
-        v[f"{variant}_pct_of_floor"] = floor_ms / t * 100
+        v[f"{variant}_gb_per_s"] = m.useful(variant) / seconds / 1e9
+        v[f"{variant}_tflop_per_s"] = flops / seconds / 1e12
+        v[f"{variant}_rate"] = m.rate(variant, seconds)
+        v[f"{variant}_pct_of_floor"] = v[f"{variant}_floor_ms"] / t * 100
     if "slow_ms" in v and "fixed_ms" in v:
         v["speedup"] = v["slow_ms"] / v["fixed_ms"]
     for item in results.get("evidence") or []:
@@ -205,27 +239,48 @@ class Imported:
 
 
 def raw_folders(raw: Path) -> list[Path]:
-    """The recorded scenario folders in ``raw`` (or ``raw`` itself if it is one)."""
+    """The recorded scenario folders in ``raw``: ``raw`` itself if it is one, else its subfolders
+    that are, else those one level further down (``scripts/record-batch.sh`` writes them under
+    ``OUT/scenarios/``)."""
     raw = Path(raw)
     if (raw / MANIFEST).is_file():
         return [raw]
     if not raw.is_dir():
         raise InputError(raw, "is not a folder")
-    found = sorted(d for d in raw.iterdir() if (d / MANIFEST).is_file())
-    if not found:
-        raise InputError(raw, f"holds no recorded scenarios (no */{MANIFEST}; was it written by coach record?)")
-    return found
+    for pattern in (f"*/{MANIFEST}", f"*/*/{MANIFEST}"):
+        found = sorted(m.parent for m in raw.glob(pattern))
+        if found:
+            return found
+    raise InputError(raw, f"holds no recorded scenarios (no */{MANIFEST} and no packed recording "
+                          "NAME.tgz[.N]; was it written by coach record?)")
 
 
 def import_raw(raw: Path, traces: Path | None = None, *, log: Log = lambda line: None) -> list[Imported]:
-    """Import every recorded scenario under ``raw`` into ``traces`` (default: the project's traces/)."""
+    """Import every recorded scenario under ``raw`` into ``traces`` (default: the project's traces/).
+    ``raw`` may also be a folder of packed recordings (``scripts/pack-recording.sh``: NAME.tgz, or
+    its parts NAME.tgz.0, NAME.tgz.1, ...), which are unpacked into a temporary folder first."""
     from coach.ingest import load  # the readers pull in polars and, for .ncu-rep, ncu_report
 
     traces = Path(traces) if traces is not None else traces_dir()
-    done = []
-    for folder in raw_folders(raw):
-        done.append(_import_one(folder, traces, load, log))
+    with _raw_root(Path(raw), log) as root:
+        done = [_import_one(folder, traces, load, log) for folder in raw_folders(root)]
+    from coach import recorded_rates  # noqa: PLC0415 - needs the imported recordings
+
+    for gpu in sorted({item.folder.parent.name for item in done}):
+        log(f"best recorded rates: {recorded_rates.write(gpu, traces)}")
     return done
+
+
+@contextmanager
+def _raw_root(raw: Path, log: Log) -> Iterator[Path]:
+    """``raw`` itself, or, where it holds packed recordings and no raw folders, their contents."""
+    if raw.is_dir() and not (raw / MANIFEST).is_file() and not any(raw.glob(f"*/{MANIFEST}")) \
+            and not any(raw.glob(f"*/*/{MANIFEST}")) and archives.find(raw):
+        with archives.unpacked(raw) as root:
+            log(f"unpacked {', '.join(archives.find(raw))} from {raw}")
+            yield root
+        return
+    yield raw
 
 
 def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log: Log) -> Imported:
@@ -266,7 +321,9 @@ def _import_one(folder: Path, traces: Path, load: Callable[[Path], Profile], log
                 kept[variant][tool] = f"{variant}/{tool}"
                 log(f"{scenario.id}: {variant} {tool}: {_rows(profile)}")
                 if tool == "ncu" and variant in scenario.profile.keep_ncu_rep and src.is_file():
-                    shutil.copyfile(src, stage / variant / KEPT_NCU_REP)
+                    with src.open("rb") as fin, lzma.open(stage / variant / KEPT_NCU_REP, "wb",
+                                                         preset=XZ_PRESET) as fout:
+                        shutil.copyfileobj(fin, fout)
                     kept[variant]["ncu_rep"] = f"{variant}/{KEPT_NCU_REP}"
         evidence = check_evidence(scenario, profiles)
         results = _results(scenario, manifest, timings, evidence, kept)
@@ -333,6 +390,8 @@ def _results(scenario: Scenario, manifest: Mapping[str, Any], timings: dict[str,
         "meets_min_speedup": None if speedup is None else speedup >= scenario.min_speedup,
         "evidence": [e.to_dict() for e in evidence],
         "profiles": kept,
+        # what each recording step took on the GPU machine (the next recording's time estimate)
+        "record_steps": manifest.get("steps") or [],
     }
     results["values"] = placeholder_values(scenario, results)
     return results
@@ -401,6 +460,52 @@ class Recording:
 
     def values(self) -> dict[str, Any]:
         return placeholder_values(self.scenario, self.results)
+
+    def ncu_report(self, variant: str) -> Path | None:
+        """The full Nsight Compute report of ``variant`` as a ``.ncu-rep`` file (NVIDIA's ``ncu_report``
+        and ``ncu`` read only files), where the recording keeps one; None where it does not. A
+        compressed report is unpacked once into the temporary folder and reused from there."""
+        rel = ((self.results.get("profiles") or {}).get(variant) or {}).get("ncu_rep")
+        if rel is None:
+            return None
+        kept = self.folder / rel
+        if not kept.is_file():
+            raise InputError(kept, f"is missing: {RESULTS_FILE} names it as the kept Nsight Compute report")
+        if kept.suffix != ".xz":
+            return kept
+        stat = kept.stat()
+        gpu = self.folder.parent.name
+        target = Path(tempfile.gettempdir()) / "coach-ncu-reports" / \
+            f"{gpu}-{self.scenario.id}-{variant}-{stat.st_size}-{stat.st_mtime_ns}.ncu-rep"
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + f".partial-{os.getpid()}")
+            try:
+                with lzma.open(kept, "rb") as fin, partial.open("wb") as fout:
+                    shutil.copyfileobj(fin, fout)
+            except (lzma.LZMAError, EOFError) as err:
+                partial.unlink(missing_ok=True)
+                raise InputError(kept, f"is not a complete xz-compressed report ({err})") from None
+            partial.replace(target)
+        return target
+
+
+def refresh_values(traces: Path | None = None, *, log: Log = lambda line: None) -> list[Path]:
+    """Recompute the placeholder values stored in every recording's results.json under ``traces``
+    (after a ceiling in hardware/measured or a scenario's model changed: the stored copy must say
+    what ``coach run`` prints); only ``values`` changes. Returns the files rewritten."""
+    base = Path(traces) if traces is not None else traces_dir()
+    done = []
+    for path in sorted(base.glob(f"*/scenario-*/{RESULTS_FILE}")):
+        results = _read_json(path)
+        scenario = scenarios.find(str(results.get("scenario")))
+        values = placeholder_values(scenario, results)
+        if values != results.get("values"):
+            results["values"] = values
+            path.write_text(json.dumps(results, indent=2) + "\n")
+            log(f"{path}: values recomputed")
+            done.append(path)
+    return done
 
 
 def recorded_gpus(scenario_id: str, traces: Path | None = None) -> list[str]:

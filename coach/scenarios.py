@@ -16,16 +16,18 @@ a column?) happen where the profiles are read, in ``coach.recordings``.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import operator
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coach import best_rates
 from coach.analyze.findings import Bottleneck
 from coach.errors import CoachError, InputError
 from coach.paths import hardware_dir, scenarios_dir
@@ -130,26 +132,76 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Model:
-    """The first-principles model: named sizes and expressions over them."""
+    """The first-principles model: named sizes and expressions over them. Every per-variant
+    quantity a presenter shows (floor, rate, % of floor) is one method here."""
 
     bound: str
     sizes: Mapping[str, float]
-    useful_bytes: str  # the fewest bytes the work must move
+    useful_bytes: str  # the fewest bytes the work must move (per unit of work; the slow variant's)
     flops: str
     moved_bytes: Mapping[str, str]  # variant -> bytes that variant is predicted to move
     bytes_per_s: float  # the ceiling the bytes count against (``bound``)
     flop_per_s: float | None  # the arithmetic ceiling, where arithmetic matters
     ceiling_source: str  # where those ceilings come from (a measurement or a datasheet)
+    #: variant -> the fewest bytes that variant's work must move, where the fix changes the work per
+    #: unit (batching: one read of the weights serves many tokens); else every variant's is useful_bytes
+    useful_by_variant: Mapping[str, str] = field(default_factory=dict)
+    flop_unit: str = "FLOP"  # what ``flops`` counts: FLOPs, or e.g. hardware sines
+    bytes_source: str = ""  # where the bandwidth ceiling comes from
+    flops_source: str = ""  # where the arithmetic ceiling comes from
+    bytes_ceiling_name: str | None = None  # the calibration measurement the bandwidth ceiling is, if measured
+    flops_ceiling_name: str | None = None
 
     def value(self, expr: str) -> float:
         return evaluate(expr, self.sizes)
 
-    def floor_s(self, bytes_expr: str | None = None) -> float:
+    def useful(self, variant: str = "slow") -> float:
+        """The fewest bytes ``variant``'s work must move, per unit of work."""
+        return self.value(self.useful_by_variant.get(variant, self.useful_bytes))
+
+    def bytes_s(self, variant: str = "slow") -> float:
+        """The useful bytes over the bandwidth ceiling."""
+        return self.useful(variant) / self.bytes_per_s
+
+    def flops_s(self) -> float | None:
+        """The arithmetic over the arithmetic ceiling (None where arithmetic is not modelled)."""
+        return self.value(self.flops) / self.flop_per_s if self.flop_per_s else None
+
+    def floor_s(self, bytes_expr: str | None = None, variant: str = "slow") -> float:
         """The least time the work can take: bytes over the bandwidth ceiling, or FLOPs over the
-        arithmetic ceiling, whichever is larger."""
-        t_bytes = self.value(bytes_expr or self.useful_bytes) / self.bytes_per_s
-        t_flops = self.value(self.flops) / self.flop_per_s if self.flop_per_s else 0.0
-        return max(t_bytes, t_flops)
+        arithmetic ceiling, whichever is larger. ``variant`` picks the work (see ``useful``)."""
+        t_bytes = (self.value(bytes_expr) / self.bytes_per_s) if bytes_expr else self.bytes_s(variant)
+        return max(t_bytes, self.flops_s() or 0.0)
+
+    @property
+    def rate_kind(self) -> str:
+        """What a rate of this work counts, by the bound: "bytes" for DRAM- and link-bound work,
+        "flops" for compute-bound work (in ``flop_unit``)."""
+        return "flops" if self.bound == "compute" and self.flop_per_s else "bytes"
+
+    def rate(self, variant: str, seconds: float) -> float:
+        """The rate that fits the bound, for ``variant`` taking ``seconds`` per unit of work: useful
+        bytes per second (DRAM, the host link) or ``flop_unit`` per second (compute)."""
+        if self.rate_kind == "flops":
+            return self.value(self.flops) / seconds
+        return self.useful(variant) / seconds
+
+    @property
+    def rate_label(self) -> str:
+        """How the rate of ``rate`` reads: "useful bytes/s", "host-to-device bytes/s", "FLOP/s", "sines/s"."""
+        if self.rate_kind == "flops":
+            return "FLOP/s" if self.flop_unit == "FLOP" else f"{self.flop_unit}s/s"
+        return "host-to-device bytes/s" if self.bound == "pcie" else "useful bytes/s"
+
+    @property
+    def rate_unit(self) -> str:
+        """The unit of ``rate`` for an SI prefix: "B/s", "FLOP/s", "sine/s"."""
+        return f"{self.flop_unit}/s" if self.rate_kind == "flops" else "B/s"
+
+    @property
+    def rate_ceiling(self) -> float:
+        """The ceiling ``rate`` is measured against."""
+        return float(self.flop_per_s) if self.rate_kind == "flops" else self.bytes_per_s
 
 
 @dataclass(frozen=True)
@@ -157,6 +209,9 @@ class Fix:
     summary: str
     details: str
     wrong_fix: str  # a plausible fix that does not help, and why; may be empty
+    id: str = ""  # the planted fix: an id of coach/analyze/fixes.toml (what `coach diff` must credit)
+    gain_misses: str = ""  # why the fix's gain model misses the recorded speed-up, where it does ([gain] misses)
+    gain_params: Mapping[str, str] = field(default_factory=dict)  # [gain] batch, workers: expressions over the sizes
 
 
 @dataclass(frozen=True)
@@ -454,8 +509,17 @@ def _scenario(f: _Fields, folder: Path) -> Scenario:
     expected.done()
 
     fix_t = f.table("fix")
+    fix_id = fix_t.text("id")
+    known = fix_ids()
+    if fix_id not in known:
+        raise fix_t.error("id", f"'{fix_id}' is not a fix of coach/analyze/fixes.toml (one of {', '.join(sorted(known))})")
+    gain_t = f.table("gain", required=False)
+    gain_misses = gain_t.text("misses", "", required=False) or ""
+    gain_params = {k: gain_t.text(k) for k in GAIN_PARAMS if k in gain_t.data}
+    gain_t.done()
     fix = Fix(summary=fix_t.text("summary"), details=fix_t.text("details"),
-              wrong_fix=fix_t.text("wrong_fix", "", required=False) or "")
+              wrong_fix=fix_t.text("wrong_fix", "", required=False) or "", id=fix_id, gain_misses=gain_misses,
+              gain_params=gain_params)
     fix_t.done()
 
     rub = f.table("rubric")
@@ -464,6 +528,11 @@ def _scenario(f: _Fields, folder: Path) -> Scenario:
 
     tool = f.choice("tool", TOOLS)
     model = _model(f.table("model"))
+    for key, text in fix.gain_params.items():
+        try:
+            evaluate(text, model.sizes)
+        except ValueError as err:
+            raise InputError(f.path, f"field 'gain.{key}': {err}") from None
     programs = _programs(f.table("programs"), folder)
     profile = _profile(f.table("profile"), tool)
     evidence = tuple(_evidence(e) for e in f.tables("evidence"))
@@ -523,8 +592,22 @@ def _model(f: _Fields) -> Model:
             raise fields.error(key, str(err)) from None
         return text
 
-    useful = expr(f, "useful_bytes")
+    by_variant: dict[str, str] = {}
+    raw_useful = f.data.get("useful_bytes")
+    if isinstance(raw_useful, dict):
+        useful_t = f.table("useful_bytes")
+        for variant in useful_t.data:
+            if variant not in VARIANTS:
+                raise useful_t.error(variant, f"is not a variant (one of {', '.join(VARIANTS)})")
+            by_variant[variant] = expr(useful_t, variant)
+        if "slow" not in by_variant:
+            raise useful_t.error("slow", "is missing (the slow variant's useful bytes)")
+        useful_t.done()
+        useful = by_variant["slow"]
+    else:
+        useful = expr(f, "useful_bytes")
     flops = expr(f, "flops")
+    flop_unit = f.text("flop_unit", "FLOP", required=False) or "FLOP"
     bytes_per_s, bytes_src = _ceiling(f, "bytes_per_s", required=True)
     flop_per_s, flops_src = _ceiling(f, "flop_per_s", required=False)
     measured_src = "; ".join(x for x in (bytes_src, flops_src) if x)
@@ -538,7 +621,28 @@ def _model(f: _Fields) -> Model:
         moved[variant] = expr(moved_t, variant)
     f.done()
     return Model(bound=bound, sizes=sizes, useful_bytes=useful, flops=flops, moved_bytes=moved,
-                 bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source)
+                 bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source, useful_by_variant=by_variant,
+                 flop_unit=flop_unit, bytes_source=bytes_src or given, flops_source=flops_src or given,
+                 bytes_ceiling_name=_measured_name(f, "bytes_per_s"), flops_ceiling_name=_measured_name(f, "flop_per_s"))
+
+
+def _measured_name(f: _Fields, key: str) -> str | None:
+    raw = f.data.get(key)
+    return raw[len(MEASURED_PREFIX):] if isinstance(raw, str) and raw.startswith(MEASURED_PREFIX) else None
+
+
+FIXES_FILE = Path(__file__).resolve().parent / "analyze" / "fixes.toml"
+#: What a gain model may need that no profile holds (coach.analyze.gain): the requests one batched
+#: call serves, the workers that prepare the input; each an expression over the scenario's sizes.
+GAIN_PARAMS = ("batch", "workers")
+
+
+@functools.cache
+def fix_ids() -> frozenset[str]:
+    """The ids of the fix table (coach/analyze/fixes.toml), read with the standard library: a
+    scenario names its planted fix by one of them."""
+    with FIXES_FILE.open("rb") as fh:
+        return frozenset(tomllib.load(fh))
 
 
 MEASURED_PREFIX = "measured:"
@@ -547,7 +651,9 @@ MEASURED_PREFIX = "measured:"
 def _ceiling(f: _Fields, key: str, *, required: bool) -> tuple[float | None, str]:
     """A ceiling given as a number (with ``ceiling_source`` saying where it comes from), or as
     ``"measured:<measurement>"``: a value of the H200 calibration kept in hardware/measured/h200.json
-    (written by coach.capture.calibrate), so every scenario's floor uses the measured ceiling."""
+    (written by coach.capture.calibrate), raised to the best rate recorded on the H200 where a
+    recording went faster (``coach.best_rates``: a measured ceiling is never below a recorded rate),
+    so every scenario's floor uses the measured ceiling."""
     raw = f.data.get(key)
     if isinstance(raw, str) and raw.startswith(MEASURED_PREFIX):
         name = raw[len(MEASURED_PREFIX):]
@@ -558,10 +664,19 @@ def _ceiling(f: _Fields, key: str, *, required: bool) -> tuple[float | None, str
         m = measured["measurements"][name]
         prov = measured["provenance"]
         f.seen.add(key)
-        return float(m["value"]), (f"{m.get('detail', name)} measured on the {prov.get('gpu_name')} on "
-                                   f"{str(prov.get('date', ''))[:10]} ({measured['path']})")
+        calibrated = float(m["value"])
+        value, raised = best_rates.ceiling_for(CALIBRATED_GPU, name, calibrated)
+        text = (f"{m.get('detail', name)} measured on the {prov.get('gpu_name')} on "
+                f"{str(prov.get('date', ''))[:10]} ({measured['path']})")
+        if raised:
+            text = f"measured: {raised}; the calibration: {text}"
+        return float(value or calibrated), text
     value = f.number(key, minimum=1) if required else (f.number(key, 0.0, minimum=0) or None)
     return value, ""
+
+
+#: The GPU whose calibration and recordings the scenarios' measured ceilings come from.
+CALIBRATED_GPU = "h200"
 
 
 def measured_ceilings(gpu: str = "h200") -> dict[str, Any]:

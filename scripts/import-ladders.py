@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         for run_ladder in found:
             name = run_ladder.relative_to(args.run_dir).as_posix()
             print(import_ladder(run_ladder, args.dest / args.gpu / "ladders" / name, args.profiles_only))
+        from coach import recorded_rates  # noqa: PLC0415 - after the import: the best rates read it
+
+        print(f"best recorded rates: {recorded_rates.write(args.gpu, args.dest)}")
     except (CoachError, InputError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Record several things on one GPU machine in one go, each into OUT_DIR/<step>/ with its own log,
-# and pack each step's folder into OUT_DIR/<step>.tgz as soon as it finishes (so whatever finished
-# is kept if a later step runs out of time).
+# and pack each step's folder into OUT_DIR/<prefix><step>.tgz as soon as it finishes (so whatever
+# finished is kept if a later step runs out of time): in parts <prefix><step>.tgz.0, .1, ... of at
+# most COACH_PART_MIB MiB (default 15) when larger (scripts/pack-recording.sh). The prefix is
+# COACH_PACK_PREFIX (default none); with COACH_PACK_DIR set, the archives go there instead of OUT_DIR.
 #
 #     scripts/record-batch.sh DEBS_DIR OUT_DIR STEP...
 #
@@ -18,7 +20,10 @@
 #   nvidia-outputs      scripts/export-nvidia-outputs.sh on every .nsys-rep in tests/data
 #   hygiene             scripts/record-hygiene.sh (benchmarks measured right and wrong, and a joined
 #                       nsys + ncu recording)
-#   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all)
+#   wild:PART,PART,...  scripts/record-wild.sh (tests/programs/wild) for those parts: nsys, kineto, ncu
+#                       ("wild:all" for all three; each takes 3-5 minutes)
+#   scenarios:A,B,...   scripts/record-scenarios.sh for those scenario ids ("scenarios:all" for all);
+#                       COACH_RECORD_TIME_BUDGET_S stops it starting a scenario after that many seconds
 #   ladders:A,B,...     python3 -m coach.capture.ladder run A B ... --ncu, when that module exists
 #   live:NN,NN,...      `coach run scenario-NN --live --no-interactive` for each (the whole walk-through:
 #                       record both variants under the profilers, read, diagnose, compare), one log each
@@ -68,9 +73,13 @@ run_step() {
             "$root/scripts/export-nvidia-outputs.sh" "$dir" "$rep"
         done ;;
     hygiene) "$root/scripts/record-hygiene.sh" "$debs" "$dir" ;;
+    wild)
+        if [ "$arg" = all ] || [ "$arg" = wild ]; then set --; else set -- ${arg//,/ }; fi
+        "$root/scripts/record-wild.sh" "$dir" "$@" ;;
     scenarios)
         if [ "$arg" = all ] || [ "$arg" = scenarios ]; then set -- --all; else set -- ${arg//,/ }; fi
-        "$root/scripts/record-scenarios.sh" "$debs" "$dir" "$@" ;;
+        "$root/scripts/record-scenarios.sh" "$debs" "$dir" "$@" \
+            ${COACH_RECORD_TIME_BUDGET_S:+--time-budget "$COACH_RECORD_TIME_BUDGET_S"} ;;
     ladders) python3 -m coach.capture.ladder run ${arg//,/ } --ncu --out "$dir" ;;
     live)
         local rc=0 id
@@ -97,5 +106,7 @@ for step in "$@"; do
     echo "== $step: exit $rc after $((SECONDS - t0)) s" | tee -a "$out/batch.log"
     tail -5 "$out/$name.log"
     mv "$out/$name.log" "$out/$name/step.log"
-    tar -czf "$out/$name.tgz" -C "$out" "$name"
+    "$root/scripts/pack-recording.sh" "$out/$name" "${COACH_PACK_DIR:-$out}" "${COACH_PACK_PREFIX:-}$name" \
+        "${COACH_PART_MIB:-15}" | tee -a "$out/batch.log"
 done
+if [ -n "${COACH_PACK_DIR:-}" ]; then cp "$out/batch.log" "$COACH_PACK_DIR/${COACH_PACK_PREFIX:-}batch.log"; fi

@@ -271,7 +271,7 @@ def test_walkthrough_numbers_come_from_the_recorded_pair(walkthrough):
     assert walkthrough.fixed_time_ns == pytest.approx(198_080.0)
     assert walkthrough.speedup == pytest.approx(5.9565, rel=1e-4)
     assert fmt.ratio(walkthrough.speedup) == "5.96×"
-    assert walkthrough.slow_bytes_per_s == pytest.approx(4.5642e9 / 1.179872e-3, rel=1e-4)
+    assert walkthrough.slow_rate == pytest.approx(4.5642e9 / 1.179872e-3, rel=1e-4)
     sectors = next(e for e in walkthrough.evidence if e.metric == "global_load_sectors")
     assert (sectors.slow, sectors.fixed) == (67_108_864.0, 8_388_608.0)  # 32 and 4 per request of 2,097,152
 

@@ -4,6 +4,10 @@ the evidence measured on the way, and bad raw folders refused without leaving an
 from __future__ import annotations
 
 import json
+import lzma
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 from test_capture_support import build_raw_scenario_01, flat, run_cli
@@ -16,6 +20,7 @@ from coach.ingest import load
 # scenarios' models name with "measured:<measurement>".
 COPY_BPS = 4.191160650465186e12
 BF16_FLOPS = 683.0011648876456e12
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
 
@@ -70,10 +75,12 @@ def test_placeholder_values(imported):
     useful = 3 * 402653184 * 4
     assert v["gpu_short"] == "H200" and v["recorded_date"] == "2026-12-01"
     assert v["useful_gb"] == pytest.approx(useful / 1e9)
-    assert v["floor_ms"] == pytest.approx(useful / COPY_BPS * 1e3)
+    ceiling = scenarios.find("01").model.bytes_per_s  # the measured ceiling: at least the calibration
+    assert ceiling >= COPY_BPS
+    assert v["floor_ms"] == pytest.approx(useful / ceiling * 1e3)
     assert v["slow_moved_gb"] == pytest.approx(402653184 * 36 / 1e9)
     assert v["slow_gb_per_s"] == pytest.approx(useful / 3.45e-3 / 1e9)
-    assert v["fixed_pct_of_floor"] == pytest.approx(useful / COPY_BPS * 1e3 / 1.16 * 100)
+    assert v["fixed_pct_of_floor"] == pytest.approx(useful / ceiling * 1e3 / 1.16 * 100)
     assert v["slow_sectors_per_request"] == 32.0 and v["speedup"] == pytest.approx(3.45 / 1.16)
     scenario = scenarios.find("01")
     text = scenarios.render(scenario.symptom, v)
@@ -153,8 +160,47 @@ def test_kept_ncu_report_when_the_reader_exists(tmp_path, strided_ncu_rep):
     manifest["variants"]["slow"]["ncu"] = "slow.ncu-rep"
     (folder / "manifest.json").write_text(json.dumps(manifest))
     done = recordings.import_raw(raw, tmp_path / "traces")
-    assert done[0].results["profiles"]["slow"]["ncu_rep"] == "slow/report.ncu-rep"
-    assert (done[0].folder / "slow" / "report.ncu-rep").read_bytes() == strided_ncu_rep.read_bytes()
+    assert done[0].results["profiles"]["slow"]["ncu_rep"] == "slow/report.ncu-rep.xz"
+    kept = done[0].folder / "slow" / "report.ncu-rep.xz"
+    assert kept.stat().st_size < strided_ncu_rep.stat().st_size / 4  # xz packs a report to under a quarter
+    assert lzma.decompress(kept.read_bytes()) == strided_ncu_rep.read_bytes()
+    # read back as a report file, through the recording
+    rec = recordings.open_recording(scenarios.find("01"), tmp_path / "traces")
+    path = rec.ncu_report("slow")
+    assert path.suffix == ".ncu-rep" and path.read_bytes() == strided_ncu_rep.read_bytes()
+    assert rec.ncu_report("slow") == path  # unpacked once
+    assert load(path).launches.height == load(strided_ncu_rep).launches.height
+    assert rec.ncu_report("fixed") is None  # the fake recording has no fixed report
+    kept.write_bytes(kept.read_bytes()[:1000])  # truncated
+    with pytest.raises(InputError, match="is not a complete xz-compressed report"):
+        recordings.Recording(rec.scenario, rec.folder, rec.results).ncu_report("slow")
+
+
+def test_import_from_packed_parts(tmp_path):
+    """A recording packed by scripts/pack-recording.sh, split into parts, imports as the folder does;
+    a missing part is named."""
+    raw = tmp_path / "out"
+    build_raw_scenario_01(raw / "scenarios")
+    packed = tmp_path / "packed"
+    (raw / "scenarios" / "padding.bin").write_bytes(os.urandom(2 * 2**20 + 5))
+    done = subprocess.run(["bash", str(SCRIPTS / "pack-recording.sh"), str(raw / "scenarios"), str(packed),
+                           "batch7a-scenarios", "1"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    parts = sorted(p.name for p in packed.iterdir())
+    assert parts == ["batch7a-scenarios.tgz.0", "batch7a-scenarios.tgz.1", "batch7a-scenarios.tgz.2"]
+    assert all((packed / p).stat().st_size <= 2**20 for p in parts)
+    lines = []
+    imported = recordings.import_raw(packed, tmp_path / "traces", log=lines.append)
+    assert [i.scenario for i in imported] == ["scenario-01"]
+    assert imported[0].results["variants"]["slow"]["median_ms"] == 3.45
+    assert any(line.startswith("unpacked batch7a-scenarios.tgz from") for line in lines)
+    (packed / "batch7a-scenarios.tgz.1").unlink()
+    with pytest.raises(InputError, match="numbered parts from 0 with none missing"):
+        recordings.import_raw(packed, tmp_path / "traces2")
+    (packed / "batch7a-scenarios.tgz.1").write_bytes(b"")
+    with pytest.raises(InputError, match="cannot be unpacked from 3 parts"):
+        recordings.import_raw(packed, tmp_path / "traces2")
+    assert not (tmp_path / "traces2").exists()
 
 
 def test_measure_on_a_real_nsys_export(softmax_nsys_sqlite):

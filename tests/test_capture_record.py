@@ -34,7 +34,8 @@ def test_record_writes_reports_results_and_provenance(fake_bin, fake_data_root, 
         v: {"plain": f"{v}.plain.json", "nsys": f"{v}.sqlite", "nsys_rep": f"{v}.nsys-rep", "ncu": f"{v}.ncu-rep"}
         for v in ("slow", "fixed")}
     assert manifest["commands"]["slow"] == ["python", "prog.py", "--variant", "slow"]
-    assert manifest["profile"]["ncu"] == {"set": "full", "kernel": "copy", "launch_count": 1}
+    assert manifest["profile"]["ncu"] == {"set": "full", "kernel": "copy", "launch_count": 1,
+                                         "flags": ["--clock-control", "none", "--import-source", "yes"]}
     prov = manifest["provenance"]
     assert prov["gpu"]["name"] == "NVIDIA H200" and prov["cuda_driver_version"] == "13.0"
     assert prov["ncu"] == "Version 2025.3.1.0 (build 36398880) (public-release)"

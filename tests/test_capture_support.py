@@ -144,6 +144,7 @@ first_rule = "uncoalesced-global-access"
 min_speedup = 1.5
 
 [fix]
+id = "coalesce"
 summary = "Coalesce."
 details = "Make neighbouring threads read neighbouring addresses."
 

@@ -31,7 +31,8 @@ def test_run_from_recording(traces, capsys):
     assert text.count(where) == 2  # at the top and after the numbers
     # the symptom, with the recorded and modelled numbers filled in
     assert "takes 3.45 ms for 402,653,184 particles on the H200" in text
-    assert "4.83 GB in all, which at the H200's measured copy bandwidth would take 1.15 ms" in text
+    floor_ms = 4831838208 / scenarios.find("01").model.bytes_per_s * 1e3  # at the measured DRAM ceiling
+    assert f"4.83 GB in all, which at the H200's measured copy bandwidth would take {floor_ms:.2f} ms" in text
     assert "DRAM throughput is 91% of peak" in text and "runs at 1401 GB/s of useful bytes" in text
     assert "What would you check first in the Nsight Compute report" in text
     assert "Compare your answer" not in text  # --no-interactive
@@ -42,7 +43,12 @@ def test_run_from_recording(traces, capsys):
     assert "expected first finding: uncoalesced-global-access: matches" in text  # coach.analyze.diagnose
     assert "Store the particles as a structure of arrays" in text
     assert "speed-up 2.97x (meets the scenario's minimum of 2x)" in text
-    assert "slow 3.45 ms 1,401 33.42 %" in text and "fixed 1.16 ms 4,165 99.38 %" in text
+    # time, useful bytes/s, the floor, % of floor (each from coach.recordings.placeholder_values)
+    v = recordings.open_recording(scenarios.find("01"), traces).values()
+    assert v["slow_floor_ms"] == v["fixed_floor_ms"] == pytest.approx(floor_ms)
+    assert f"slow 3.45 ms 1.4 TB/s {floor_ms:.4g} ms {v['slow_pct_of_floor']:.4g} %" in text
+    assert f"fixed 1.16 ms 4.17 TB/s {floor_ms:.4g} ms {v['fixed_pct_of_floor']:.4g} %" in text
+    assert v["fixed_pct_of_floor"] == pytest.approx(100 * floor_ms / v["fixed_ms"])
     assert "{" not in out.split("The fix")[0]  # every placeholder before the fix text was filled
 
 

@@ -324,7 +324,7 @@ def test_cli_text_verdict_first_and_talk(capsys):
     assert -1 < out.index("- copy_strided -> copy_coalesced") < out.index("Movements of the fix 'coalesce'")
     code, out, _ = run_cli(["diff", str(NCU), str(NCU), "--before-kernel", "strided", "--after-kernel", "coalesced",
                             "--talk"], capsys)
-    assert code == 0 and "Be ready for:" in out and "8.82x faster" in out  # DRAM bytes 4.56 GB -> 517.7 MB
+    assert code == 0 and "Be ready for:" in out and "8.82x fewer" in out  # DRAM bytes 4.56 GB -> 517.7 MB
 
 
 def test_cli_errors_are_one_line(capsys):

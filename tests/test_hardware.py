@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coach import paths
+from coach import best_rates, paths
 from coach.analyze import hardware as hw
 from coach.errors import InputError
 
@@ -207,19 +207,27 @@ def test_fallback_for_a_newer_minor_version_uses_the_nearest_below():
 
 def test_ceilings_use_measured_values_where_recorded_and_say_so():
     c = hw.ceilings("h200")
-    # best of the recorded copy (4.191 TB/s) and read-only (4.195 TB/s) bandwidths (hardware/measured/h200.json)
-    assert c.bandwidth["dram"].value == pytest.approx(4.1948e12, rel=1e-4)
+    best = best_rates.read("h200")["rates"]
+
+    def measured(*names: str, calibrated: float) -> float:
+        return max([calibrated, *(best.get(n, {}).get("value", 0.0) for n in names)])
+
+    # the best of the recorded copy (4.191 TB/s) and read-only (4.195 TB/s) bandwidths
+    # (hardware/measured/h200.json), raised to the best rate recorded on the H200 (coach.best_rates)
+    dram = measured("dram_copy_bandwidth_bytes_per_s", "dram_read_bandwidth_bytes_per_s", calibrated=4.1948e12)
+    assert c.bandwidth["dram"].value == pytest.approx(dram, rel=1e-4) and c.bandwidth["dram"].value >= 4.1948e12
     assert c.bandwidth["dram"].origin == "measured" and c.bandwidth["dram"].datasheet == 4.8e12
-    assert c.compute["bf16"].value == pytest.approx(683.0e12, rel=1e-3)
-    assert c.compute["fp32"].value == pytest.approx(51.12e12, rel=1e-3)
-    assert c.compute["tf32"].value == pytest.approx(355.9e12, rel=1e-3)
+    assert ("raised to the best rate recorded" in c.bandwidth["dram"].source) == (dram > 4.1948e12 * (1 + 1e-4))
+    assert c.compute["bf16"].value == pytest.approx(measured("bf16_tensor_matmul_flop_per_s", calibrated=683.0e12), rel=1e-3)
+    assert c.compute["fp32"].value == pytest.approx(measured("fp32_simt_matmul_flop_per_s", calibrated=51.12e12), rel=1e-3)
+    assert c.compute["tf32"].value == pytest.approx(measured("tf32_tensor_matmul_flop_per_s", calibrated=355.9e12), rel=1e-3)
     assert c.compute["fp8"].origin == "derived" and c.compute["fp8"].value == 1979e12  # not measured: datasheet
     assert c.bandwidth["shared"].value == pytest.approx(132 * 128 * 1.98e9, rel=1e-3)  # 33.45 TB/s
     sheet = hw.ceilings("h200", measured=False)
     assert sheet.bandwidth["dram"].value == 4.8e12 and sheet.bandwidth["dram"].origin == "published"
     assert sheet.ridge_point("bf16") == pytest.approx(989.5e12 / 4.8e12)  # 206 FLOP/byte
     frame = c.frame()
-    assert frame.filter(frame["name"] == "dram")["measured"].to_list() == [pytest.approx(4.1948e12, rel=1e-4)]
+    assert frame.filter(frame["name"] == "dram")["measured"].to_list() == [pytest.approx(dram, rel=1e-4)]
     assert set(frame["kind"]) == {"bandwidth", "compute", "launch"}  # launch latency is measured too
 
 

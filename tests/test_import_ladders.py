@@ -45,7 +45,11 @@ def test_import_copies_the_results_and_saves_the_profile(importer, run_dir, tmp_
     assert (dest / "results.json").read_bytes() == (run_dir / "reduction" / "results.json").read_bytes()
     profile = load(dest / "ncu")
     assert profile.launches.height == 2 and profile.source.meta["git_commit"] == "synthetic"
-    assert capsys.readouterr().out == "reduction: results and 2 profiled launches\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "reduction: results and 2 profiled launches"
+    # the best rates of the GPU are written again after an import (coach.recorded_rates)
+    assert out[1] == f"best recorded rates: {tmp_path / 'traces' / 'h200' / 'best-rates.json'}"
+    assert json.loads((tmp_path / "traces" / "h200" / "best-rates.json").read_text())["gpu"] == "h200"
 
 
 def test_profiles_only_keeps_the_recorded_results_and_their_provenance(importer, run_dir, tmp_path, capsys):
@@ -59,7 +63,7 @@ def test_profiles_only_keeps_the_recorded_results_and_their_provenance(importer,
     capsys.readouterr()
 
     assert importer.main([str(run_dir), "--dest", str(traces), "--profiles-only"]) == 0
-    assert capsys.readouterr().out == "reduction: profile 2 profiled launches\n"
+    assert capsys.readouterr().out.splitlines()[0] == "reduction: profile 2 profiled launches"
     assert (dest / "results.json").read_bytes() == before
     profile = load(dest / "ncu")
     assert profile.source.meta["git_commit"] == "f330327"

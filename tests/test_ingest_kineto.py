@@ -246,7 +246,8 @@ def test_empty_trace(tmp_path, doc):
 
 def test_events_of_another_shape(tmp_path):
     doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}
-    assert "shape coach does not read" in _one_line_error(_write(tmp_path, "odd.json", doc))
+    assert "shape coach does not read (event 0 (cat kernel): ts is \"soon\", not a number)" in _one_line_error(
+        _write(tmp_path, "odd.json", doc))
 
 
 def test_nesting_depth_edges():
@@ -260,3 +261,72 @@ def test_nesting_depth_edges():
     }).sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True])
     assert ranges.with_columns(depth=nesting_depth(ranges)).select("tid", "start_ns", "end_ns", "depth").rows() == [
         (1, 0, 100, 0), (1, 0, 10, 1), (1, 0, 0, 2), (1, 10, 20, 1), (1, 10, 20, 2), (1, 20, 30, 1), (2, 5, 6, 0)]
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes from other writers (synthetic, named so): torch.compile launches, ROCm, odd argument shapes
+# --------------------------------------------------------------------------------------------
+
+
+def test_synthetic_inductor_grid_strings_are_read(tmp_path):
+    """torch.compile (Inductor) records each Triton launch with its grid as text: "grid(100,)"."""
+    doc = {"traceEvents": [
+        _x("cpu_op", "triton_poi_fused_add_0", 0.0, 3.0, kernel_backend="triton", grid="grid(100,)", stream=0,
+           num_warps=4),
+        _x("cuda_driver", "cuLaunchKernel", 1.0, 1.0, correlation=3),
+        _x("kernel", "triton_poi_fused_add_0", 4.0, 2.0, pid=0, tid=7, device=0, stream=7, correlation=3,
+           grid="grid(4, 2, 1)", block=[128, 1, 1]),
+        _x("cuda_driver", "cuLaunchKernel", 5.0, 1.0, correlation=4),
+        _x("kernel", "triton_red_fused_sum_1", 8.0, 2.0, pid=0, tid=7, device=0, stream=7, correlation=4,
+           grid="grid(s0,)", block=[128, 1, 1]),
+    ]}
+    tl = read(_write(tmp_path, "synthetic_inductor.json", doc))
+    assert tl.kernels.select("name", "grid_x", "grid_y", "grid_z", "block_x").rows() == [
+        ("triton_poi_fused_add_0", 4, 2, 1, 128), ("triton_red_fused_sum_1", None, None, None, 128)]
+    assert tl.nvtx.select("text", "domain").row(0) == ("triton_poi_fused_add_0", "cpu_op")
+
+
+def test_synthetic_rocm_trace(tmp_path):
+    """A ROCm build of torch: HIP calls in cuda_runtime, AMD kernel names, copies named Host -> Device."""
+    doc = {"deviceProperties": [{"id": 0, "name": "AMD Instinct MI300X", "totalGlobalMem": 205822885888,
+                                 "computeMajor": 9, "computeMinor": 4, "numSms": 304, "warpSize": 64,
+                                 "maxThreadsPerMultiprocessor": 2048}],
+           "traceEvents": [
+               _x("cuda_runtime", "hipMemcpyWithStream", 0.0, 30.0, correlation=1),
+               _x("gpu_memcpy", "Memcpy HtoD (Host -> Device)", 5.0, 20.0, pid=0, tid=1, device=0, stream=0,
+                  correlation=1, bytes=1 << 20),
+               _x("cuda_runtime", "hipExtModuleLaunchKernel", 40.0, 5.0, correlation=2),
+               _x("kernel", "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", 50.0, 100.0, pid=0, tid=1, device=0,
+                  stream=0, correlation=2, grid=[1024, 1, 1], block=[256, 1, 1]),
+           ]}
+    tl = read(_write(tmp_path, "synthetic_rocm.json", doc))
+    assert tl.api["name"].to_list() == ["hipMemcpyWithStream", "hipExtModuleLaunchKernel"]
+    assert tl.memcpy.select("kind", "src_memory", "dst_memory", "pageable").row(0) == ("HtoD", "unknown", "device", False)
+    assert tl.kernels.select("name", "pid", "dur_ns").row(0) == ("Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", 1, 100000)
+    assert tl.devices.select("name", "sm_count", "max_warps_per_sm").row(0) == ("AMD Instinct MI300X", 304, 32)
+
+
+def test_synthetic_array_where_a_number_was_expected_still_reads(tmp_path):
+    doc = {"traceEvents": [_x("cuda_runtime", "cudaLaunchKernel", 0.0, 1.0, correlation=[5]),
+                           _x("kernel", "k", 2.0, 1.0, pid=0, tid=7, device=0, stream=[7], correlation=5)]}
+    tl = read(_write(tmp_path, "synthetic_arrays.json", doc))
+    assert tl.kernels.select("stream_id", "correlation_id", "pid").row(0) == (7, 5, 1)
+
+
+def test_synthetic_complete_events_without_ph(tmp_path):
+    """Chrome-trace writers other than Kineto may leave ph out of complete events."""
+    doc = {"traceEvents": [{"cat": "kernel", "name": "k", "ts": 2.0, "dur": 1.0, "pid": 0, "tid": 7,
+                            "args": {"device": 0, "stream": 7}}]}
+    assert read(_write(tmp_path, "synthetic_no_ph.json", doc)).kernels.height == 1
+
+
+def test_the_odd_field_is_named(tmp_path):
+    doc = {"traceEvents": [_x("kernel", "k", 1.0, 1.0, grid={"x": 1})]}
+    assert "event 0 (cat kernel): args.grid is {\"x\": 1}" in _one_line_error(_write(tmp_path, "odd.json", doc))
+
+
+def test_a_chrome_trace_of_another_tool_says_so(tmp_path):
+    doc = {"traceEvents": [{"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": 1.0, "dur": 3.0},
+                           {"ph": "X", "cat": "Op", "name": "Add", "pid": 1, "tid": 2, "ts": 5.0, "dur": 1.0}]}
+    message = _one_line_error(_write(tmp_path, "tf.trace.json", doc))
+    assert "none of its 2 events has a category PyTorch's profiler writes" in message and "'Op'" in message

@@ -195,3 +195,22 @@ def test_instances_survive_save_and_load(prof, tmp_path):
     again = load(save(prof, tmp_path / "saved"))
     assert _opcodes(again, 0) == _opcodes(prof, 0)
     assert again.launches.height == 2
+
+
+def test_the_recording_version_is_read_from_the_report(prof, data_dir):
+    assert prof.source.tool_version == "2025.3.1.0"
+    assert load(data_dir / "ncu_triton_softmax" / "triton_softmax.ncu-rep").source.tool_version == "2025.3.1.0"
+
+
+def test_a_report_the_module_cannot_read_names_its_version(tmp_path, capfd):
+    """Synthetic: one record holding an older version's process record and nothing ncu_report can parse."""
+    import struct  # noqa: PLC0415
+
+    payload = b"\x0a\x15Nsight Compute Target\x12\x2c2020.2.0.0 (build 28768563) (public-release)" + b"\xff" * 40
+    path = tmp_path / "old.ncu-rep"
+    path.write_bytes(b"NVR\x00" + bytes(6) + struct.pack("<I", len(payload)) + payload)
+    with pytest.raises(InputError) as info:
+        load(path)
+    message = str(info.value)
+    assert "\n" not in message and "recorded by Nsight Compute 2020.2.0.0" in message
+    assert capfd.readouterr().err == ""  # the module's own protobuf logging stays off the terminal

@@ -184,3 +184,24 @@ def test_every_mapping_alternative_names_metrics():
 ])
 def test_unit_spellings(unit, expected):
     assert normalise(unit) == expected
+
+
+def test_a_per_kernel_summary_reads_one_launch_per_kernel(data_dir, tmp_path):
+    """Synthetic: NVIDIA's recorded details page of the strided copy rearranged as ncu --csv
+    --print-summary per-kernel prints it (no ID column; Invocations; Minimum, Maximum, Average)."""
+    import polars as pl  # noqa: PLC0415
+
+    from coach.ingest import load  # noqa: PLC0415
+
+    details = pl.read_csv(data_dir / "ncu_strided_copy" / "nvidia" / "details.csv", infer_schema=False)
+    details = details.filter(pl.col("Rule Name").fill_null("") == "")
+    keep = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size", "Grid Size", "Device", "CC"]
+    summary = details.select(*keep, pl.lit("1").alias("Invocations"), "Section Name", "Metric Name", "Metric Unit",
+                             *(pl.col("Metric Value").alias(c) for c in ("Minimum", "Maximum", "Average")))
+    path = tmp_path / "summary.csv"
+    path.write_text("==PROF== Disconnected from process 490\n" + summary.write_csv(quote_style="always"))
+    profile = load(path)
+    reference = load(data_dir / "ncu_strided_copy" / "nvidia" / "details.csv")
+    assert profile.source.meta["page"] == "summary"
+    assert profile.launches.select("kernel_name", "duration_ns").rows() == \
+        reference.launches.select("kernel_name", "duration_ns").rows()

@@ -16,6 +16,8 @@ from coach.errors import InputError, ToolError
 from coach.ingest import load, nsys_rep
 
 OLD_NSYS_VERSION = "NVIDIA Nsight Systems version 2022.4.2.1-df9881f"
+#: A stand-in as new as the 2025.3 reports, for failures that are not about the version.
+NEW_NSYS_VERSION = "NVIDIA Nsight Systems version 2025.3.2.0-36398880"
 
 
 @pytest.fixture(autouse=True)
@@ -53,8 +55,9 @@ while [ $# -gt 0 ]; do [ "$1" = "--output" ] && out="$2"; shift; done
 
 def test_missing_nsys_says_to_install_it_or_pass_the_sqlite(softmax_nsys_rep, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ToolError, match=r"install Nsight Systems .* pass the report's SQLite export"):
+    with pytest.raises(ToolError, match=r"install Nsight Systems .* pass the report's SQLite export") as info:
         load(softmax_nsys_rep)
+    assert "recorded by Nsight Systems 2025.3.1.0" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_coach_nsys_must_be_executable(softmax_nsys_rep, tmp_path, monkeypatch):
@@ -68,7 +71,7 @@ def test_export_through_a_stand_in_nsys(fake_nsys, softmax_nsys_rep, softmax_nsy
     tl = load(softmax_nsys_rep)
     assert tl.kernels.height == 11 and tl.nvtx.height == 3
     assert tl.source.format == "nsys-rep" and tl.source.path == str(softmax_nsys_rep)
-    assert tl.source.tool_version == "2025.3.2.0" and tl.source.meta["exported_by"].endswith("nsys")
+    assert tl.source.tool_version == "2025.3.1.0" and tl.source.meta["exported_by"].endswith("nsys")
 
 
 def test_coach_nsys_wins_over_path(fake_nsys, softmax_nsys_rep, softmax_nsys_sqlite, tmp_path, monkeypatch):
@@ -82,7 +85,8 @@ def test_coach_nsys_wins_over_path(fake_nsys, softmax_nsys_rep, softmax_nsys_sql
 
 
 def test_failing_export_shows_its_stderr(fake_nsys, softmax_nsys_rep):
-    fake_nsys('echo "progress..."; echo "first complaint" >&2; echo "Exportation error: disk full" >&2; exit 1')
+    fake_nsys('echo "progress..."; echo "first complaint" >&2; echo "Exportation error: disk full" >&2; exit 1',
+              version_line=NEW_NSYS_VERSION)
     with pytest.raises(ToolError) as info:
         load(softmax_nsys_rep)
     message = str(info.value)
@@ -92,7 +96,7 @@ def test_failing_export_shows_its_stderr(fake_nsys, softmax_nsys_rep):
 
 
 def test_export_that_writes_nothing(fake_nsys, softmax_nsys_rep):
-    fake_nsys("exit 0")
+    fake_nsys("exit 0", version_line=NEW_NSYS_VERSION)
     with pytest.raises(ToolError, match=r"\(exit 0\): it printed nothing on stderr"):
         load(softmax_nsys_rep)
 
@@ -120,16 +124,61 @@ def test_too_old_nsys_names_both_versions(fake_nsys, softmax_nsys_rep):
         load(softmax_nsys_rep)
     message = str(info.value)
     assert "\n" not in message
-    assert "written by Nsight Systems 2025.3.1, which nsys 2022.4.2.1" in message
+    assert "recorded by Nsight Systems 2025.3.1.0, which nsys 2022.4.2.1" in message
+    assert "open it with Nsight Systems 2025.3.1.0 or newer" in message
     assert "pass the report's .sqlite export" in message
+
+
+@pytest.mark.parametrize("complaint", [
+    "Exportation error: Version number is invalid: 2025@5@1@160",
+    "/build/agent/work/QuadD/Common/ProtobufUtils.cpp(60): Throw in function ... "
+    "Dynamic exception type: QuadDCommon::ProtobufParseException",
+    "Exportation error: something nsys never said before",
+])
+def test_any_failure_on_a_newer_report_says_which_version_recorded_it(fake_nsys, softmax_nsys_rep, complaint):
+    """Whatever an older nsys prints, the footer's version decides: the report is newer, so say that."""
+    fake_nsys(f'echo "{complaint}" >&2; exit 1')
+    with pytest.raises(ToolError) as info:
+        load(softmax_nsys_rep)
+    message = str(info.value)
+    assert "\n" not in message and complaint not in message
+    assert message.startswith(f"{softmax_nsys_rep}: recorded by Nsight Systems 2025.3.1.0, which nsys 2022.4.2.1")
+
+
+def test_failure_on_a_report_as_old_as_the_nsys_passes_its_words_on(fake_nsys, data_dir):
+    fake_nsys('echo "Exportation error: disk full" >&2; exit 1')
+    with pytest.raises(ToolError, match=r"nsys export failed on .*nvtx_cpu.nsys-rep \(exit 1\): Exportation error: disk"):
+        load(data_dir / "nsys_nvtx_cpu_2022" / "nvtx_cpu.nsys-rep")
+
+
+def test_the_recording_version_is_read_from_the_footer(softmax_nsys_rep, data_dir):
+    assert nsys_rep.recorded_version(softmax_nsys_rep) == "2025.3.1.0"
+    assert nsys_rep.recorded_version(data_dir / "nsys_nvtx_cpu_2022" / "nvtx_cpu.nsys-rep") == "2022.4.2.1-df9881f"
+
+
+def test_a_version_in_the_first_line_is_read_where_there_is_no_footer(fake_nsys, tmp_path):
+    """Synthetic: a report whose first line carries the version in nsys's own @-separated form."""
+    rep = tmp_path / "future.nsys-rep"
+    rep.write_bytes(b"NVIDIA Tegra Profiler Report 2026@2@1@77.\n" + bytes(64))
+    fake_nsys('echo "Exportation error: Version number is invalid: 2026@2@1@77" >&2; exit 1')
+    with pytest.raises(ToolError, match=r"recorded by Nsight Systems 2026\.2\.1\.77, which nsys 2022\.4\.2\.1"):
+        load(rep)
 
 
 def test_too_old_nsys_with_an_unrecognised_report_names_its_format(fake_nsys, tmp_path):
     rep = tmp_path / "future.nsys-rep"
     rep.write_bytes(b"NVIDIA Tegra Profiler Report 99999999.\n" + bytes(64))
     fake_nsys('echo "Exportation error: Version not supported: 99999999" >&2; exit 1', version_line="garbage")
-    with pytest.raises(ToolError, match=r"written by report format 99999999, which this nsys"):
+    with pytest.raises(ToolError, match=r"recorded by report format 99999999, which this nsys"):
         load(rep)
+
+
+def test_the_recording_version_is_the_tool_version_and_the_exporter_is_kept_apart(fake_nsys, softmax_nsys_rep,
+                                                                                    softmax_nsys_sqlite):
+    fake_nsys(f'cp "{softmax_nsys_sqlite}" "$out"')
+    tl = load(softmax_nsys_rep)
+    assert tl.source.tool_version == "2025.3.1.0"  # the footer; the export says 2025.3.2.0
+    assert tl.source.meta["export_product_version"] == "2025.3.2.0"
 
 
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="needs Nsight Systems' nsys")
@@ -145,5 +194,5 @@ def test_real_nsys_exports_a_report_of_its_own_version(data_dir):
 def test_real_nsys_2022_refuses_a_2025_report(softmax_nsys_rep):
     if "2022.4" not in nsys_rep._nsys_version(nsys_rep.nsys_executable()):
         pytest.skip("the installed nsys is not 2022.4")
-    with pytest.raises(ToolError, match=r"written by Nsight Systems 2025\.3\.1, which nsys 2022\.4\.2\.1"):
+    with pytest.raises(ToolError, match=r"recorded by Nsight Systems 2025\.3\.1\.0, which nsys 2022\.4\.2\.1"):
         load(softmax_nsys_rep)

@@ -212,8 +212,14 @@ def test_uncoalesced_without_access_width_uses_the_widest_ideal():
     assert f.details["ideal_sectors_per_request"] == 16 and "width unknown" in f.message
     # not memory-bound by the root's verdict (no speed-of-light numbers): weight 1 (no share known)
     assert f.estimated_saving_ns == pytest.approx(1e6 * (32e3 - 16e3) / 32e3)
-    # 17 sectors per request with an unknown width is not flagged: 16-byte loads could be coalesced at 16
-    assert run("uncoalesced", duration_ns=1e6, global_load_requests=1e3, global_load_sectors=16e3) == []
+    # 16 sectors per request with an unknown width is not flagged, 16-byte loads could be coalesced at 16,
+    # but not passed either: 4-byte loads would touch 4x the sectors they need. The rule says it cannot decide.
+    (note,) = run("uncoalesced", duration_ns=1e6, global_load_requests=1e3, global_load_sectors=16e3)
+    assert note.rule_id == "not-checked:uncoalesced-global-access" and note.estimated_saving_ns is None
+    assert note.details["needs"] == ["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"]
+    assert "16.0 sectors per request" in note.message and "4.0x the ideal for 4-byte" in note.message
+    # 5 sectors per request is coalesced for any access of 4 bytes or more, whatever the width
+    assert run("uncoalesced", duration_ns=1e6, global_load_requests=1e3, global_load_sectors=5e3) == []
 
 
 def test_misaligned_but_contiguous_is_not_uncoalesced():

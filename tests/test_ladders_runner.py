@@ -402,8 +402,9 @@ def test_summary_table(tmp_path):
 # The synthetic compute ladder matmul/synthetic: arch, sizes, FLOP ceilings, the profile child.
 
 def test_nvrtc_options_carry_the_rungs_arch():
-    assert runner.nvrtc_options(Path("/k/common")) == ("--std=c++17", "-I/k/common")
-    assert runner.nvrtc_options(Path("/k/common"), "sm_90a") == ("--std=c++17", "-I/k/common", "-arch=sm_90a")
+    assert runner.nvrtc_options(Path("/k/common")) == ("--std=c++17", "-lineinfo", "-I/k/common")
+    assert runner.nvrtc_options(Path("/k/common"), "sm_90a") == ("--std=c++17", "-lineinfo", "-I/k/common",
+                                                                   "-arch=sm_90a")
 
 
 def _recording_builder(seen):

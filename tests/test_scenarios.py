@@ -3,13 +3,14 @@ field is refused with one line naming the file and the field."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 
 import pytest
 from test_capture_support import FAKE_SCENARIO
 
-from coach import model, scenarios
+from coach import best_rates, model, scenarios
 from coach.analyze.findings import Bottleneck
 from coach.errors import CoachError, InputError
 from coach.recordings import placeholder_values
@@ -32,18 +33,21 @@ def test_pilot_scenarios():
                                                                     "pageable-memcpy")
     assert s01.programs["slow"].argv("python")[1:] == [str(s01.folder / "particles.py"), "--variant", "slow"]
     assert (s01.profile.ncu, s01.profile.ncu_kernel, s01.profile.ncu_launch_count, s01.profile.keep_ncu_rep) == \
-        (True, "drift_x", 1, ("slow",))
+        (True, "drift_x", 1, ("slow", "fixed"))
     assert (s15.profile.nsys, s15.profile.ncu) == (True, False)
     # the bytes model: n = 3 * 2^27 particles, 12 useful bytes each; the slow layout moves 36
     m = s01.model
     assert m.sizes["n"] == 402653184 and isinstance(m.sizes["n"], int)
     assert m.value(m.useful_bytes) == 4831838208
     assert m.value(m.moved_bytes["slow"]) == 14495514624
-    assert m.floor_s() == pytest.approx(4831838208 / COPY_BPS)
+    # the measured ceiling: the calibration, raised to the best rate recorded on the H200 (coach.best_rates)
+    assert m.bytes_per_s == best_rates.ceiling_for("h200", "dram_copy_bandwidth_bytes_per_s", COPY_BPS)[0] >= COPY_BPS
+    assert m.floor_s() == pytest.approx(4831838208 / m.bytes_per_s)
     # scenario 15 is bound by arithmetic once the copy overlaps: 4.4 TFLOP per step against 0.27 GB
     m = s15.model
     assert m.value(m.flops) == 2 * 8192**3 * 4
-    assert m.floor_s() == pytest.approx(2 * 8192**3 * 4 / BF16_FLOPS)
+    assert m.flop_per_s == best_rates.ceiling_for("h200", "bf16_tensor_matmul_flop_per_s", BF16_FLOPS)[0] >= BF16_FLOPS
+    assert m.floor_s() == pytest.approx(2 * 8192**3 * 4 / m.flop_per_s)
 
 
 @pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
@@ -57,11 +61,29 @@ def test_evidence_names_canonical_columns(scenario):
             assert scenarios.NAME_COLUMNS[e.table] in columns
 
 
+def reported_fields(script) -> set[str]:
+    """The fields a scenario program may report beside its times: the keyword arguments of its
+    harness.emit call and the keys of the dicts it builds (the extras it passes on)."""
+    tree = ast.parse(script.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "emit":
+            names |= {k.arg for k in node.keywords if k.arg}
+        elif isinstance(node, ast.Dict):
+            names |= {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            names.add(node.slice.value)  # extra["partition_ms"] = ...
+    return names
+
+
 @pytest.mark.parametrize("scenario", scenarios.all_scenarios(), ids=lambda s: s.id)
 def test_every_placeholder_has_a_value(scenario):
-    """Each {name} in the scenario's text and narrative is one that a recording fills."""
+    """Each {name} in the scenario's text and narrative is one that a recording fills: from the
+    times, the evidence, the model, and the numbers the program reports (read from its source)."""
+    reported = {v: {name: 1.0 for name in reported_fields(scenario.programs[v].script)} for v in ("slow", "fixed")}
     fake = {"gpu": "NVIDIA H200", "recorded_at": "2026-12-01T00:00:00+00:00",
-            "variants": {"slow": {"median_ms": 2.0}, "fixed": {"median_ms": 1.0}},
+            "variants": {"slow": {**reported["slow"], "median_ms": 2.0},
+                         "fixed": {**reported["fixed"], "median_ms": 1.0}},
             "evidence": [{"name": e.name, "slow": 1.0, "fixed": 1.0} for e in scenario.evidence]}
     known = set(placeholder_values(scenario, fake))
     texts = [scenario.symptom, scenario.question, scenario.fix.summary, scenario.fix.details, scenario.fix.wrong_fix,

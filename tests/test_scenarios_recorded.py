@@ -63,3 +63,28 @@ def test_careful_measurement_agrees_with_the_profiler(sid):
     results = recording_of(scenarios.find(sid)).results
     kernel_us = next(e for e in results["evidence"] if e["name"] == AGREES_WITH_PROFILER[sid])["fixed"]
     assert results["variants"]["fixed"]["median_ms"] * 1e3 == pytest.approx(kernel_us, rel=AGREEMENT)
+
+
+def gemm_self_overlap_ms(timeline) -> tuple[float, float]:
+    """(sum of the matrix-product kernels' durations, the part of it during which another product
+    was already running), in ms, from a timeline's kernel table."""
+    import polars as pl
+
+    k = timeline.kernels.filter(pl.col("name").str.contains("gemm|nvjet|xmma|cutlass|Kernel2")).sort("start_ns")
+    running = pl.col("end_ns").cum_max().shift(1).fill_null(pl.col("start_ns"))  # the latest end before each start
+    overlap = (pl.min_horizontal(pl.col("end_ns"), running) - pl.col("start_ns")).clip(lower_bound=0)
+    row = k.select(pl.col("dur_ns").sum().alias("total"), overlap.sum().alias("shared"))
+    return row["total"][0] / 1e6, row["shared"][0] / 1e6
+
+
+def test_scenario_16_products_overlap_each_other_on_three_streams():
+    """The narrative's account of the fixed version's longer product time: on three streams the
+    products of neighbouring chunks overlap each other (sharing the SMs), by about the excess over
+    the slow version's sum, and on one stream never."""
+    rec = recording_of(scenarios.find("16"))
+    slow_total, slow_shared = gemm_self_overlap_ms(rec.profile("slow", "nsys"))
+    fixed_total, fixed_shared = gemm_self_overlap_ms(rec.profile("fixed", "nsys"))
+    gemm = {e["name"]: e for e in rec.results["evidence"]}["gemm_ms"]
+    assert (slow_total, fixed_total) == (pytest.approx(gemm["slow"]), pytest.approx(gemm["fixed"]))
+    assert slow_shared == 0
+    assert fixed_shared == pytest.approx(fixed_total - slow_total, rel=0.3)

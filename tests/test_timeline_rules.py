@@ -72,7 +72,7 @@ def test_recorded_trace_ranking(kineto):
 
 def test_rule_declarations():
     ids = [r.SPEC.id for r in RULES]
-    assert len(set(ids)) == len(ids) == 9
+    assert len(set(ids)) == len(ids) == 10
     for r in RULES:
         assert isinstance(r.SPEC.category, Bottleneck) and callable(r.apply)
 
@@ -540,3 +540,18 @@ def test_layout_copies_without_operator_ranges():
 
 def test_layout_copies_quiet(kineto):
     assert run(layout_copies, kineto) == []
+
+
+def test_allocator_quiet_without_a_loop():
+    """Five buffers allocated, two kernels, five frees: five pairs, no loop (synthetic)."""
+    names = ["cudaMalloc"] * 5 + ["cudaFree"] * 5
+    starts = [i * MS for i in range(5)] + [20 * MS + i * MS for i in range(5)]
+    tl = synthetic_timeline(
+        api={"pid": [1] * 10, "tid": [1] * 10, "name": names, "start_ns": starts, "end_ns": [s + MS // 2 for s in starts]},
+        kernels=kernels([6_000, 12_000], [10_000, 16_000]))
+    assert run(allocator_churn, tl) == []
+
+
+def test_allocator_counts_the_places_it_allocates_between_launches():
+    [f] = run(allocator_churn, _churn("cudaMalloc", "cudaFree", pairs=5))
+    assert evidence(f)["allocations_between_launches"] == 4  # the first allocation precedes the first kernel

@@ -40,19 +40,23 @@ def diagnose(profile: Profile, hardware: Any = None) -> list[Finding]:
 
 
 def not_checked(rule_id: str, name: str, missing: Sequence[str], *, reason: str = "", scope: str = "",
-                launch_id: int | None = None) -> Finding:
-    """A note that rule ``rule_id`` could not run, naming the evidence that was missing."""
+                launch_id: int | None = None, needs: Sequence[str] = ()) -> Finding:
+    """A note that rule ``rule_id`` could not run (or could not decide), naming the evidence that was
+    missing. ``needs`` lists what would let it decide, one alternative each ("metric A", "metric B and
+    metric C"): the message ends "needs A or B", and ``details["needs"]`` keeps the list for JSON."""
     what = reason or (", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not in this report")
+    if needs:
+        what += "; needs " + " or ".join(needs)
     return Finding(
         rule_id=f"{NOT_CHECKED}:{rule_id}",
         category=Bottleneck.OTHER,
         title=f"Could not check {name[0].lower()}{name[1:]}",
         message=f"Could not check {name[0].lower()}{name[1:]}: {what}.",
         next_step=("Profile again with `ncu --set full` on a recent Nsight Compute; older versions and GPUs do not "
-                   "collect every metric.") if missing else "",
+                   "collect every metric.") if missing or needs else "",
         scope=scope,
         launch_id=launch_id,
-        details={"missing": list(missing)},
+        details={"missing": list(missing), "needs": list(needs)},
     )
 
 

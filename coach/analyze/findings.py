@@ -116,6 +116,9 @@ class RuleSpec:
     table: str  # the canonical table it reads: "launches", "kernels", "memcpy", ...
     requires: tuple[str, ...] = ()  # columns that must be non-null for the rule to say anything
     optional: tuple[str, ...] = ()  # columns it uses when present
+    # groups of alternatives, first preferred: at least one column of each group must be non-null
+    # (L1's sector counts, else L2's); where none is, the rule is not checked and the note names them all
+    requires_one_of: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
 
 

@@ -33,6 +33,7 @@ from typing import Any, Literal, Mapping
 
 import polars as pl
 
+from coach import best_rates
 from coach.capture.calibrate import MEASUREMENTS, SCHEMA
 from coach.errors import CoachError, InputError
 from coach.paths import calibration_dir, hardware_dir
@@ -676,9 +677,15 @@ def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) 
         sheet = gpu.value(field_name)
         keys = [k for k in MEASURED_FOR.get(name, ()) if m is not None and k in m.values]
         if keys and m is not None:
-            best = max(keys, key=lambda k: m.values[k])
-            return Ceiling(name, unit, m.values[best], "measured", f"{m.describe()}: {best}", sheet, m.values[best],
-                           ref=m.path.name)
+            # a measured ceiling is never below a rate recorded on the same GPU (coach.best_rates): the
+            # shipped calibration goes with the shipped recordings; a user's own calibration stands alone
+            shipped = m is catalog().measured.get(gpu.id)
+            raised_by = {k: best_rates.ceiling_for(gpu.id, k, m.values[k]) if shipped else (m.values[k], "")
+                         for k in keys}
+            best = max(keys, key=lambda k: raised_by[k][0] or 0.0)
+            value, raised = raised_by[best]
+            source = f"{m.describe()}: {best}" + (f"; raised to {raised}" if raised else "")
+            return Ceiling(name, unit, value, "measured", source, sheet, value, ref=m.path.name)
         return Ceiling(name, unit, sheet, s.origin, s.describe(), sheet, ref=s.source)
 
     bandwidth = {level: roof(level, f, "byte/s") for level, f in LEVEL_FIELDS.items()}

@@ -3,7 +3,9 @@
 ``summarize_timeline(tl)`` returns a dict of plain numbers and Polars frames:
 
 ``window_ns``     the span of CUDA activity the percentages are measured over
-``counts``        rows per canonical table
+``counts``        rows per canonical table, except ``devices``: the GPUs the timeline knows, from the
+                  device table or from GPU work on a device the table does not list
+``warnings``      one sentence per way the trace is incomplete (``coach.analyze.coverage``)
 ``devices``       per GPU: busy time and %, and the union time of kernels, copies and memsets
 ``top_kernels``   by total time: count, total/avg/min/max, share of all kernel time (``time_pct``),
                   grouped by full signature as ``nsys stats --report cuda_gpu_kern_sum`` groups them
@@ -25,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from coach.analyze.coverage import timeline_gaps
 from coach.analyze.timeline import TimelineAnalysis
 from coach.model import Timeline
 
@@ -36,13 +39,21 @@ def summarize_timeline(tl: Timeline, top: int = TOP, analysis: TimelineAnalysis 
     a = analysis or TimelineAnalysis(tl)
     return {
         "window_ns": a.window_ns,
-        "counts": {name: df.height for name, df in tl.tables().items()},
+        "counts": {**{name: df.height for name, df in tl.tables().items()}, "devices": device_count(tl, a)},
+        "warnings": timeline_gaps(tl),
         "devices": a.utilisation,
         "top_kernels": top_kernels(tl.kernels, top),
         "memcpy": memcpy_by_kind(tl.memcpy),
         "top_api": top_api(tl.api, top),
         "nvtx": nvtx_ranges(a.projection, top),
     }
+
+
+def device_count(tl: Timeline, a: TimelineAnalysis) -> int:
+    """GPUs the timeline knows: listed in its device table or running its work (a trace can hold work
+    on devices whose properties it did not record, and list devices that ran nothing)."""
+    ids = pl.concat([tl.devices.select("device_id"), a.work.select("device_id")]).drop_nulls().unique()
+    return ids.height
 
 
 def top_kernels(kernels: pl.DataFrame, top: int = TOP) -> pl.DataFrame:

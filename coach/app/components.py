@@ -59,16 +59,17 @@ def plain_table(header_row: Sequence[str], rows: Sequence[Sequence[Any]], numeri
 def data_table(id: str, frame: pl.DataFrame, labels: dict[str, str], page_size: int = 15) -> dash_table.DataTable:
     """A sortable, filterable table of ``frame``'s columns named in ``labels`` (column -> header).
 
-    Numbers stay numbers (so sorting is numeric) and are shown to three significant digits.
+    Numbers stay numbers (so sorting is numeric) and are shown to three significant digits; a value
+    the report lacks (null) reads "not in report", never 0 or blank.
     """
     columns = []
     for col, label in labels.items():
         spec: dict[str, Any] = {"name": label, "id": col}
         dtype = frame.schema[col]
         if dtype.is_integer():
-            spec.update(type="numeric", format={"specifier": ",d"})
+            spec.update(type="numeric", format={"specifier": ",d", "nully": fmt.NOT_IN_REPORT})
         elif dtype.is_numeric():
-            spec.update(type="numeric", format={"specifier": ",.2f"})
+            spec.update(type="numeric", format={"specifier": ",.2f", "nully": fmt.NOT_IN_REPORT})
         columns.append(spec)
     return dash_table.DataTable(
         id=id,

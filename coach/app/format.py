@@ -11,6 +11,8 @@ _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0,
 _SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 
 MISSING = "–"
+#: A metric the report lacks, in tables of a report's numbers (coach.analyze.quantities.NOT_IN_REPORT).
+NOT_IN_REPORT = "not in report"
 
 
 def missing(value: float | None) -> bool:

@@ -64,9 +64,12 @@ class Walkthrough:
     fixed_timeline: Timeline | None = field(default=None, compare=False)
     slow_time_ns: float | None = None
     fixed_time_ns: float | None = None
-    slow_bytes_per_s: float | None = None  # as measured: see ``rate_label``
-    fixed_bytes_per_s: float | None = None
-    rate_label: str = "DRAM rate"  # what the bytes per second count
+    slow_rate: float | None = None  # the rate that fits the bound, in ``rate_unit``: see ``rate_label``
+    fixed_rate: float | None = None
+    rate_label: str = "DRAM rate"  # what the rate counts: "DRAM rate", "useful bytes/s", "FLOP/s", "sines/s"
+    rate_unit: str = "B/s"  # for an SI prefix: "B/s", "FLOP/s", "sine/s"
+    slow_floor_ns: float | None = None  # each variant's floor (coach.recordings.placeholder_values)
+    fixed_floor_ns: float | None = None
     recorded: bool = True  # False for a scenario whose traces are not recorded yet
     scenario: bool = False  # one of the project's scenarios (so it has an exercise: `coach exercise ID`)
     #: Reads the profiles behind a walkthrough listed without them (the gallery lists scenarios
@@ -123,8 +126,15 @@ def _value(profile: KernelProfile, column: str) -> float | None:
 
 
 def _rate(profile: KernelProfile) -> float | None:
-    b, t = _value(profile, "dram_bytes"), _value(profile, "duration_ns")
-    return None if b is None or not t else b / (t * 1e-9)
+    """The launch's DRAM rate (``coach.analyze.quantities.dram_rate``: bytes over the duration, or
+    Nsight Compute's throughput % of its peak); None when the report has neither."""
+    from coach.analyze.kernel_metrics import with_derived  # noqa: PLC0415
+    from coach.analyze.quantities import dram_rate  # noqa: PLC0415
+
+    if profile.launches.is_empty():
+        return None
+    v = with_derived(profile.launches.head(1), profile.devices).select(dram_rate()).item()
+    return None if v is None else float(v)
 
 
 def evidence_rows(before: KernelProfile, after: KernelProfile, wanted: Sequence[dict[str, Any]]) -> tuple[EvidenceRow, ...]:
@@ -144,8 +154,8 @@ def kernel_pair(*, before: KernelProfile, after: KernelProfile, evidence: Sequen
         after=after,
         slow_time_ns=_value(before, "duration_ns"),
         fixed_time_ns=_value(after, "duration_ns"),
-        slow_bytes_per_s=_rate(before),
-        fixed_bytes_per_s=_rate(after),
+        slow_rate=_rate(before),
+        fixed_rate=_rate(after),
     )
 
 
@@ -219,7 +229,7 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
 
     def rate(key: str) -> float | None:
         v = values.get(key)
-        return None if v is None else float(v) * 1e9
+        return None if v is None else float(v)
 
     walk = Walkthrough(
         id=scn.id, title=scn.title, level=scn.level, symptom=_text(scn.symptom, values), question=scn.question,
@@ -227,8 +237,10 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
         wrong_fix=scn.fix.wrong_fix, hints=tuple(scn.hints), strong=tuple(scn.rubric.strong),
         red_flags=tuple(scn.rubric.red_flags), evidence=evidence,
         slow_time_ns=ms_to_ns("slow_ms"), fixed_time_ns=ms_to_ns("fixed_ms"),
-        slow_bytes_per_s=rate("slow_gb_per_s"), fixed_bytes_per_s=rate("fixed_gb_per_s"),
-        rate_label="useful bytes/s", recorded=rec is not None, scenario=True,
+        slow_rate=rate("slow_rate"), fixed_rate=rate("fixed_rate"),
+        rate_label=scn.model.rate_label, rate_unit=scn.model.rate_unit,
+        slow_floor_ns=ms_to_ns("slow_floor_ms"), fixed_floor_ns=ms_to_ns("fixed_floor_ms"),
+        recorded=rec is not None, scenario=True,
     )
     if rec is None:
         return walk

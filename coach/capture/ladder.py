@@ -61,7 +61,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from coach.capture import nvrtc
+from coach.capture import harness, nvrtc
 from coach.capture.calibrate import describe_gpu, write_json
 from coach.capture.sass import disassemble, sass_record, triton_sass
 from coach.errors import InputError
@@ -301,8 +301,10 @@ def nvrtc_options(include: Path, arch: str | None = None) -> tuple[str, ...]:
     with one (``sm_90a``) it still appends its own after ours, and NVRTC 13 builds for the
     architecture-specific target whichever comes first (an sm_90a-only instruction such as
     ``wgmma.fence`` compiles with ``-arch=sm_90 -arch=sm_90a`` in either order and fails with
-    ``-arch=sm_90`` alone), so the rung gets the target it asks for."""
-    return ("--std=c++17", f"-I{include}", *((f"-arch={arch}",) if arch else ()))
+    ``-arch=sm_90`` alone), so the rung gets the target it asks for. ``-lineinfo`` maps the machine
+    code to the rung's lines (with ``harness.cuda_source``, to the rung's own file) for Nsight
+    Compute's source view; it does not change the code generated."""
+    return ("--std=c++17", "-lineinfo", f"-I{include}", *((f"-arch={arch}",) if arch else ()))
 
 
 #: Options CuPy's RawModule adds to the caller's before NVRTC compiles (cupy.cuda.compiler
@@ -332,8 +334,8 @@ class CupyBuild:
         if not self.signatures:
             raise ValueError(f"{path.name}: no extern \"C\" __global__ kernel found")
         self.options = nvrtc_options(include, arch)
-        self._source = source
-        self._module = cupy.RawModule(code=source, options=self.options, backend="nvrtc")
+        self._source = harness.cuda_source(path)  # the line table names the rung's file, not CuPy's temporary one
+        self._module = cupy.RawModule(code=self._source, options=self.options, backend="nvrtc")
         self._functions = {name: self._module.get_function(name) for name in self.signatures}  # compiles now
         self.resources = {
             name: {"registers": int(f.num_regs), "local_bytes": int(f.local_size_bytes),

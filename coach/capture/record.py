@@ -32,7 +32,8 @@ import coach
 from coach import scenarios
 from coach.capture import harness, probe, tools
 from coach.capture.doctor import NSYS_ENV_FIX
-from coach.capture.profile import NSYS_PROFILE_FLAGS, NSYS_TIMED_ONLY_FLAGS, NcuOptions, ncu_capture, nsys_capture
+from coach.capture.profile import (NCU_FIXED_FLAGS, NSYS_PROFILE_FLAGS, NSYS_TIMED_ONLY_FLAGS, NcuOptions,
+                                  ncu_capture, nsys_capture)
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, ToolError
 from coach.paths import kernels_dir
@@ -155,8 +156,8 @@ def _record_one(scenario: Scenario, final: Path, machine: dict[str, Any], paths:
             "provenance": machine,
             "commands": {v: ["python", scenario.programs[v].script.name, *scenario.programs[v].args] for v in variants},
             "profile": {"nsys_flags": " ".join(NSYS_PROFILE_FLAGS + _nsys_extra_flags(spec)) if spec.nsys else None,
-                        "ncu": {"set": spec.ncu_set, "kernel": spec.ncu_kernel, "launch_count": spec.ncu_launch_count}
-                        if spec.ncu else None},
+                        "ncu": {"set": spec.ncu_set, "kernel": spec.ncu_kernel, "launch_count": spec.ncu_launch_count,
+                                "flags": list(NCU_FIXED_FLAGS)} if spec.ncu else None},
             "variants": files,
             "steps": steps,
         }

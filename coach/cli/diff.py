@@ -65,7 +65,7 @@ def diff_cmd(
             a = only_kernels(a, pattern)
     scen = scenarios.find(scenario) if scenario else None
     d = diff(b, a, fix=fix or None, scenario=scen)
-    points = for_diff(d) if talk else None
+    points = for_diff(d, b, a) if talk else None
     if as_json:
         out = d.to_dict()
         if points is not None:
@@ -129,6 +129,8 @@ def _fmt(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _checks_table(d: Any) -> None:
     rows = d.headline_checks().to_dicts()
+    if d.fix is None and d.suggested:  # the credited fix's movements (the others are named in the verdict)
+        rows = [r for r in rows if r.get("fix") == d.suggested[0] or r.get("why") == "scenario evidence"]
     if not rows:
         return
     title = (f"Movements the fix '{d.fix.id}' should cause" if d.fix

@@ -120,7 +120,8 @@ def _as_json(defn, res, rows) -> dict[str, Any]:
         "ladder": defn.name, "title": defn.title, "gpu": res.gpu, "synthetic": res.synthetic, "size": res.size_name,
         "unit": unit,
         "ceiling": {"name": res.ceiling_name, "unit": res.ceiling_unit, "value": res.ceiling_value,
-                    "bytes_per_s": res.ceiling_bytes_per_s},
+                    "bytes_per_s": res.ceiling_bytes_per_s, "calibrated": res.ceiling_calibrated,
+                    "source": "measured", "note": res.ceiling_note},
         "baseline": res.baseline, "goal": defn.goal, "goal_bytes_per_s": defn.goal_bytes_per_s,
         "goal_flop_per_s": defn.goal_flop_per_s, "goal_ratio_to_baseline": defn.goal_ratio_to_baseline,
         "goal_met": {"last": verdict.last and verdict.last.rung.key, "last_met": verdict.last_met,
@@ -155,7 +156,8 @@ def _print_table(defn, res, rows) -> None:
     ceiling = _rate_text(res.ceiling_value, compute) if res.ceiling_value else "unknown"
     size = "" if res.size_name == defn.main_size else f", size {res.size_name}"
     t = Table(title=f"{defn.title} on the {res.gpu}{size}",
-              caption=f"% of the measured {_ceiling_words(res.ceiling_name)} ceiling ({ceiling}); x: time ratios, "
+              caption=f"% of the measured {_ceiling_words(res.ceiling_name)} ceiling ({ceiling}"
+                      + (f": {res.ceiling_note}" if res.ceiling_note else "") + "); x: time ratios, "
                       f"> 1 is faster (x prev: over the previous correct rung; x base: over {res.baseline})")
     for col in ("#", "rung", "time", rate_col, "% ceil", "x prev", "x v0", "x base"):
         t.add_column(col, justify="left" if col in ("#", "rung") else "right", no_wrap=col != "rung")

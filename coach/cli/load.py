@@ -109,20 +109,31 @@ def _table(title: str, columns: list[tuple[str, str]]):
 def _show_kernels(k: dict[str, Any]) -> None:
     dev = k["device"]
     if dev.get("name"):
-        peak = f", peak DRAM {_rate(dev['memory_bandwidth_bytes_per_s'])}" if dev.get("memory_bandwidth_bytes_per_s") else ""
+        peak = (f", Nsight Compute's DRAM peak {_rate(dev['memory_bandwidth_bytes_per_s'])}"
+                if dev.get("memory_bandwidth_bytes_per_s") else "")
         console.print(f"{dev['name']}, {dev.get('sm_count')} SMs{peak}; {k['launches']} launches profiled")
-    t = _table("Kernels by time", [("kernel", "left"), ("launches", "right"), ("time", "right"), ("% time", "right"),
-                                   ("DRAM", "right"), ("% peak", "right"), ("SM %", "right"), ("FLOP/s", "right"),
-                                   ("FLOP/B", "right"), ("occupancy", "right"), ("grid x block", "right")])
+    t = _table("Kernels by time", [("kernel", "left"), ("n", "right"), ("time", "right"), ("% time", "right"),
+                                   ("DRAM", "right"), ("% of peak", "right"), ("SM %", "right"), ("FLOP/s", "right"),
+                                   ("occup.", "right"), ("grid x block", "right")])
+    t.columns[0].min_width = 14
+    derived = False
     for r in k["kernels"].iter_rows(named=True):
-        t.add_row(r["kernel_name"], str(r["launches"]), _time(r["total_ns"]), _pct(r["time_pct"]),
+        derived |= r.get("dram_rate_source") == "throughput %"
+        t.add_row(_short(r["kernel_name"], 40), str(r["launches"]), _time(r["total_ns"]), _pct(r["time_pct"]),
                   _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]), _pct(r["sm_throughput_pct"]),
-                  _flops(r["flop_per_s"]), _num(r["arithmetic_intensity"]), _pct(r["achieved_occupancy_pct"]),
-                  f"{r['grid_size']} x {r['block_size']}")
+                  _flops(r["flop_per_s"]), _pct(r["achieved_occupancy_pct"]), f"{r['grid_size']}x{r['block_size']}")
     console.print(t)
+    note = "% of peak: of Nsight Compute's own DRAM peak."
+    if derived:
+        note += " DRAM: no byte count in the report; Nsight Compute's DRAM throughput x its peak."
+    console.print(f"[dim]{note}[/]")
 
 
 def _show_timeline(s: dict[str, Any]) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+
+    for warning in s.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if not s["window_ns"]:
         console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
     else:
@@ -156,9 +167,13 @@ def _short(name: str | None, width: int = 70) -> str:
     return "" if name is None else name if len(name) <= width else name[: width - 1] + "…"
 
 
+#: A value the report lacks (never shown as 0).
+MISSING = "not in report"
+
+
 def _time(ns: float | None) -> str:
     if ns is None:
-        return "-"
+        return MISSING
     for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
         if abs(ns) >= scale:
             return f"{ns / scale:.2f} {unit}"
@@ -167,7 +182,7 @@ def _time(ns: float | None) -> str:
 
 def _si(x: float | None, unit: str) -> str:
     if x is None:
-        return "-"
+        return MISSING
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
             return f"{x / scale:.2f} {prefix}{unit}"
@@ -183,15 +198,15 @@ def _bytes(x: float | None) -> str:
 
 
 def _flops(x: float | None) -> str:
-    return _si(x, "FLOP/s") if x else "-"
+    return _si(x, "FLOP/s")
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}%"
+    return MISSING if x is None else f"{x:.1f}%"
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3g}"
+    return MISSING if x is None else f"{x:.3g}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -146,7 +146,7 @@ def _provenance_line(results: dict[str, Any], *, live: bool) -> str:
 
 def _fmt(value: Any, unit: str = "") -> str:
     if not isinstance(value, (int, float)):
-        return "n/a"
+        return "not recorded"
     text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     return f"{text} {unit}".strip()
 
@@ -179,22 +179,46 @@ def _diagnosis(scenario: Any, recording: Any) -> None:
 
 
 def _before_after(scenario: Any, results: dict[str, Any], values: dict[str, Any]) -> None:
+    """Times, the rate that fits the bound (useful bytes/s for DRAM- and link-bound work, FLOP/s or
+    the model's own unit for compute-bound work) and % of floor, each variant against its own work's
+    floor, all from ``coach.recordings.placeholder_values`` (the numbers every page shows)."""
+    m = scenario.model
     variants = results.get("variants") or {}
     unit = (variants.get("slow") or {}).get("unit") or "run"
-    bound = {"dram": "useful GB/s", "pcie": "host-to-device GB/s", "compute": "useful GB/s"}[scenario.model.bound]
-    flops = scenario.model.flop_per_s is not None  # arithmetic is part of the model
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("", f"time per {unit} (median)", bound, *(("TFLOP/s",) if flops else ()), "% of floor"):
+    for col in ("", f"time per {unit} (median)", m.rate_label, "floor", "% of floor"):
         table.add_column(col, justify="right")
     for variant in ("slow", "fixed"):
-        rate = (_fmt(values.get(f"{variant}_tflop_per_s")),) if flops else ()
-        table.add_row(variant, _fmt(values.get(f"{variant}_ms"), "ms"), _fmt(values.get(f"{variant}_gb_per_s")),
-                      *rate, _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
+        table.add_row(variant, _fmt(values.get(f"{variant}_ms"), "ms"), _si(values.get(f"{variant}_rate"), m.rate_unit),
+                      _fmt(values.get(f"{variant}_floor_ms"), "ms"), _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
     console.print(table)
     speedup = values.get("speedup")
     if isinstance(speedup, (int, float)):
         ok = speedup >= scenario.min_speedup
         verdict = "[green]meets[/]" if ok else "[red]falls short of[/]"
         console.print(f"speed-up [bold]{speedup:.2f}x[/] ({verdict} the scenario's minimum of {scenario.min_speedup:g}x)")
-    console.print(f"[dim]floor: {_fmt(values.get('floor_ms'), 'ms')} per {unit} from the bytes/FLOPs model at "
-                  f"{escape(scenario.model.ceiling_source)}[/]")
+    own = values.get("slow_floor_ms") != values.get("fixed_floor_ms")
+    console.print(f"[dim]floor: the least time the work can take per {unit}"
+                  + (", each variant's own work (the fix changes the work per unit)" if own else "")
+                  + f": {escape(_floor_words(m))}[/]")
+
+
+def _floor_words(m: Any) -> str:
+    """What sets the (slow variant's) floor: the bytes at the bandwidth ceiling or the work at the
+    arithmetic one, with the ceiling's source."""
+    flops_s = m.flops_s() or 0.0
+    if flops_s > m.bytes_s("slow"):
+        unit = "FLOP" if m.flop_unit == "FLOP" else f"{m.flop_unit}s"
+        return (f"{_si(m.value(m.flops), '').strip()} {unit} at {_si(m.flop_per_s, '').strip()} per second "
+                f"({m.flops_source})")
+    return f"{_si(m.useful('slow'), 'B')} at {_si(m.bytes_per_s, 'B/s')} ({m.bytes_source})"
+
+
+def _si(value: Any, unit: str) -> str:
+    if not isinstance(value, (int, float)):
+        return "not recorded"
+    sep = "" if unit in ("", "B", "B/s", "FLOP/s") else " "  # 2.32 T sine/s, 3.32 TB/s
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{sep}{unit}".strip()
+    return f"{value:.3g} {unit}".strip()

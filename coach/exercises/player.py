@@ -7,7 +7,9 @@ moment it exists. The generic decision points are
    kernel, or the Nsight Systems timeline, by the scenario's primary tool);
 2. **meaning**: what the evidence says: which bottleneck class its metrics point to;
 3. **fix**: which fix, against the scenario's plausible wrong fix and other scenarios' fixes;
-4. **gain**: what speed-up to expect, from the scenario's bytes/FLOPs model.
+4. **gain**: what speed-up to expect: keyed to the band that holds the recorded speed-up, explained
+   by the planted fix's gain model (``coach.analyze.gain``) and, where that lands in another band,
+   why the simple model misses; for a scenario about measurement, what the kernel really takes.
 
 Each point has choices (a, b, c, ...) and room for a free-text answer. The free text of all points
 is graded together against the scenario's rubric (``coach.exercises.rubric``); a choice is one point.
@@ -54,8 +56,9 @@ EXERCISE_FILE = "exercise.toml"
 EXERCISE_KEYS = frozenset({"rubric", "decision", "fix_distractors"})
 OWN_EXERCISES = Path(__file__).resolve().parent / "data" / "scenarios"
 LETTERS = "abcdefgh"
-#: Speed-up buckets for the gain question (upper bounds): wide enough that a bytes model and a
-#: measurement of the same fix land in the same one, narrow enough that a wrong factor of 2-3 does not.
+#: Speed-up buckets for the gain question (upper bounds): coach.analyze.gain.BANDS, the bands the
+#: gain models are judged in (wide enough that a model and a measurement of the same fix land in the
+#: same one, narrow enough that a wrong factor of 2-3 does not).
 GAIN_BUCKETS = ((1.2, "no real gain (under 1.2x)"), (2.0, "1.2x to 2x"), (5.0, "2x to 5x"), (20.0, "5x to 20x"),
                 (math.inf, "more than 20x"))
 #: A typed speed-up within this factor of the model's prediction counts as agreeing with it.
@@ -276,10 +279,24 @@ def _fix(scenario: Scenario, values: Mapping[str, Any], others: Sequence[Scenari
 
 
 def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
-    """The speed-up the scenario's model predicts, and how it was worked out."""
+    """The speed-up the planted fix's gain model predicts (``coach.analyze.gain``: waves for a tail,
+    active lanes for divergence, pipe peaks for tensor cores, launch cost for a launch-bound loop...),
+    and how it was worked out, from the scenario's recorded profiles: the same number ``coach diff
+    --talk`` gives on them. Without a recording (or where the model lacks an input), the bytes/FLOPs
+    model of the scenario's sizes."""
+    estimate = _gain_estimate(scenario)
+    if estimate is not None and estimate.speedup is not None:
+        bound = ", an upper bound" if estimate.upper_bound else ""
+        return estimate.speedup, f"the fix's gain model ({estimate.model}{bound}): {estimate.how}"
+    return _sizes_model(scenario)
+
+
+def _sizes_model(scenario: Scenario) -> tuple[float, str]:
+    """The bytes/FLOPs model of the scenario's sizes: each variant's moved bytes (or useful bytes)
+    over the bandwidth ceiling, against its FLOPs over the arithmetic ceiling."""
     m = scenario.model
     moved = m.moved_bytes
-    flops_s = m.value(m.flops) / m.flop_per_s if m.flop_per_s else 0.0
+    flops_s = m.flops_s() or 0.0
     if "slow" in moved and "fixed" in moved and m.value(moved["slow"]) != m.value(moved["fixed"]):
         slow_b, fixed_b = m.value(moved["slow"]), m.value(moved["fixed"])
         slow_s, fixed_s = max(slow_b / m.bytes_per_s, flops_s), max(fixed_b / m.bytes_per_s, flops_s)
@@ -287,7 +304,7 @@ def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
                f"{m.bytes_per_s / 1e9:.4g} GB/s ({m.ceiling_source}) that is {slow_s * 1e3:.3g} ms against "
                f"{fixed_s * 1e3:.3g} ms")
         return slow_s / fixed_s, how
-    bytes_s = m.value(m.useful_bytes) / m.bytes_per_s
+    bytes_s = m.bytes_s("slow")
     if flops_s and bytes_s:
         how = (f"the same bytes move in both versions; in series the step costs bytes {bytes_s * 1e3:.3g} ms + compute "
                f"{flops_s * 1e3:.3g} ms, overlapped the larger of the two ({m.ceiling_source})")
@@ -295,13 +312,103 @@ def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
     return scenario.min_speedup, "the model gives no separate prediction; this is the speed-up the recording must reach"
 
 
-def _gain(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+_ESTIMATES: dict[tuple[str, str], Any] = {}
+
+
+def _gain_estimate(scenario: Scenario) -> Any:
+    """The planted fix's gain estimate on the scenario's recording (``coach.analyze.gain.estimate``),
+    or None without a recording of both variants; worked out once per scenario folder."""
+    key = (scenario.id, str(scenario.folder))
+    if key not in _ESTIMATES:
+        _ESTIMATES[key] = _work_out_gain(scenario)
+    return _ESTIMATES[key]
+
+
+def _work_out_gain(scenario: Scenario) -> Any:
+    from coach.analyze import gain  # noqa: PLC0415 - polars-heavy, only for the gain question
+    from coach.analyze.diff import diff  # noqa: PLC0415
+    from coach.recordings import open_recording  # noqa: PLC0415
+
+    try:
+        rec = open_recording(scenario)
+    except CoachError:
+        return None
+    before, after = rec.profile("slow", scenario.tool), rec.profile("fixed", scenario.tool)
+    if before is None or after is None:
+        return None
+    params = {k: scenario.model.value(v) for k, v in scenario.fix.gain_params.items()}
+    return gain.estimate(diff(before, after, fix=scenario.fix.id), before, after, scenario.fix.id, params)
+
+
+def gain_key(scenario: Scenario, values: Mapping[str, Any]) -> tuple[int, float, str]:
+    """The gain question's answer: the band (an index of ``GAIN_BUCKETS``) that holds the recorded
+    speed-up (the model's where nothing is recorded), the speed-up a typed estimate is compared
+    with, and the explanation: what was measured, what the fix's gain model predicts and how, and,
+    where the model lands in another band, why the simple model misses."""
+    from coach.analyze import gain  # noqa: PLC0415
+
     expected, how = predicted_speedup(scenario)
-    correct = next(i for i, (upper, _) in enumerate(GAIN_BUCKETS) if expected < upper)
-    why = f"The model predicts about {expected:.2g}x: {how}."
     measured = values.get("speedup")
-    if isinstance(measured, (int, float)):
-        why += f" The recording measured {measured:.2f}x."
+    if not isinstance(measured, (int, float)):
+        return gain.band(expected), expected, f"From first principles, {how} (not recorded yet: the key is the model's band)."
+    key = gain.band(measured)
+    why = (f"The recording measured {measured:.2f}x ({GAIN_BUCKETS[key][1]}). From first principles, {how}. "
+           + ("The model lands in the same band." if gain.band(expected) == key
+              else f"The model says {GAIN_BUCKETS[gain.band(expected)][1]}."))
+    if gain.band(expected) != key:
+        why += " " + _why_the_model_misses(scenario, expected, measured)
+    return key, measured, why
+
+
+def _why_the_model_misses(scenario: Scenario, expected: float, measured: float) -> str:
+    """Why the fix's simple gain model lands in another band than the recording: the scenario's own
+    lesson ([gain] misses), and, for a model that is an upper bound and a measurement below it, what
+    the fixed version's profile shows of the model's assumption."""
+    estimate = _gain_estimate(scenario)
+    check = estimate.check if estimate is not None else ""
+    parts = []
+    if estimate is not None and estimate.upper_bound and measured < expected:
+        parts.append("The model is an upper bound" + (f": {check}." if check else "."))
+        check = ""
+    if scenario.fix.gain_misses:
+        parts.append(" ".join(scenario.fix.gain_misses.split()))
+    if check:
+        parts.append(f"What the fixed version shows: {check}.")
+    return "Why the simple model misses: " + " ".join(parts) if parts else ""
+
+
+#: The measurement question's bands: the kernel's time as a fraction of what the naive benchmark reports.
+MEASUREMENT_BANDS = ((2.0, "about what the benchmark reports (within 2x)"), (10.0, "between a half and a tenth of it"),
+                     (100.0, "between a tenth and a hundredth of it"), (math.inf, "less than a hundredth of it"))
+
+
+def _measurement(scenario: Scenario, values: Mapping[str, Any]) -> DecisionPoint:
+    """For a scenario about measurement, the gain question asks what the kernel really takes: the
+    naive number over the careful one, as the recording measured them (the careful benchmark's median
+    against the kernel's floor)."""
+    slow, fixed, floor = values.get("slow_ms"), values.get("fixed_ms"), values.get("floor_ms")
+    recorded = isinstance(slow, (int, float)) and isinstance(fixed, (int, float)) and fixed > 0
+    ratio = slow / fixed if recorded else scenario.min_speedup
+    correct = next(i for i, (upper, _) in enumerate(MEASUREMENT_BANDS) if ratio < upper)
+    said = f"{slow:.4g} ms" if recorded else "its number"
+    prompt = (f"The naive benchmark reports {said} per call. How long does one call of the kernel take, measured "
+              "the way you would trust (warmed up, CUDA events around back-to-back calls)?")
+    if recorded:
+        why = (f"The careful benchmark measured {fixed:.4g} ms per call, {ratio:.3g}x less than the naive "
+               f"{slow:.4g} ms: the naive timer counted the compilation and module loading of the first call and "
+               "stopped while the kernels were still queued.")
+        if isinstance(floor, (int, float)) and floor > 0:
+            why += (f" The kernel's floor is {floor:.4g} ms (its bytes at the measured DRAM ceiling): the careful number "
+                    f"is {100 * floor / fixed:.0f}% of the floor's speed, where a streaming kernel should be.")
+    else:
+        why = "Not recorded yet: the careful benchmark's number is the kernel's time; the naive one includes the compile."
+    return DecisionPoint("gain", prompt, tuple(label for _, label in MEASUREMENT_BANDS), correct, why)
+
+
+def _gain(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+    if scenario.bottleneck is Bottleneck.MEASUREMENT:
+        return _measurement(scenario, values)
+    correct, expected, why = gain_key(scenario, values)
     return DecisionPoint("gain", "What speed-up do you expect from the fix, and why?",
                          tuple(label for _, label in GAIN_BUCKETS), correct, why, expected_speedup=expected)
 
@@ -439,10 +546,12 @@ def _grade_point(point: DecisionPoint, choice: int | None, text: str) -> PointRe
 
 
 def _gain_note(text: str, expected: float) -> str:
+    """The typed speed-up against the expected one (the recording's, where there is one): a first-principles
+    estimate within ``GAIN_AGREEMENT`` of it agrees."""
     m = re.search(r"(\d+(?:\.\d+)?)\s*(?:x|×|times)(?![a-z0-9])", text.lower())
     if m is None:
-        return f"(say the speed-up as a number, 'about 2x', to compare your estimate with the model's {expected:.2g}x)"
+        return f"(say the speed-up as a number, 'about 2x', to compare your estimate with the measured {expected:.3g}x)"
     said = float(m.group(1))
     ok = said > 0 and 1 / GAIN_AGREEMENT <= said / expected <= GAIN_AGREEMENT
-    return (f"your {said:g}x {'agrees with' if ok else 'is far from'} the model's {expected:.2g}x"
+    return (f"your {said:g}x {'agrees with' if ok else 'is far from'} the measured {expected:.3g}x"
             f"{'' if ok else f' (more than {GAIN_AGREEMENT:g}x apart)'}.")

@@ -11,12 +11,14 @@ output printed before it. A folder written by ``coach.model.save`` holds
 from __future__ import annotations
 
 import gzip
+import re
 import sqlite3
 import zlib
 from pathlib import Path
 
 from coach.errors import InputError
 from coach.ingest.ncu_csv import header_offset as ncu_header_offset
+from coach.ingest.text import as_utf8, is_utf16
 from coach.model import SAVED_MARKER, Format
 
 NCU_MAGIC = b"NVR\x00"
@@ -29,6 +31,9 @@ NSYS_MARKER_TABLES = {"StringIds", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTI
                       "TARGET_INFO_GPU", "META_DATA_EXPORT", "ThreadNames"}
 
 _HEAD = 4096
+
+#: nvprof's own lines ("==1234== NVPROF is profiling process 1234", "==1234== Profiling result:").
+_NVPROF_TEXT = re.compile(rb"==\d+== (NVPROF is profiling|Profiling result|Profiling application|Warning: .*nvprof)")
 
 
 def detect(path: str | Path) -> Format:
@@ -59,11 +64,17 @@ def detect(path: str | Path) -> Format:
         if _looks_like_json(text):
             return "kineto-json"
         raise InputError(p, "is gzip-compressed but does not hold a JSON trace")
+    if is_utf16(head):  # saved on Windows through PowerShell's redirection
+        head = as_utf8(head[: len(head) // 2 * 2])
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     if _looks_like_json(text):
         return "kineto-json"
     if ncu_header_offset(p) is not None:
         return "ncu-csv"
+    if _NVPROF_TEXT.search(head):
+        raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
+                            "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "
+                            "database (nvprof -o FILE.nvvp) into an .nsys-rep")
     raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
                         "or PyTorch-profiler JSON)")
 
@@ -92,6 +103,13 @@ def _check_nsys_sqlite(p: Path) -> None:
         raise InputError(p, f"is a damaged SQLite database ({err})") from None
     if not names:
         raise InputError(p, "is an SQLite database with no tables (an empty or failed nsys export?)")
+    if "StringTable" in names and "StringIds" not in names and any(n.startswith("CUPTI_ACTIVITY_KIND_") for n in names):
+        raise InputError(p, "is an nvprof database (StringTable and CUPTI_ACTIVITY_KIND_* tables, no StringIds), "
+                            "which coach does not read: open it with `nsys import` (Nsight Systems) or profile again "
+                            "with nsys")
+    if any(n.startswith("rocpd_") for n in names):
+        raise InputError(p, "is a ROCm profiler database (rocpd_* tables), which coach does not read: record the "
+                            "run with torch.profiler (its ROCm build writes the same JSON trace) and pass that")
     if not names & NSYS_MARKER_TABLES:
         raise InputError(p, "is an SQLite database but not an Nsight Systems export (no StringIds, "
                             "TARGET_INFO_* or CUPTI_* tables)")

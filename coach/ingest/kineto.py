@@ -52,6 +52,7 @@ from pathlib import Path
 import polars as pl
 
 from coach.errors import InputError
+from coach.ingest.text import as_utf8
 from coach.model import Source, Timeline, make_timeline
 
 FIELDS_TABLE = Path(__file__).with_name("kineto_fields.csv")
@@ -90,14 +91,18 @@ def _canonical_fields(kind: str) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def _json_dtype(dtype: str) -> pl.DataType:
+def _json_dtype(dtype: str, tolerant: bool = False) -> pl.DataType:
     # Scalars are read as text and cast afterwards: a JSON number reads into a string column, while a
-    # numeric column refuses the occasional string Kineto writes (e.g. "inf" for blocks per SM).
-    return pl.List(pl.Int64) if dtype == "int_list" else pl.Utf8
+    # numeric column refuses the occasional string Kineto writes (e.g. "inf" for blocks per SM). Lists
+    # are read as lists of text: torch.compile's Inductor writes its launch grid as a string
+    # ("grid": "grid(100,)"), which a list of text takes as one element (``_int_list`` parses it).
+    # The tolerant schema, tried when the first refuses a file, reads every argument as a list of
+    # text, which also takes an array where a scalar was expected.
+    return pl.List(pl.Utf8) if dtype == "int_list" or tolerant else pl.Utf8
 
 
-def _file_schema() -> dict[str, pl.DataType]:
-    args = {raw: _json_dtype(dtype) for _, (dtype, raws) in _canonical_fields("arg").items() for raw in raws}
+def _file_schema(tolerant: bool = False) -> dict[str, pl.DataType]:
+    args = {raw: _json_dtype(dtype, tolerant) for _, (dtype, raws) in _canonical_fields("arg").items() for raw in raws}
     event = pl.Struct({"ph": pl.Utf8, "cat": pl.Utf8, "name": pl.Utf8, "pid": pl.Utf8, "tid": pl.Utf8,
                        "ts": pl.Float64, "dur": pl.Float64, "args": pl.Struct(args)})
     device = pl.Struct({raw: pl.Utf8 for raw in _mapping("device")})
@@ -108,7 +113,22 @@ def _file_schema() -> dict[str, pl.DataType]:
 def _as(dtype: str, expr: pl.Expr) -> pl.Expr:
     if dtype == "int":
         return pl.coalesce(expr.cast(pl.Int64, strict=False), expr.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))
+    if dtype == "int_list":
+        return _int_list(expr)
     return expr
+
+
+#: A launch grid written as text: "grid(100,)", "(128, 4, 1)", "[8, 1, 1]".
+_GRID_TEXT_PREFIX = r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*"
+
+
+def _int_list(expr: pl.Expr) -> pl.Expr:
+    """A list of text (``[32768, 1, 1]`` as read, or one text element such as ``"grid(100,)"``) as a
+    list of integers; null where an element is not an integer (a symbolic grid like "grid(s0,)")."""
+    text = expr.list.join(",").str.replace(_GRID_TEXT_PREFIX, "").str.strip_chars("()[] ")
+    parts = text.str.split(",").list.eval(pl.element().str.strip_chars().filter(pl.element().str.strip_chars() != ""))
+    ints = parts.list.eval(pl.element().cast(pl.Int64, strict=False))
+    return pl.when(ints.list.eval(pl.element().is_null()).list.any() | (ints.list.len() == 0)).then(None).otherwise(ints)
 
 
 def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
@@ -131,6 +151,8 @@ def read(path: str | Path) -> Timeline:
     events = _duration_events(doc, path)
     t0 = events["ts"].min()
     ev = _canonical_events(events, t0)
+    if ev.is_empty():
+        raise _foreign_trace(path, events)
     corr = _launching_thread(ev)
     return make_timeline(
         _source(path, doc, t0),
@@ -154,6 +176,7 @@ def _read_bytes(path: Path) -> bytes:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as err:
             raise InputError(path, f"is a damaged gzip file ({err})") from None
+    raw = as_utf8(raw)
     if not raw.strip():
         raise InputError(path, "is empty")
     return raw
@@ -162,11 +185,24 @@ def _read_bytes(path: Path) -> bytes:
 def _parse(raw: bytes, path: Path) -> pl.DataFrame:
     try:
         doc = pl.read_json(raw, schema=_file_schema())
-    except pl.exceptions.PolarsError as err:
-        raise _explain(raw, path, err) from None
+    except pl.exceptions.PolarsError:
+        try:  # an argument in a shape other traces do not have (an array where a number was expected)
+            doc = _scalar_args(pl.read_json(raw, schema=_file_schema(tolerant=True)))
+        except pl.exceptions.PolarsError as err:
+            raise _explain(raw, path, err) from None
     if doc.height != 1 or doc["traceEvents"][0] is None:
         raise InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
     return doc
+
+
+def _scalar_args(doc: pl.DataFrame) -> pl.DataFrame:
+    """A document read with the tolerant schema, in the shape of the strict one: each scalar argument
+    is the first element of what was read (a scalar reads as a one-element list)."""
+    strict = _file_schema()["traceEvents"].inner.to_schema()["args"]
+    args = [(pl.element().struct.field("args").struct.field(f.name).list.first() if f.dtype == pl.Utf8
+             else pl.element().struct.field("args").struct.field(f.name)).alias(f.name) for f in strict.fields]
+    rest = [pl.element().struct.field(n) for n in ("ph", "cat", "name", "pid", "tid", "ts", "dur")]
+    return doc.with_columns(pl.col("traceEvents").list.eval(pl.struct(*rest, pl.struct(args).alias("args"))))
 
 
 def _explain(raw: bytes, path: Path, err: Exception) -> InputError:
@@ -184,19 +220,60 @@ def _explain(raw: bytes, path: Path, err: Exception) -> InputError:
         return InputError(path, f"is not valid JSON ({bad.msg} at {where})")
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         return InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
+    where = _first_odd_field(doc["traceEvents"])
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return InputError(path, f"has traceEvents in a shape coach does not read ({first})")
+    return InputError(path, f"has traceEvents in a shape coach does not read ({where or first})")
+
+
+#: Events looked at to name the field a file holds in an unexpected shape (the error path only).
+_EXPLAIN_EVENTS = 100_000
+
+
+def _first_odd_field(events: list) -> str | None:
+    """Which field of which event has a shape the schema refuses, e.g. 'event 3 (cat kernel): ts is
+    "soon", not a number'; None where none of the first events shows it."""
+    args = {raw for _, (_, raws) in _canonical_fields("arg").items() for raw in raws}
+    for i, e in enumerate(events[:_EXPLAIN_EVENTS]):
+        if not isinstance(e, dict):
+            return f"event {i} is {type(e).__name__}, not an object"
+        for key in ("ts", "dur"):
+            v = e.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                return f"event {i} (cat {e.get('cat')}): {key} is {json.dumps(v)[:40]}, not a number"
+        a = e.get("args")
+        if a is not None and not isinstance(a, dict):
+            return f"event {i} (cat {e.get('cat')}): args is {type(a).__name__}, not an object"
+        for key in args & set(a or {}):
+            if isinstance(a[key], dict) or (isinstance(a[key], list) and any(isinstance(x, (dict, list)) for x in a[key])):
+                return f"event {i} (cat {e.get('cat')}): args.{key} is {json.dumps(a[key])[:40]}"
+    return None
 
 
 def _duration_events(doc: pl.DataFrame, path: Path) -> pl.DataFrame:
     events = (
         doc.select(pl.col("traceEvents").explode())
         .unnest("traceEvents")
-        .filter((pl.col("ph") == "X") & pl.col("ts").is_not_null())
+        # Complete events; Chrome-trace writers other than Kineto may leave ph out of them
+        .filter(((pl.col("ph") == "X") | (pl.col("ph").is_null() & pl.col("dur").is_not_null()))
+                & pl.col("ts").is_not_null())
     )
     if events.is_empty():
         raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
     return events
+
+
+#: Categories named in the error for a Chrome trace of another tool.
+_FOREIGN_CATEGORIES = 5
+
+
+def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
+    """A Chrome trace whose complete events use none of the categories PyTorch's profiler writes
+    (TensorFlow's or JAX's profiler, a rocprof results.json, a hand-made trace)."""
+    cats = events.group_by("cat").len().sort("len", descending=True)["cat"].head(_FOREIGN_CATEGORIES).to_list()
+    named = ", ".join("(none)" if c is None else repr(c) for c in cats)
+    return InputError(path, f"is a Chrome trace, but none of its {events.height:,} events has a category PyTorch's "
+                            f"profiler writes (kernel, cuda_runtime, cpu_op, ...; it has {named}): a trace from "
+                            "another tool, which coach does not read")
 
 
 def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:

@@ -39,6 +39,7 @@ from pathlib import Path
 import polars as pl
 
 from coach.errors import InputError
+from coach.ingest.text import as_utf8, is_utf16
 from coach.ingest.ncu_common import RULE_TYPE_SEVERITY, canonical_metrics, devices, launch_config, to_base_units
 from coach.model import KernelProfile, Source, make_kernel_profile
 
@@ -52,8 +53,16 @@ MAX_CSV_BYTES = 100 * 1024 * 1024
 
 DETAILS_NAMES_FILE = Path(__file__).with_name("ncu_details_names.csv")
 
-# The header line: "ID" first and a kernel-name column ("Function Name" in some versions).
-_HEADER = re.compile(rb'^(?:\xef\xbb\xbf)?"ID","[^\r\n]*"(?:Kernel|Function) Name"', re.MULTILINE)
+# The header line: "ID" first and a kernel-name column ("Function Name" in some versions); or the
+# header of --print-summary per-kernel, which has no "ID" and ends in "Minimum","Maximum","Average".
+_HEADER = re.compile(rb'^(?:\xef\xbb\xbf)?(?:"ID","[^\r\n]*"(?:Kernel|Function) Name"'
+                     rb'|"Process ID","[^\r\n]*"(?:Kernel|Function) Name"[^\r\n]*"Minimum","Maximum","Average")',
+                     re.MULTILINE)
+# --print-summary per-kernel: one row per kernel (not per launch) and metric, with the minimum, maximum
+# and average over its "Invocations"; identity columns that tell kernels apart.
+_SUMMARY = ("Minimum", "Maximum", "Average")
+_SUMMARY_KEY = ("Process ID", "Process Name", "Kernel Name", "Function Name", "Block Size", "Grid Size", "Device",
+                "Context", "Stream")
 # Lines ncu itself writes (==PROF==, ==WARNING==, ==ERROR==): skipped wherever they appear.
 _TOOL_LINE = re.compile(rb"^==[A-Z]+==[^\n]*(?:\n|$)", re.MULTILINE)
 
@@ -100,6 +109,8 @@ def read(path: Path) -> KernelProfile:
         # kernel names it is given, and a stray byte in a name does not spoil the measurements.
         meta["text"] = "not valid UTF-8: undecodable bytes in names were replaced by U+FFFD"
     df = _parse(path, body)
+    if "ID" not in df.columns and set(_SUMMARY) <= set(df.columns):
+        df, meta["summary"] = _summary_as_details(df)
     cols = set(df.columns)
     if cols & set(_DETAILS):
         missing = [c for c in ("Metric Name", "Metric Value") if c not in cols]
@@ -108,6 +119,8 @@ def read(path: Path) -> KernelProfile:
         page, tables = "details", _details(path, df, first_line)
     else:
         page, tables = "raw", _raw(path, df, first_line)
+    if "summary" in meta:
+        page = "summary"
     source = Source(path=str(path), format="ncu-csv", tool="Nsight Compute", meta={"page": page, **meta})
     return make_kernel_profile(source, **tables)
 
@@ -127,6 +140,10 @@ def header_offset(path: Path) -> int | None:
         size = path.stat().st_size
         if size == 0:
             return None
+        if is_utf16(fh.read(2)):  # saved on Windows: search the transcoded text
+            fh.seek(0)
+            m = _HEADER.search(as_utf8(fh.read(MAX_CSV_BYTES)))
+            return m.start() if m else None
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             m = _HEADER.search(mm, 0, min(size, MAX_CSV_BYTES))
             return m.start() if m else None
@@ -140,10 +157,11 @@ def _table_bytes(path: Path) -> tuple[bytes, int]:
     if size > MAX_CSV_BYTES:
         raise InputError(path, f"is {size / 2**20:,.0f} MiB; coach reads ncu CSV exports up to {MAX_CSV_BYTES / 2**20:,.0f} MiB "
                                "(profile fewer launches with -k/-c, or read the .ncu-rep)")
-    offset = header_offset(path)
-    if offset is None:
+    data = as_utf8(path.read_bytes())
+    found = _HEADER.search(data, 0, MAX_CSV_BYTES)
+    if found is None:
         raise InputError(path, 'is not an ncu CSV export: no header line starting "ID",...,"Kernel Name"')
-    data = path.read_bytes()
+    offset = found.start()
     first_line = data.count(b"\n", 0, offset) + 1
     body = data[offset:]
     if b"\x00" in body:
@@ -151,6 +169,20 @@ def _table_bytes(path: Path) -> tuple[bytes, int]:
     if b"\n==" in body:
         body = _TOOL_LINE.sub(b"", body)
     return body, first_line
+
+
+def _summary_as_details(df: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """A --print-summary per-kernel table in the details layout: one "launch" per kernel (its
+    identity columns), "ID" numbered in order of appearance, the "Average" over its invocations as
+    the value."""
+    key = [c for c in _SUMMARY_KEY if c in df.columns]
+    ids = (df.select(key).unique(maintain_order=True).with_row_index("_id")
+           .with_columns(pl.col("_id").cast(pl.Utf8)))
+    out = (df.join(ids, on=key, how="left", maintain_order="left", nulls_equal=True)
+           .with_columns(pl.col("_id").alias("ID"), pl.col("Average").alias("Metric Value"))
+           .drop("_id", *_SUMMARY))
+    return out, ("one launch per kernel: each metric is the average over the kernel's invocations "
+                 "(ncu --print-summary per-kernel)")
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -21,10 +21,15 @@ that page holds instanced metrics' aggregates only, so the named instances are m
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import importlib.metadata
 import os
+import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,14 @@ _STRING_KIND = 2
 
 
 _EXPORT_TIMEOUT_S = 600
+
+#: The Nsight Compute version a report was recorded with, as the report stores it: a process record
+#: holds "Nsight Compute Target" and "2025.3.1.0 (build 36398880) (public-release)" (seen in the H200
+#: reports of tests/data; "2023.3.0.0 (build ...)" in reports of 2023.3). Read in chunks that overlap
+#: by more than the string, so a match across a chunk boundary is not missed.
+_RECORDED_VERSION = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
+_VERSION_CHUNK = 1 << 20
+_VERSION_OVERLAP = 64
 
 
 def _import_ncu_report():
@@ -100,7 +113,27 @@ def check_complete(path: Path) -> None:
         raise InputError(path, f"is truncated or damaged: its records need {off:,} bytes but the file has {size:,}")
 
 
+def recorded_version(path: Path) -> str | None:
+    """The Nsight Compute version that recorded ``path`` ("2025.3.1.0"), or None where it is not found."""
+    with path.open("rb") as fh:
+        carry = b""
+        while chunk := fh.read(_VERSION_CHUNK):
+            found = _RECORDED_VERSION.search(carry + chunk)
+            if found:
+                return found.group(1).decode()
+            carry = chunk[-_VERSION_OVERLAP:]
+    return None
+
+
 def read(path: Path) -> KernelProfile:
+    profile = _read(path)
+    version = recorded_version(path)
+    if version is None:
+        return profile
+    return dataclasses.replace(profile, source=dataclasses.replace(profile.source, tool_version=version))
+
+
+def _read(path: Path) -> KernelProfile:
     check_complete(path)
     ncu_report = _import_ncu_report()
     if ncu_report is None:
@@ -112,9 +145,16 @@ def read(path: Path) -> KernelProfile:
             )
         return _read_through_ncu_csv(path, ncu)
     try:
-        ctx = ncu_report.load_report(str(path))
+        with _native_stderr_silenced():
+            ctx = ncu_report.load_report(str(path))
     except Exception as err:  # the module raises its own exception types for damaged files
-        raise InputError(path, f"is not a readable Nsight Compute report ({str(err).strip() or type(err).__name__})") from None
+        why = str(err).strip() or type(err).__name__
+        version = recorded_version(path)
+        if version:  # an old report the module no longer reads, or a newer one it does not yet
+            raise InputError(path, f"recorded by Nsight Compute {version}, which ncu_report {_module_version()} "
+                                   f"cannot read ({why}): open it with the Nsight Compute that recorded it, or pass "
+                                   "its `ncu --import FILE --csv --page raw` export") from None
+        raise InputError(path, f"is not a readable Nsight Compute report ({why})") from None
 
     metric_rows: dict[str, list[Any]] = {"launch_id": [], "metric": [], "raw_value": [], "raw_unit": [], "text": [],
                                          "instance": []}
@@ -132,6 +172,11 @@ def read(path: Path) -> KernelProfile:
             source.add_launch(action, launch_id)
             launch_id += 1
     if launch_id == 0:
+        version = recorded_version(path)
+        if version:
+            raise InputError(path, f"holds no kernel launches that ncu_report {_module_version()} can read (recorded by "
+                                   f"Nsight Compute {version}; did the ncu filter -k/-c match any kernel? open it with "
+                                   "that Nsight Compute to tell a damaged report from an empty one)")
         raise InputError(path, "holds no profiled kernel launches (did the ncu filter -k/-c match any kernel? or is the report damaged?)")
 
     # ncu_report skips a launch record it cannot decode and still lists the launch, empty: a
@@ -153,6 +198,28 @@ def read(path: Path) -> KernelProfile:
         devices=devices(aggregates),
         **source.frames(),
     )
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """Keep the module's native logging (a report it cannot parse makes its protobuf library print to
+    file descriptor 2) off the terminal: the reader says what is wrong in its own one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _module_version() -> str:
+    try:
+        return importlib.metadata.version("ncu-report")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
 
 
 def _identity(ncu_report, action, launch_id: int) -> dict[str, Any]:

@@ -5,9 +5,25 @@ The report format is NVIDIA's own and changes between releases, so coach does no
 ``coach.ingest.nsys_sqlite``, and removes the folder. The ``nsys`` used is ``$COACH_NSYS`` if set,
 else the one on ``PATH``.
 
-An nsys older than the report cannot open it (it says "Version not supported"); the error then
-names both versions, and the way out: a newer Nsight Systems, or the report's ``.sqlite`` export
-made where the report was recorded.
+An nsys older than the report cannot open it. What it prints depends on both versions ("Version not
+supported: 36398880" from 2022.4 on a 2025.3 report, "Version number is invalid: 2025@5@1@..." or a
+``ProtobufParseException`` on later ones), so coach does not rely on the message: whenever the export
+fails, it reads which Nsight Systems recorded the report (``recorded_version``) and, where that is newer
+than the local nsys, says so in one line with the way out: that Nsight Systems or newer, or the
+report's ``.sqlite`` export made where the report was recorded.
+
+Where the report was recorded is kept apart from where it was exported: ``tool_version`` is the
+recording version (a ``.qdrep`` of 2021 exported by nsys 2022.4 is a 2021 report), and
+``meta["exported_by"]`` / ``meta["export_product_version"]`` name the nsys that exported it; where the
+report does not say which version recorded it, ``tool_version`` is None rather than the exporter's.
+
+Where the version is in the file: a report ends with a protobuf footer (before the ``[END]`` marker)
+that holds the file name, a UUID, the capture date, the host name, then the product version as field
+6, a length-prefixed string: ``"2025.3.1.0"`` in the H200 reports of tests/data (Nsight Systems
+2025.3.1), ``"2022.4.2.1-df9881f"`` in the report Debian's nsys 2022.4 wrote
+(tests/data/nsys_nvtx_cpu_2022). The first line of the file, ``NVIDIA Tegra Profiler Report N``, holds
+a format or build number (1 in 2022.4, the build 36398880 in 2025.3), which is all that is left when
+the footer is missing.
 """
 
 from __future__ import annotations
@@ -21,7 +37,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from coach.errors import InputError, ToolError
+from coach.errors import CoachError, InputError, ToolError
 from coach.ingest import nsys_sqlite
 from coach.ingest.detect import NSYS_MAGIC
 from coach.model import Timeline
@@ -30,13 +46,15 @@ from coach.model import Timeline
 #: laptop core; ten minutes covers reports far larger than coach's 1M-kernel benchmark.
 EXPORT_TIMEOUT_S = 600
 
-#: What nsys prints when the report is newer than it can read.
-_TOO_NEW = "Version not supported"
-
-#: Where to look for the product version that wrote a report: it is stored as plain text, near the
-#: start in recent reports and near the end in older ones.
-_VERSION_SCAN_BYTES = 1 << 16
-_PRODUCT_VERSION = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?)")
+#: How far from the end of the report its footer is looked for: the footer is a few hundred bytes
+#: (file name, UUID, dates, host, versions, the command line, the section table), the command line
+#: is the only part that can be long.
+_FOOTER_SCAN_BYTES = 1 << 16
+#: Field 6 of the footer: tag 0x32 (field 6, length-delimited), a one-byte length, the version.
+_FOOTER_VERSION = re.compile(rb"\x32([\x06-\x40])(20\d\d\.\d+(?:\.\d+){0,2}(?:-[0-9a-f]{4,12})?)")
+#: The first line of a report, and a version where a release writes one there.
+_HEADER = re.compile(re.escape(NSYS_MAGIC) + rb" ([^\s.]+(?:[.@][^\s.@]+)*)")
+_VERSION = re.compile(r"(20\d\d)[.@](\d+)(?:[.@](\d+))?(?:[.@](\d+))?")
 
 #: How many of nsys's last stderr lines an error message quotes.
 _STDERR_LINES = 3
@@ -59,25 +77,93 @@ def nsys_executable() -> str:
 def read(path: str | Path) -> Timeline:
     """Export ``path`` to SQLite with nsys and read the export."""
     path = Path(path)
-    nsys = nsys_executable()
+    recorded = recorded_version(path)
+    try:
+        nsys = nsys_executable()
+    except ToolError as err:
+        if recorded is None:
+            raise
+        raise ToolError(f"{path}: recorded by Nsight Systems {recorded}; {err} (Nsight Systems {recorded} or newer "
+                        "opens it)") from None
     with tempfile.TemporaryDirectory(prefix="coach-nsys-export-") as folder:
         exported = Path(folder) / f"{path.stem}.sqlite"
         command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(exported),
                    str(path)]
         code, stderr = _run(command, path)
-        if _TOO_NEW in stderr:
-            raise ToolError(f"{path}: written by {_report_version(path)}, which {_nsys_version(nsys)} ({nsys}) cannot "
-                            f"open: install that Nsight Systems or newer, or pass the report's .sqlite export made "
-                            f"where it was recorded")
         if code != 0 or not exported.is_file():
-            raise ToolError(f"nsys export failed on {path} (exit {code}): {_tail(stderr)}")
+            raise _export_failed(path, nsys, recorded, code, stderr)
         try:
             timeline = nsys_sqlite.read(exported)
         except InputError as err:  # about a temporary file the user never saw: name the report instead
             raise InputError(path, f"nsys export of it gave an unreadable SQLite file: {err.problem}") from None
+    meta = {**timeline.source.meta, "exported_by": nsys}
+    if timeline.source.tool_version:
+        meta["export_product_version"] = timeline.source.tool_version
     source = dataclasses.replace(timeline.source, path=str(path), format="nsys-rep",
-                                 meta={**timeline.source.meta, "exported_by": nsys})
+                                 tool_version=recorded, meta=meta)
     return dataclasses.replace(timeline, source=source)
+
+
+def recorded_version(path: Path) -> str | None:
+    """The Nsight Systems version that recorded ``path`` ("2025.3.1.0"), from the report's footer or,
+    where a release writes it there, its first line; None where the file does not tell."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(256)
+            fh.seek(max(0, size - _FOOTER_SCAN_BYTES))
+            tail = fh.read()
+    except OSError as err:
+        raise InputError(path, f"cannot be read ({err.strerror or err})") from None
+    found = [m.group(2) for m in _FOOTER_VERSION.finditer(tail) if m.group(1)[0] == len(m.group(2))]
+    if found:
+        return found[-1].decode()
+    header = _HEADER.match(head)
+    if header and _VERSION.fullmatch(header.group(1).decode(errors="replace").split("-")[0]):
+        return _dotted(header.group(1).decode(errors="replace"))
+    return None
+
+
+def _export_failed(path: Path, nsys: str, recorded: str | None, code: int, stderr: str) -> CoachError:
+    """The one-line error for a failed export: the report is newer than this nsys (whatever nsys
+    said), or nsys's own last words."""
+    local = _nsys_version(nsys)
+    newer = recorded is not None and (local is None or _key(recorded) > _key(local))
+    said = _tail(stderr)
+    version_trouble = any(k in stderr for k in _VERSION_COMPLAINTS)
+    if newer or (version_trouble and recorded is None):
+        what = f"Nsight Systems {recorded}" if recorded else _report_format(path)
+        here = f"nsys {local}" if local else "this nsys"
+        return ToolError(f"{path}: recorded by {what}, which {here} ({nsys}) cannot open: open it with Nsight Systems "
+                         f"{recorded or 'of that version'} or newer (nsys export --type sqlite {path.name}), or pass the "
+                         f"report's .sqlite export made where it was recorded")
+    if version_trouble:  # the report is not newer: an old or damaged report this nsys refuses
+        return ToolError(f"{path}: nsys {local or ''} ({nsys}) cannot open this report, recorded by Nsight Systems "
+                         f"{recorded}: {said}; export it with the Nsight Systems that recorded it")
+    return ToolError(f"nsys export failed on {path} (exit {code}): {said}")
+
+
+#: What nsys prints when it cannot parse a report's format (seen from 2022.4 on 2025.x reports).
+_VERSION_COMPLAINTS = ("Version not supported", "Version number is invalid", "ProtobufParseException",
+                       "incompatible version", "Unsupported version")
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("-")[0])[:4])
+
+
+def _dotted(text: str) -> str:
+    return ".".join(p for p in re.split(r"[.@]", text.split("-")[0]) if p)
+
+
+def _report_format(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return "an unknown Nsight Systems"
+    fmt = re.match(re.escape(NSYS_MAGIC) + rb" (\d+)", head)
+    return f"report format {fmt.group(1).decode()}" if fmt else "an unknown Nsight Systems"
 
 
 def _run(command: list[str], path: Path) -> tuple[int, str]:
@@ -97,30 +183,14 @@ def _run(command: list[str], path: Path) -> tuple[int, str]:
     return process.returncode, stderr
 
 
-def _report_version(path: Path) -> str:
-    """The Nsight Systems version that wrote ``path``, as far as its bytes tell."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(_VERSION_SCAN_BYTES)
-            fh.seek(max(0, path.stat().st_size - _VERSION_SCAN_BYTES))
-            tail = fh.read()
-    except OSError as err:
-        raise InputError(path, f"cannot be read ({err.strerror or err})") from None
-    found = _PRODUCT_VERSION.search(head) or _PRODUCT_VERSION.search(tail)
-    if found:
-        return f"Nsight Systems {found.group(1).decode()}"
-    fmt = re.match(re.escape(NSYS_MAGIC) + rb" (\d+)", head)
-    return f"report format {fmt.group(1).decode()}" if fmt else "an unknown Nsight Systems"
-
-
-def _nsys_version(nsys: str) -> str:
-    """``nsys --version`` in short, e.g. "nsys 2022.4.2.1"."""
+def _nsys_version(nsys: str) -> str | None:
+    """``nsys --version`` in short, e.g. "2022.4.2.1"; None where it does not say."""
     try:
         out = subprocess.run([nsys, "--version"], capture_output=True, text=True, timeout=30, errors="replace").stdout
     except (OSError, subprocess.TimeoutExpired):
-        return "this nsys"
+        return None
     found = re.search(r"(\d{4}\.\d+\.\d+(?:\.\d+)?)", out)
-    return f"nsys {found.group(1)}" if found else "this nsys"
+    return found.group(1) if found else None
 
 
 def _tail(stderr: str) -> str:

@@ -57,15 +57,23 @@ class TablePlan:
         return f"SELECT {cols} FROM {_quote(self.raw_table)}"
 
 
-def plan(table: str, present: Mapping[str, frozenset[str]]) -> TablePlan | None:
+def plan(table: str, present: Mapping[str, frozenset[str]], needs: tuple[str, ...] = ()) -> TablePlan | None:
     """The raw table and column expressions for canonical ``table``, given the export's tables and
-    their columns; None when the export holds none of the raw tables (an empty canonical table)."""
+    their columns; None when the export holds none of the raw tables (an empty canonical table).
+
+    Of the raw tables the export holds, the first (in priority order) that provides every staging
+    column of ``needs`` is read: an export of 2020-2021 may hold a ``TARGET_INFO_GPU`` of another
+    layout beside the ``TARGET_INFO_CUDA_GPU`` that carries the device ids. Where none provides them
+    all, the first is planned, and the caller names what it lacks."""
     rows = columns().filter(pl.col("table") == table)
     raw_tables = [t for t in rows["raw_table"].unique(maintain_order=True) if t in present]
     if not raw_tables:
         return None
-    raw_table = raw_tables[0]
-    have = present[raw_table]
+    plans = [_plan_of(rows, raw, present[raw]) for raw in raw_tables]
+    return next((p for p in plans if all(c in p.select for c in needs)), plans[0])
+
+
+def _plan_of(rows: pl.DataFrame, raw_table: str, have: frozenset[str]) -> TablePlan:
     select: dict[str, list[str]] = {}
     text: set[str] = set()
     for row in rows.filter(pl.col("raw_table") == raw_table).iter_rows(named=True):

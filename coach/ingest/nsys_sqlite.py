@@ -44,6 +44,14 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "devices": ("device_id",),
 }
 
+#: Tables a timeline is still right without: a device-properties, synchronisation or NVTX table of a layout
+#: coach does not know is left out (and said so in ``Source.meta["unread"]``) rather than failing the
+#: whole report; the kernels, copies and API calls are what every number rests on.
+OPTIONAL_TABLES = frozenset({"devices", "sync", "nvtx"})
+
+#: Tables that hold CUDA activity or annotations; an export with none of them has nothing to analyse.
+ACTIVITY_TABLES = ("kernels", "memcpy", "memset", "api", "nvtx")
+
 #: Rows per parallel read of a large table: big enough that a read's fixed cost (a connection, a
 #: statement) is negligible, small enough to spread a million-row table over a laptop's cores.
 PARALLEL_READ_ROWS = 250_000
@@ -84,6 +92,11 @@ def read(path: str | Path) -> Timeline:
         meta = export.meta()
         version = meta.get("export", {}).get("EXPORT_PRODUCT_VERSION")
         raw = export.read(REQUIRED, version)
+        if export.unread:
+            meta["unread"] = export.unread
+        if all(raw[t] is None or raw[t].is_empty() for t in ACTIVITY_TABLES):
+            raise InputError(path, "no GPU activity was recorded: no CUDA kernel, copy, API or NVTX records (was it "
+                                   "profiled with --trace=cuda?)" + _tables_note(export.tables))
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
     api = _api(raw["api"], strings, enums["api_kind"])
@@ -100,6 +113,18 @@ def read(path: str | Path) -> Timeline:
     )
 
 
+#: How many of an empty export's tables its error names.
+_TABLES_SHOWN = 12
+
+
+def _tables_note(tables: dict[str, frozenset[str]]) -> str:
+    """A short list of the tables an export without activity holds, so the user sees what was recorded."""
+    names = sorted(t for t in tables if not t.startswith("ENUM_"))
+    more = len(names) - _TABLES_SHOWN
+    shown = ", ".join(names[:_TABLES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return f"; it holds only {shown}" if names else ""
+
+
 # --------------------------------------------------------------------------------------------
 # The export: what it holds, and reading it
 # --------------------------------------------------------------------------------------------
@@ -111,6 +136,8 @@ class _Export:
     def __init__(self, path: Path, connection: adbc.Connection):
         self.path = path
         self._con = connection
+        #: canonical table -> why it was left out (an optional table of a layout coach does not know)
+        self.unread: dict[str, str] = {}
         listing = self._arrow("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
                               "WHERE m.type IN ('table', 'view')")
         grouped = pl.from_arrow(listing).group_by("t").agg("c")
@@ -142,10 +169,14 @@ class _Export:
         core per statement; the driver releases the GIL while it does), in rowid order."""
         plans: dict[str, schema.TablePlan] = {}
         for table in tables:
-            plan = schema.plan(table, self.tables)
+            plan = schema.plan(table, self.tables, needs=REQUIRED[table])
             if plan is None:
                 continue
             missing = [c for c in REQUIRED[table] if c not in plan.select]
+            if missing and table in OPTIONAL_TABLES:
+                self.unread[table] = (f"{plan.raw_table} has no column for {', '.join(missing)} (columns: "
+                                      f"{', '.join(sorted(self.tables[plan.raw_table]))})")
+                continue
             if missing:
                 raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(missing)}: an "
                                             f"export layout coach does not know (written by nsys "
@@ -182,11 +213,11 @@ class _Export:
 
     def strings(self, raw: dict[str, pl.DataFrame | None]) -> pl.DataFrame:
         """``(id, value)`` for every string id the staging frames refer to."""
-        ids = pl.concat([frame.get_column(col) for frame, col in ((raw["kernels"], "name_id"),
-                                                                  (raw["kernels"], "demangled_name_id"),
-                                                                  (raw["api"], "name_id"),
-                                                                  (raw["nvtx"], "text_id")) if frame is not None])
-        ids = ids.drop_nulls().unique() if len(ids) else ids
+        columns = [frame.get_column(col) for frame, col in ((raw["kernels"], "name_id"),
+                                                            (raw["kernels"], "demangled_name_id"),
+                                                            (raw["api"], "name_id"),
+                                                            (raw["nvtx"], "text_id")) if frame is not None]
+        ids = pl.concat(columns).drop_nulls().unique() if columns else pl.Series("id", [], pl.Int64)
         if not len(ids):
             return pl.DataFrame(schema={"id": pl.Int64, "value": pl.String})
         plan = schema.plan("strings", self.tables)

@@ -1,4 +1,9 @@
-"""Read a profile folder written by ``coach.model.save`` (how ``traces/`` stores recordings)."""
+"""Read a profile folder written by ``coach.model.save`` (how ``traces/`` stores recordings).
+
+A kernel profile saved before a canonical column existed gets it on reading, from the long metric
+table it keeps (the same mapping the readers apply), so a recording made once serves every later
+rule: the L2 sector counts the uncoalesced-access rule falls back to, for one.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from pathlib import Path
 import polars as pl
 
 from coach.errors import InputError
-from coach.model import (SAVED_FORMAT_VERSION, SAVED_MARKER, KernelProfile, Source, Timeline, make_kernel_profile,
-                         make_timeline)
+from coach.ingest.ncu_common import canonical_metrics
+from coach.model import (LAUNCH_METRICS, SAVED_FORMAT_VERSION, SAVED_MARKER, KernelProfile, Source, Timeline,
+                         make_kernel_profile, make_timeline)
 
 
 def read(folder: Path) -> KernelProfile | Timeline:
@@ -42,4 +48,16 @@ def read(folder: Path) -> KernelProfile | Timeline:
             tables[name] = pl.read_parquet(f)
         except Exception as err:  # polars raises several kinds for damaged files
             raise InputError(f, f"is not a readable Parquet file ({type(err).__name__})") from None
+    if kind == "kernel-profile" and "launches" in tables and "metrics" in tables:
+        tables["launches"] = _with_later_columns(tables["launches"], tables["metrics"])
     return build(source, **tables)
+
+
+def _with_later_columns(launches: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
+    """``launches`` with the canonical metric columns it was saved without, from ``metrics``."""
+    later = [c for c in LAUNCH_METRICS if c not in launches.columns]
+    if not later or "launch_id" not in launches.columns:
+        return launches
+    aggregates = metrics.filter(pl.col("instance").is_null()) if "instance" in metrics.columns else metrics
+    filled = canonical_metrics(aggregates).select("launch_id", *later)
+    return launches.join(filled, on="launch_id", how="left", maintain_order="left")

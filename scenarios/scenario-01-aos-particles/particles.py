@@ -38,7 +38,7 @@ def main() -> None:
     n = harness.sizes(__file__)["n"]
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     particles = torch.randn(n, FIELDS, device="cuda", generator=gen)  # row i: particle i, as in the struct
-    module = cupy.RawModule(code=(HERE / "particles.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "particles.cu"), options=harness.NVRTC_OPTIONS)
     out = torch.empty(n, device="cuda")
 
     if args.variant == "slow":
@@ -66,9 +66,11 @@ def main() -> None:
     del reference
     torch.cuda.empty_cache()  # Nsight Compute saves and restores device memory around each replay pass
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"drift_x {args.variant}")
+    touched = harness.footprint(particles, out) if args.variant == "slow" else harness.footprint(x, vx, out)
+    timing = harness.time_kernel(launch, footprint_bytes=touched, warmup=args.warmup, repeat=args.repeat,
+                                 label=f"drift_x {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, n=n, device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}")
 
 

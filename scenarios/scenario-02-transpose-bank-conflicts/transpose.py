@@ -40,7 +40,7 @@ def main() -> None:
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     matrix = torch.randn(rows, cols, device="cuda", generator=gen)
     out = torch.empty(cols, rows, device="cuda")
-    module = cupy.RawModule(code=(HERE / "transpose.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "transpose.cu"), options=harness.NVRTC_OPTIONS)
     kernel = module.get_function(KERNELS[args.variant])
     grid, block = (cols // TILE, rows // TILE), (TILE, BLOCK_ROWS)
     kernel_args = (cupy.asarray(matrix), cupy.asarray(out), np.int32(rows), np.int32(cols))
@@ -54,9 +54,10 @@ def main() -> None:
     torch.cuda.synchronize()
     error = harness.relative_error(out, matrix.t())
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"transpose {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(matrix, out), warmup=args.warmup,
+                                 repeat=args.repeat, label=f"transpose {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, rows=rows, cols=cols, kernel=KERNELS[args.variant], registers=kernel.num_regs,
                  shared_bytes=kernel.shared_size_bytes, device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}")
 

@@ -47,7 +47,7 @@ def main() -> None:
     # Random bytes: uniform high nibbles, about 16 bytes per bin per record.
     words = torch.randint(-2**31, 2**31, (WORDS, records), dtype=torch.int32, device="cuda", generator=gen)
     counts = torch.empty(BINS, records, dtype=torch.int32, device="cuda")
-    module = cupy.RawModule(code=(HERE / "histogram.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "histogram.cu"), options=harness.NVRTC_OPTIONS)
     kernel = module.get_function(KERNELS[args.variant])
     grid = (records // THREADS,)
     kernel_args = (cupy.asarray(words), cupy.asarray(counts), np.int32(records))
@@ -64,9 +64,10 @@ def main() -> None:
     del reference
     torch.cuda.empty_cache()
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"histogram {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(words, counts), warmup=args.warmup,
+                                 repeat=args.repeat, label=f"histogram {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, records=records, kernel=KERNELS[args.variant], registers=kernel.num_regs,
                  local_bytes_per_thread=kernel.local_size_bytes, shared_bytes=kernel.shared_size_bytes,
                  device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}")

@@ -73,7 +73,7 @@ def main() -> None:
     pool, order, heads = build_pool(chunks, chain, gen)
     w = torch.randn(METRICS, SCORES, device="cuda", generator=gen)
     scores = torch.empty(users, SCORES, device="cuda")
-    module = cupy.RawModule(code=(HERE / "scores.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "scores.cu"), options=harness.NVRTC_OPTIONS)
     kernel = module.get_function(KERNELS[args.variant])
     grid = (users // (THREADS // LANES),)
     kernel_args = (cupy.asarray(pool), cupy.asarray(heads), cupy.asarray(w), cupy.asarray(scores), np.int32(users))
@@ -90,9 +90,10 @@ def main() -> None:
     del reference, order
     torch.cuda.empty_cache()
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"score_users {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(pool, heads, w, scores),
+                                 warmup=args.warmup, repeat=args.repeat, label=f"score_users {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, users=users, chain_chunks=chain, kernel=KERNELS[args.variant],
                  registers=kernel.num_regs, local_bytes_per_thread=kernel.local_size_bytes,
                  device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}")

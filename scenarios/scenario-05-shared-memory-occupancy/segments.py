@@ -75,7 +75,7 @@ def main() -> None:
     pool, order, heads = build_column(pages, chain, gen)
     dictionary = torch.rand(DICT, device="cuda", generator=gen) + 0.5
     sums = torch.empty(segments, device="cuda")
-    module = cupy.RawModule(code=(HERE / "segments.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "segments.cu"), options=harness.NVRTC_OPTIONS)
     kernel = module.get_function(KERNELS[args.variant])
     dict_bytes = DICT * size["float_bytes"]
     kernel.max_dynamic_shared_size_bytes = dict_bytes  # above the 48 KB a kernel gets without asking
@@ -95,9 +95,10 @@ def main() -> None:
     del reference, order
     torch.cuda.empty_cache()
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"sum_segments {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(pool, heads, dictionary, sums),
+                                 warmup=args.warmup, repeat=args.repeat, label=f"sum_segments {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, segments=segments, chain_pages=chain, threads_per_block=threads,
                  kernel=KERNELS[args.variant], registers=kernel.num_regs,
                  shared_bytes=kernel.shared_size_bytes + dict_bytes,

@@ -87,10 +87,12 @@ def main() -> None:
             order = torch.argsort(material, stable=True)
             return x[order], material[order]
 
-        extra["partition_ms"] = float(np.median(harness.time_cuda(partition, warmup=1, repeat=5, label="partition")))
+        sorted_ = harness.time_kernel(partition, footprint_bytes=harness.footprint(x, material) * 2, warmup=1,
+                                      repeat=5, label="partition")
+        extra["partition_ms"] = float(np.median(sorted_.times_ms))
         x, material = partition()
     out = torch.empty_like(x)
-    module = cupy.RawModule(code=(HERE / "materials.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "materials.cu"), options=harness.NVRTC_OPTIONS)
     kernel = module.get_function(KERNEL)
     grid = ((n + THREADS - 1) // THREADS,)
     kernel_args = (cupy.asarray(x), cupy.asarray(material), cupy.asarray(out), np.int32(n))
@@ -105,9 +107,10 @@ def main() -> None:
     error = harness.relative_error(out, reference(x, material, terms, materials))
     torch.cuda.empty_cache()
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"materials {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(x, material, out), warmup=args.warmup,
+                                 repeat=args.repeat, label=f"materials {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, n=n, uniform_warp_share=uniform_warp_share(material), registers=kernel.num_regs,
                  device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}", **extra)
 

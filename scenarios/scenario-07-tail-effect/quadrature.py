@@ -45,7 +45,7 @@ def main() -> None:
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     omega = torch.rand(items, device="cuda", generator=gen) * (W_MAX - W_MIN) + W_MIN
     out = torch.empty(items, device="cuda")
-    module = cupy.RawModule(code=(HERE / "quadrature.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "quadrature.cu"), options=harness.NVRTC_OPTIONS)
 
     if args.variant == "slow":
         kernel = module.get_function("quadrature_per_item")
@@ -72,9 +72,11 @@ def main() -> None:
     w = omega.double()
     error = harness.relative_error(out, (1 - torch.cos(w)) / w)
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"quadrature {args.variant}")
+    touched = harness.footprint(omega, out, *(() if args.variant == "slow" else (partial,)))
+    timing = harness.time_kernel(launch, footprint_bytes=touched, warmup=args.warmup, repeat=args.repeat,
+                                 label=f"quadrature {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, items=items, points=points, registers=kernel.num_regs,
                  blocks=items if args.variant == "slow" else items * parts,
                  device=torch.cuda.get_device_name(), arch=f"sm_{major}{minor}")

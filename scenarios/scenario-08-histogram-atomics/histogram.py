@@ -44,8 +44,8 @@ def main() -> None:
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     scores = torch.rand(n, device="cuda", generator=gen)  # uniform in [0, 1): every bin equally hot
     counts = torch.empty(nbins, device="cuda", dtype=torch.int32)
-    module = cupy.RawModule(code=(HERE / "histogram.cu").read_text(),
-                            options=("--std=c++17", "-lineinfo", f"-DBINS={nbins}"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "histogram.cu"),
+                            options=(*harness.NVRTC_OPTIONS, f"-DBINS={nbins}"))
 
     if args.variant == "slow":
         kernel = module.get_function("histogram_global_atomics")
@@ -69,9 +69,10 @@ def main() -> None:
     del reference
     torch.cuda.empty_cache()  # Nsight Compute saves and restores device memory around each replay pass
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"histogram {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(scores, counts), warmup=args.warmup,
+                                 repeat=args.repeat, label=f"histogram {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, n=n, bins=nbins, grid=grid[0], device=torch.cuda.get_device_name(),
                  arch=f"sm_{major}{minor}")
 

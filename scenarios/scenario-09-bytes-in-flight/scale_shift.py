@@ -41,7 +41,7 @@ def main() -> None:
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     x = torch.randn(n, device="cuda", generator=gen)
     y = torch.empty(n, device="cuda")
-    module = cupy.RawModule(code=(HERE / "scale_shift.cu").read_text(), options=("--std=c++17", "-lineinfo"))
+    module = cupy.RawModule(code=harness.cuda_source(HERE / "scale_shift.cu"), options=harness.NVRTC_OPTIONS)
     grid = (BLOCKS_PER_SM * torch.cuda.get_device_properties(0).multi_processor_count,)
     if args.variant == "slow":
         kernel = module.get_function("scale_shift_scalar")
@@ -62,9 +62,10 @@ def main() -> None:
     del reference
     torch.cuda.empty_cache()  # Nsight Compute saves and restores device memory around each replay pass
 
-    times = harness.time_cuda(launch, warmup=args.warmup, repeat=args.repeat, label=f"scale_shift {args.variant}")
+    timing = harness.time_kernel(launch, footprint_bytes=harness.footprint(x, y), warmup=args.warmup,
+                                 repeat=args.repeat, label=f"scale_shift {args.variant}")
     major, minor = torch.cuda.get_device_capability()
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, n=n, grid=grid[0], threads=THREADS, device=torch.cuda.get_device_name(),
                  arch=f"sm_{major}{minor}")
 

@@ -55,9 +55,9 @@ def main() -> None:
         error = check(a, b, out)
     torch.cuda.empty_cache()  # Nsight Compute saves and restores device memory around each replay pass
 
-    times = harness.time_cuda(lambda: product(a, b, out), warmup=args.warmup, repeat=args.repeat,
-                              label=f"matmul {args.variant}")
-    harness.emit(variant=args.variant, times_ms=times, unit="launch", rel_error=error, tolerance=TOLERANCE,
+    timing = harness.time_kernel(lambda: product(a, b, out), footprint_bytes=harness.footprint(a, b, out),
+                                 warmup=args.warmup, repeat=args.repeat, label=f"matmul {args.variant}")
+    harness.emit(variant=args.variant, timing=timing, unit="launch", rel_error=error, tolerance=TOLERANCE,
                  seed=args.seed, m=m, n=n, k=k, precision=PRECISION[args.variant],
                  allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32), device=torch.cuda.get_device_name())
 

@@ -51,6 +51,8 @@ from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, Kerne
 from coach.model import KernelProfile
 
 ROOT = "speed_of_light"
+#: rule_id prefix of a note (``coach.analyze.diagnose.not_checked``), which a rule may return from apply.
+NOT_CHECKED_PREFIX = "not-checked:"
 #: details key of a launch-configuration finding ranked with the root's gap: that gap, in ns.
 RANKED_BY = "ranked_by_saving_ns"
 
@@ -104,7 +106,12 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
         if gone:
             skipped.append(_not_checked(module.SPEC, launch, gone))
             continue
-        found += module.apply(launch, ctx)
+        none_of = [group for group in module.SPEC.requires_one_of if len(missing(launch, group)) == len(group)]
+        if none_of:
+            skipped.append(_not_checked(module.SPEC, launch, [], needs=none_of))
+            continue
+        for f in module.apply(launch, ctx):  # a rule may also say it could not decide
+            (skipped if f.rule_id.startswith(NOT_CHECKED_PREFIX) else found).append(f)
     found = _launch_limits_first(_root_after_tied_causes(rank(found), ctx), ctx.verdict)
     if found:
         found[0] = _compare_with_ncu(found[0], ctx.ncu_rules)
@@ -163,12 +170,17 @@ def _ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]
     return out
 
 
-def _not_checked(spec: RuleSpec, launch: dict[str, Any], gone: list[str]) -> Finding:
+def _not_checked(spec: RuleSpec, launch: dict[str, Any], gone: list[str],
+                 needs: list[tuple[str, ...]] = ()) -> Finding:
     from coach.analyze.diagnose import not_checked  # noqa: PLC0415 - diagnose imports this package
 
-    named = [f"{n} ({c})" if (n := ncu_metric_names(c)) != c else c for c in gone]
-    return not_checked(spec.id, spec.name, named,
-                       scope=launch.get("kernel_name") or "", launch_id=launch.get("launch_id"))
+    def named(c: str) -> str:
+        return f"{n} ({c})" if (n := ncu_metric_names(c)) != c else c
+
+    reason = "none of the metrics it can read this from is in this report" if needs else ""
+    return not_checked(spec.id, spec.name, [named(c) for c in gone], reason=reason,
+                       scope=launch.get("kernel_name") or "", launch_id=launch.get("launch_id"),
+                       needs=[named(c) for group in needs for c in group])
 
 
 def ncu_metric_names(column: str) -> str:

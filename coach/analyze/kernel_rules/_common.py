@@ -82,6 +82,15 @@ class KernelContext:
         return 1.0 if pct is None else min(1.0, pct / 100)
 
 
+def cannot_decide(spec: RuleSpec, launch: dict[str, Any], reason: str, needs: Iterable[str]) -> Finding:
+    """A rule's note that it could not decide for this launch, with what it needs: returned from
+    ``apply`` beside (or instead of) findings; the diagnosis lists it under "not checked"."""
+    from coach.analyze.diagnose import not_checked  # noqa: PLC0415 - diagnose imports the rule package lazily
+
+    return not_checked(spec.id, spec.name, [], reason=reason, scope=launch.get("kernel_name") or "",
+                       launch_id=launch.get("launch_id"), needs=list(needs))
+
+
 def missing(launch: dict[str, Any], columns: Iterable[str]) -> list[str]:
     """The columns among ``columns`` that are null (or absent) for this launch."""
     return [c for c in columns if launch.get(c) is None]
@@ -131,9 +140,13 @@ def finding(
     )
 
 
+#: How a value the report lacks reads (coach.analyze.quantities.NOT_IN_REPORT): never 0, never "?".
+MISSING = "not in report"
+
+
 def fmt_time(ns: float | None) -> str:
     if ns is None:
-        return "?"
+        return MISSING
     if ns >= 1e6:
         return f"{ns / 1e6:.2f} ms"
     if ns >= 1e3:
@@ -143,7 +156,7 @@ def fmt_time(ns: float | None) -> str:
 
 def fmt_bytes(b: float | None) -> str:
     if b is None:
-        return "?"
+        return MISSING
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(b) >= size:
             return f"{b / size:.2f} {unit}"
@@ -152,13 +165,13 @@ def fmt_bytes(b: float | None) -> str:
 
 def fmt_rate(bytes_per_s: float | None) -> str:
     if bytes_per_s is None:
-        return "?"
+        return MISSING
     return f"{bytes_per_s / 1e12:.2f} TB/s" if bytes_per_s >= 1e11 else f"{bytes_per_s / 1e9:.1f} GB/s"
 
 
 def fmt_count(x: float | None) -> str:
     if x is None:
-        return "?"
+        return MISSING
     for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= size:
             return f"{x / size:.2f}{unit}"

@@ -100,13 +100,14 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     numbers = f"Compute (SM) throughput is {sm:.1f}% of peak and memory throughput {mem:.1f}%"
     if dram is not None:
         numbers += f" (DRAM {dram:.1f}%"
-        numbers += f": {fmt_rate(bw)} of {fmt_rate(peak)})" if bw and peak else ")"
+        numbers += f": {fmt_rate(bw)} of Nsight Compute's peak {fmt_rate(peak)})" if bw is not None and peak else ")"
     numbers += "."
     if ai is not None:
         numbers += f" Arithmetic intensity is {ai:.2f} FLOP per DRAM byte."
     floor = launch.get("dram_floor_ns")
     if lean == "memory" and floor is not None:
-        numbers += f" Moving its {launch['dram_bytes'] / 1e6:.0f} MB at peak DRAM bandwidth takes {fmt_time(floor)}; it took {fmt_time(launch['duration_ns'])}."
+        numbers += (f" Moving its {launch['dram_bytes'] / 1e6:.0f} MB at Nsight Compute's peak DRAM bandwidth takes "
+                    f"{fmt_time(floor)}; it took {fmt_time(launch['duration_ns'])}.")
     sol = next((r for r in ctx.ncu_rules if r.get("rule_id") == "SOLBottleneck"), None)
     evidence = [
         ev("sm_throughput_pct", sm, "%", f">= {AT_ROOF_PCT:.0f}% on the limiting half", AT_ROOF_PCT),
@@ -115,7 +116,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     if dram is not None:
         evidence.append(ev("dram_throughput_pct", dram, "%", "near peak for a DRAM-bound kernel", AT_ROOF_PCT))
     if bw is not None:
-        evidence.append(ev("dram_bandwidth_bytes_per_s", bw, "byte/s", f"peak {fmt_rate(peak)}" if peak else "", peak))
+        evidence.append(ev("dram_bandwidth_bytes_per_s", bw, "byte/s", f"Nsight Compute's peak {fmt_rate(peak)}" if peak else "", peak))
     if ai is not None:
         evidence.append(ev("arithmetic_intensity_flop_per_byte", ai, "FLOP/byte", "compare with the GPU's ridge point"))
     return [finding(

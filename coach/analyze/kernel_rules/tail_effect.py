@@ -13,6 +13,7 @@ from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, ev, finding, fmt_time
+from coach.analyze.quantities import Waves, fmt_share, fmt_waves
 
 SPEC = RuleSpec(
     id="tail-effect",
@@ -32,16 +33,14 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     waves, idle = launch["waves_per_sm"], launch.get("tail_idle_fraction")
     if waves < 1 or idle is None or idle < TAIL_SAVING_FRACTION:
         return []
-    full, partial = launch["full_waves"], launch["tail_wave_fraction"]
+    w = Waves(waves, launch.get("grid_size"))
+    full, partial = w.full, w.last_fill
     saving = ctx.cap(launch["duration_ns"] * idle, launch)
-    grid = launch.get("grid_size")
-    message = (f"The grid runs as {waves:.2f} waves: {full:.0f} full and a last wave only {100 * partial:.0f}% full, "
-               f"which takes as long as a full one while {100 * (1 - partial):.0f}% of the SMs' block slots idle.")
-    if grid:
-        per_wave = grid / waves
-        message += f" One wave is {per_wave:.0f} blocks; the grid has {grid:.0f}."
+    message = f"The grid runs as {w.text()}."
+    if w.per_wave:
+        message += f" One wave is {w.per_wave:.0f} blocks; the grid has {w.grid:.0f}."
     return [finding(
-        SPEC, launch, title=f"Tail effect: {waves:.2f} waves, the last {100 * partial:.0f}% full",
+        SPEC, launch, title=f"Tail effect: {fmt_waves(waves)} waves, the last {fmt_share(partial)} full",
         message=message,
         next_step=("Size the grid to a whole number of waves (a multiple of SMs x blocks per SM), split the work "
                    "into more, smaller blocks so the tail is short, or use a persistent grid-stride kernel with "
@@ -49,7 +48,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         evidence=[ev("waves_per_sm", waves, "wave", "a whole number, or many waves"),
                   ev("tail_idle_fraction", idle, "", "near 0", TAIL_SAVING_FRACTION)],
         saving_ns=saving,
-        gain_model=(f"time x (ceil(waves) - waves)/ceil(waves) = {100 * idle:.0f}%: the partial wave's idle share with "
+        gain_model=(f"time x (ceil(waves) - waves)/ceil(waves) = {fmt_share(idle)}: the partial wave's idle share with "
                     f"equal-length blocks, capped at the gap to the roof; saves {fmt_time(saving)}"),
         ncu=ctx.ncu("LaunchConfiguration"),
         details={"waves": waves, "full_waves": full, "tail_fraction": partial, LAUNCH_LIMIT: PARTIAL_WAVE},

@@ -5,6 +5,15 @@ addresses fall in. Contiguous 4-byte accesses by 32 threads need 4 sectors (128 
 8; 16-byte ones 16 (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"). The report's
 useful bytes per sector give the ideal for whatever width the kernel uses: ideal sectors = sectors x
 useful bytes per sector / 32. Every excess sector is bandwidth spent on bytes no thread asked for.
+
+Where the report lacks the L1 sector counts (the basic set, or a --metrics list), the L2 counts stand
+in: the sectors L2 served to L1TEX for reads (``lts__t_sectors_srcunit_tex_op_read``) per global load
+request, and the sectors L1TEX wrote (``..._op_write``, L1 being write-through) per store request. For
+loads they count only the L1 misses (and local-memory traffic too), so they can only understate the
+excess: on the H200 strided copy of tests/data they give 32.0 sectors per load request against 32.0 at
+L1, and 4.0 for its coalesced twin. Without the bytes-per-sector metric the access width is unknown:
+more sectors than the widest access needs is uncoalesced whatever the width; fewer but more than a
+4-byte access needs cannot be decided, and the rule says so instead of staying silent.
 """
 
 from __future__ import annotations
@@ -13,17 +22,19 @@ from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import SECTOR_BYTES
-from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_bytes, fmt_count, fmt_time
+from coach.analyze.kernel_rules._common import (KernelContext, cannot_decide, ev, finding, fmt_bytes, fmt_count,
+                                               fmt_time)
 
 SPEC = RuleSpec(
     id="uncoalesced-global-access",
     name="Uncoalesced global access",
     category=Bottleneck.MEMORY_ACCESS,
     table="launches",
-    requires=("duration_ns", "global_load_requests", "global_load_sectors"),
+    requires=("duration_ns", "global_load_requests"),
+    requires_one_of=(("global_load_sectors", "l1_to_l2_read_sectors"),),
     optional=("global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
               "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct", "l2_global_sectors",
-              "l2_global_sectors_ideal"),
+              "l2_global_sectors_ideal", "l1_to_l2_write_sectors"),
     doc="Sectors per request against the ideal for the access width; DRAM bytes against useful bytes.",
 )
 
@@ -35,6 +46,19 @@ EXCESS_RATIO = 1.25
 # access (16 bytes) needs 16 sectors per request when coalesced, so more than that is uncoalesced
 # whatever the width.
 WIDEST_IDEAL_SECTORS_PER_REQUEST = 16.0
+# ... and 4-byte accesses (float, int: the narrowest common width) need 4: at most EXCESS_RATIO x 4
+# sectors per request is coalesced for any width of 4 bytes or more.
+NARROW_IDEAL_SECTORS_PER_REQUEST = 4.0
+
+#: Where a launch's sectors are read from: the L1 counts, else the L2 counts of L1TEX traffic.
+SECTOR_SOURCES = {"load": ("global_load_sectors", "l1_to_l2_read_sectors"),
+                  "store": ("global_store_sectors", "l1_to_l2_write_sectors")}
+_METRIC = {"global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+           "global_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+           "l1_to_l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
+           "l1_to_l2_write_sectors": "lts__t_sectors_srcunit_tex_op_write.sum",
+           "global_load_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
+           "global_store_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"}
 
 
 def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
@@ -47,22 +71,35 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
 
 
 def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
-    requests, sectors = launch.get(f"global_{op}_requests"), launch.get(f"global_{op}_sectors")
-    if not requests or sectors is None:
-        return None
+    requests = launch.get(f"global_{op}_requests")
+    if not requests:
+        return None  # no such accesses (or no count of them: the rule's requirement says so for loads)
+    l1, l2 = SECTOR_SOURCES[op]
+    column = l1 if launch.get(l1) is not None else l2 if launch.get(l2) is not None else None
+    if column is None:
+        return cannot_decide(SPEC, launch, f"the report has no sector counts for global {op}s",
+                             [_METRIC[l1], _METRIC[l2]])
+    sectors, at_l2 = launch[column], column == l2
     per_request = sectors / requests
-    ideal_per_request = launch.get(f"ideal_{op}_sectors_per_request")
+    ideal_per_request = launch.get(f"ideal_{op}_sectors_per_request") if not at_l2 else None
     width_known = ideal_per_request is not None and ideal_per_request > 0
     if width_known:
         if per_request <= EXCESS_RATIO * ideal_per_request:
             return None
         excess = launch[f"excess_{op}_sectors"]
     else:
-        if per_request <= WIDEST_IDEAL_SECTORS_PER_REQUEST:
+        if per_request <= EXCESS_RATIO * NARROW_IDEAL_SECTORS_PER_REQUEST:
             return None
+        if per_request <= WIDEST_IDEAL_SECTORS_PER_REQUEST:
+            return cannot_decide(
+                SPEC, launch, f"global {op}s touch {per_request:.1f} sectors per request"
+                + (" (from L2's counts)" if at_l2 else "") + f", which is coalesced for 16-byte accesses but "
+                f"{per_request / NARROW_IDEAL_SECTORS_PER_REQUEST:.1f}x the ideal for 4-byte ones, and the access "
+                "width is not in the report", [_METRIC[f"global_{op}_bytes_per_sector"]])
         ideal_per_request = WIDEST_IDEAL_SECTORS_PER_REQUEST  # a lower bound on the excess
         excess = sectors - requests * ideal_per_request
-    total = launch.get("global_sectors") or sectors
+    total = (launch.get("global_sectors") or sectors) if not at_l2 else (
+        (launch.get(l2) or 0.0) + (launch.get(SECTOR_SOURCES["store" if op == "load" else "load"][1]) or 0.0) or sectors)
     weight = ctx.memory_weight(launch)
     saving = launch["duration_ns"] * weight * excess / total
     verb = "loads" if op == "load" else "stores"
@@ -70,14 +107,19 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
     message = (f"Global {verb} touch {per_request:.1f} sectors per request where {ideal_per_request:.0f} would do "
                f"({fmt_count(excess)} of {fmt_count(sectors)} sectors are excess)")
     message += "." if width_known else " (access width unknown: 16 sectors is the ideal for the widest, 16-byte access)."
+    if at_l2:
+        message += (f" Counted at L2 ({_METRIC[l2]}: the report has no L1 sector counts), which sees only what "
+                    "missed L1: the excess at L1 is at least this.")
     evidence = [ev(f"{op}_sectors_per_request", per_request, "sector/request",
                    f"{ideal_per_request:.0f} (all the bytes of a warp's access in contiguous sectors)",
                    EXCESS_RATIO * ideal_per_request)]
+    if at_l2:
+        evidence.append(ev(column, sectors, "sector", "as many as the requests' useful bytes need"))
     bps = launch.get(f"global_{op}_bytes_per_sector")
     if bps is not None:
         evidence.append(ev(f"global_{op}_bytes_per_sector", bps, "byte/sector", f"{SECTOR_BYTES}", None))
     details: dict[str, Any] = {"op": op, "sectors_per_request": per_request, "ideal_sectors_per_request": ideal_per_request,
-                               "excess_sectors": excess}
+                               "excess_sectors": excess, "sectors_from": "L2" if at_l2 else "L1"}
     if op == "load" and useful:
         dram_read = launch.get("dram_read_bytes")
         over = launch.get("dram_read_over_useful")

@@ -5,16 +5,20 @@ an optional GPU entry (``coach.analyze.hardware.GPU``) for ceilings such as the 
 
 ``run_all(timeline, hardware)`` runs every rule whose table has the columns it requires and returns
 the findings ranked by estimated saving, then a note (``coach.analyze.diagnose.not_checked``) for
-each rule whose table has records without a column the rule needs.
+each rule whose table has records without a column the rule needs, and one for each way the trace is
+incomplete (``coach.analyze.coverage``). A trace whose API calls launched work but which holds no GPU
+record gets only that note: every rule would speak of a GPU the trace did not record.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType
 from typing import Any
 
 import polars as pl
 
+from coach.analyze.coverage import api_without_gpu_records, timeline_gaps
 from coach.analyze.diagnose import not_checked
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.timeline import TimelineAnalysis
@@ -23,6 +27,7 @@ from coach.analyze.timeline_rules import (
     allocator_churn,
     gpu_idle,
     host_sync,
+    input_pipeline,
     launch_bound,
     layout_copies,
     no_overlap,
@@ -33,6 +38,7 @@ from coach.analyze.timeline_rules import (
 from coach.model import Timeline
 
 RULES: tuple[ModuleType, ...] = (
+    input_pipeline,
     gpu_idle,
     launch_bound,
     host_sync,
@@ -64,7 +70,10 @@ def run_all(timeline: Timeline, hardware: Any = None) -> list[Finding]:
     analysis = TimelineAnalysis(timeline)
     hardware = hardware if hardware is not None else timeline_gpu(timeline.devices)
     findings: list[Finding] = []
-    notes: list[Finding] = []
+    notes: list[Finding] = [not_checked("capture", "the GPU side of the trace", [], reason=gap[0].lower() + gap[1:].rstrip("."),
+                                        scope="timeline") for gap in timeline_gaps(timeline)]
+    if api_without_gpu_records(timeline):  # every rule would speak of a GPU the trace did not record
+        return notes
     for rule in RULES:
         gone = missing_columns(rule.SPEC, timeline)
         if gone:
@@ -73,4 +82,12 @@ def run_all(timeline: Timeline, hardware: Any = None) -> list[Finding]:
                                      scope="timeline"))
         elif applicable(rule.SPEC, timeline):
             findings.extend(rule.apply(analysis, hardware))
-    return rank(findings) + notes
+    return rank([_within_window(f, analysis.window_ns) for f in findings]) + notes
+
+
+def _within_window(f: Finding, window_ns: int) -> Finding:
+    """No fix saves more than the profiled window (each rule bounds its own; this keeps any that does
+    not from claiming more than 100%)."""
+    if f.estimated_saving_ns is None or not window_ns or f.estimated_saving_ns <= window_ns:
+        return f
+    return dataclasses.replace(f, estimated_saving_ns=float(window_ns), estimated_gain_pct=100.0)

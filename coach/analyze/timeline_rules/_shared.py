@@ -25,9 +25,9 @@ PCIE_GEN5_X16_BYTES_PER_S = 64e9
 
 
 def base_api_name(name: pl.Expr) -> pl.Expr:
-    """``cudaStreamSynchronize_v3020`` and ``cuMemcpyDtoH_v2_ptds`` -> the name without version and
-    per-thread-stream suffixes (Nsight Systems keeps them, Kineto does not)."""
-    return name.str.replace(r"(_v\d+)?(_ptsz|_ptds)?$", "")
+    """``cudaStreamSynchronize_v3020``, ``cuMemcpyDtoH_v2_ptds`` and ``hipMemcpy_spt`` -> the name without
+    version and per-thread-stream suffixes (Nsight Systems keeps them, Kineto does not)."""
+    return name.str.replace(r"(_v\d+)?(_ptsz|_ptds|_spt)?$", "")
 
 
 def link_bytes_per_s(hardware: Any) -> tuple[float, str]:
@@ -80,3 +80,21 @@ def nbytes(value: float | None) -> str:
 
 def rate(bytes_per_s: float | None) -> str:
     return "n/a" if bytes_per_s is None else f"{bytes_per_s / 1e9:.3g} GB/s"
+
+
+def largest_group(frame: pl.DataFrame, by: str, value: str | pl.Expr) -> tuple[float, pl.DataFrame]:
+    """A saving spread over devices (or processes) that run side by side: ``(saving, per_group)``.
+
+    The GPUs of one trace (and the processes driving them) idle and work at the same time, so the
+    wall time a fix gains is at most the largest group's share, not the sum over groups: eight GPUs
+    each idle 1 s after a synchronisation make the run 1 s slower, not 8 s. ``per_group`` holds ``by``
+    and ``saving_ns``, largest first; one group gives the plain sum."""
+    expr = pl.col(value) if isinstance(value, str) else value
+    per = (frame.group_by(by).agg(saving_ns=expr.sum().cast(pl.Float64))
+           .sort(["saving_ns", by], descending=[True, False], nulls_last=True))
+    return (float(per["saving_ns"][0]) if per.height else 0.0), per
+
+
+def within_window(saving_ns: float, window_ns: float) -> float:
+    """No fix saves more than the profiled window."""
+    return min(saving_ns, float(window_ns)) if window_ns else saving_ns

@@ -16,7 +16,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis
-from coach.analyze.timeline_rules._shared import base_api_name, ns, reportable, share_pct
+from coach.analyze.timeline_rules._shared import base_api_name, largest_group, ns, reportable, share_pct, within_window
 
 SPEC = RuleSpec(
     id="allocator-churn",
@@ -29,12 +29,30 @@ SPEC = RuleSpec(
 
 ALLOC_CALLS = (r"^(cudaMalloc|cudaMallocAsync|cudaMallocFromPoolAsync|cudaMallocHost|cudaHostAlloc|cudaMallocManaged"
                r"|cudaMallocPitch|cudaMalloc3D|cudaMallocArray|cuMemAlloc|cuMemAllocAsync|cuMemAllocFromPoolAsync"
-               r"|cuMemAllocHost|cuMemHostAlloc|cuMemAllocManaged|cuMemAllocPitch)$")
-FREE_CALLS = r"^(cudaFree|cudaFreeAsync|cudaFreeHost|cudaFreeArray|cuMemFree|cuMemFreeAsync|cuMemFreeHost)$"
+               r"|cuMemAllocHost|cuMemHostAlloc|cuMemAllocManaged|cuMemAllocPitch"
+               r"|hipMalloc|hipMallocAsync|hipHostMalloc|hipMallocManaged|hipExtMallocWithFlags)$")  # ROCm's HIP twins
+FREE_CALLS = (r"^(cudaFree|cudaFreeAsync|cudaFreeHost|cudaFreeArray|cuMemFree|cuMemFreeAsync|cuMemFreeHost"
+              r"|hipFree|hipFreeAsync|hipHostFree)$")
 
 # Three matched allocate/free pairs: one pair can be set-up, a second the tear-down of a first
 # buffer; three or more mean allocation repeats with the work.
 MIN_ALLOC_FREE_PAIRS = 3
+# ... and they must repeat with the work: allocations made between launches in at least three separate
+# places (between the first and the last launch). A program that allocates five buffers, launches two
+# kernels and frees the five has five pairs and no loop.
+MIN_REPEATS = 3
+
+
+def repeats_with_the_work(a: TimelineAnalysis, allocs: pl.DataFrame) -> int:
+    """In how many of the stretches between consecutive launches (after the first launch, before the
+    last) the host allocated: on the host's clock, the launch calls where the trace links kernels to
+    them, else the kernels' starts."""
+    launched = a.launches["api_start_ns"] if a.launches.height else a.timeline.kernels["start_ns"]
+    launched = launched.drop_nulls().sort()
+    if launched.len() < 2:
+        return 0
+    after = launched.search_sorted(allocs["start_ns"], side="right")  # launches made before each allocation
+    return int(after.filter((after >= 1) & (after < launched.len())).n_unique())
 
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
@@ -45,7 +63,11 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     pairs = min(allocs, frees)
     if pairs < MIN_ALLOC_FREE_PAIRS:
         return []
-    saving_ns = float(calls["dur_ns"].sum())
+    repeats = repeats_with_the_work(a, calls.filter("alloc"))
+    if repeats < MIN_REPEATS:
+        return []
+    # per process, the largest: the processes of a multi-rank trace allocate side by side
+    saving_ns = within_window(largest_group(calls, "pid", "dur_ns")[0], a.window_ns)
     if not reportable(saving_ns, a.window_ns):
         return []
     by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
@@ -53,8 +75,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     stream_ordered = bool(calls["base"].str.contains("Async").any())
     message = (
         f"The host allocated {allocs} times and freed {frees} times ({names}), {ns(saving_ns)} in those calls "
-        f"({share_pct(saving_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window): memory is allocated and released "
-        "with the work instead of once."
+        f"({share_pct(saving_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window), allocating between launches in "
+        f"{repeats} separate places: memory is allocated and released with the work instead of once."
         + (" The stream-ordered calls come from a pool, but with its default release threshold of 0 the pool returns "
            "memory at every synchronisation." if stream_ordered else
            " Device and pinned allocations also serialise the streams around them.")
@@ -72,6 +94,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
                      threshold=MIN_ALLOC_FREE_PAIRS, source=a.timeline.source.tool),
             Evidence("free_calls", frees, "calls", threshold=MIN_ALLOC_FREE_PAIRS, source=a.timeline.source.tool),
             Evidence("allocator_ns", saving_ns, "ns", source=a.timeline.source.tool),
+            Evidence("allocations_between_launches", repeats, "places", healthy="none after the first launch",
+                     threshold=MIN_REPEATS, source=a.timeline.source.tool),
         ),
         scope="timeline",
         estimated_gain_pct=share_pct(saving_ns, a.window_ns),

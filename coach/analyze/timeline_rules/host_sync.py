@@ -6,7 +6,9 @@ synchronous ``cudaMemcpy``, or an asynchronous copy into pageable memory (which 
 before returning). ``.item()``, ``print(loss)`` and ``tensor.cpu()`` in PyTorch are a small
 device-to-host copy plus a stream synchronisation. The cost is not the wait itself (the GPU is
 working meanwhile) but what follows: the queue has drained, so the GPU sits idle until the host
-launches again. That bubble, the GPU gap the synchronisation returns into, is what the rule measures.
+launches again. That bubble, the GPU gap the synchronisation returns into, is what the rule measures;
+a bubble the loop spent mostly waiting inside a DataLoader is the input-pipeline rule's (without the
+synchronisation the loop would wait for the batch instead).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, interval_join, with_launch_call
-from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
+from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
+from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
+                                                  share_pct, within_window)
 
 SPEC = RuleSpec(
     id="host-sync",
@@ -30,8 +34,9 @@ SPEC = RuleSpec(
 )
 
 SYNC_CALLS = (r"^(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaThreadSynchronize"
-              r"|cuCtxSynchronize|cuStreamSynchronize|cuEventSynchronize)$")
-COPY_CALLS = r"^cu(da)?Memcpy"
+              r"|cuCtxSynchronize|cuStreamSynchronize|cuEventSynchronize"
+              r"|hipDeviceSynchronize|hipStreamSynchronize|hipEventSynchronize)$")  # ROCm's HIP twins
+COPY_CALLS = r"^(cu(da)?|hip)Memcpy"
 
 # A device-to-host copy of at most 8 bytes is one scalar (up to a 64-bit value): .item(), float(t),
 # or a printed loss.
@@ -81,26 +86,40 @@ def returned_into(gaps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     ).unique(subset=["device_id", "start_ns"])
 
 
+def _per_gpu(bubbles: pl.DataFrame) -> str:
+    per = bubbles.group_by("device_id").agg(pl.col("gap_ns").sum()).sort("device_id")
+    return ", ".join(f"GPU {d}: {ns(v)}" for d, v in per.iter_rows())
+
+
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     points = sync_points(a)
     if points.is_empty() or a.gaps.is_empty():
         return []
-    bubbles = returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS)
-    bubble_ns = int(bubbles["gap_ns"].sum())
-    saving_ns = float((bubbles["gap_ns"] - LAUNCH_LATENCY_NS).sum())
+    bubbles = gaps_in_loader(a, returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
+    loading = bubbles.filter("in_loader")  # the loop waited for its next batch: the input pipeline's gaps
+    bubbles = bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader")
+    saving_ns, per_device = largest_group(bubbles, "device_id", pl.col("gap_ns") - LAUNCH_LATENCY_NS)
+    saving_ns = within_window(saving_ns, a.window_ns)
     if not reportable(saving_ns, a.window_ns):
         return []
+    # the GPU whose bubbles count (the largest); the same as all of them on a one-GPU trace
+    worst = per_device["device_id"][0]
+    bubble_ns = int(bubbles.filter(pl.col("device_id").eq_missing(worst))["gap_ns"].sum())
+    on_gpus = (f"the queue had drained, and the GPU idled {ns(bubble_ns)}" if per_device.height == 1 else
+               f"the queue had drained; the GPUs idled side by side ({_per_gpu(bubbles)}), the most GPU {worst}: "
+               f"{ns(bubble_ns)}")
     blocked_ns = int(points["dur_ns"].sum())
     by_name = points.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     calls = ", ".join(f"{n} x {name}" for name, n, _ in by_name.iter_rows())
     scalars = int(points["scalar_read"].sum())
     message = (
         f"The host synchronised with the GPU {points.height} time(s) ({calls}), blocked {ns(blocked_ns)} in those calls. "
-        f"They returned into {bubbles.height} GPU gap(s) longer than one launch latency: the queue had drained, and the GPU idled "
-        f"{ns(bubble_ns)} ({share_pct(bubble_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window) until the host "
-        "launched again."
+        f"They returned into {bubbles.height} GPU gap(s) longer than one launch latency: {on_gpus} "
+        f"({share_pct(bubble_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window) until the host launched again."
         + (f" Of these, {scalars} waited for a one-scalar device-to-host copy: .item(), float(t) or a printed loss."
            if scalars else "")
+        + (f" {loading.height} more gap(s) after a synchronisation the loop spent waiting in the DataLoader (see the "
+           "input-pipeline finding)." if loading.height else "")
     )
     return [Finding(
         rule_id=SPEC.id,
@@ -124,6 +143,9 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         estimated_saving_ns=saving_ns,
         gain_model=(f"sum over the GPU gaps a synchronisation returned into of (gap - {ns(LAUNCH_LATENCY_NS)}): without the "
                     "synchronisation the host would have queued the next work before the GPU ran dry; the GPU-idle and "
-                    "launch-bound findings leave these gaps out"),
-        details={"sync_calls": by_name.to_dicts(), "bubbles": bubbles.sort("gap_ns", descending=True).head(10).to_dicts()},
+                    "launch-bound findings leave these gaps out"
+                    + ("; per GPU, the largest: the GPUs idle side by side, so their sums do not add up in wall time"
+                       if per_device.height > 1 else "")),
+        details={"sync_calls": by_name.to_dicts(), "bubbles": bubbles.sort("gap_ns", descending=True).head(10).to_dicts(),
+                 "saving_by_device": per_device.to_dicts()},
     )]

@@ -17,7 +17,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, interval_join, with_launch_call
-from coach.analyze.timeline_rules._shared import nbytes, ns, reportable, share_pct
+from coach.analyze.timeline_rules._shared import largest_group, nbytes, ns, reportable, share_pct, within_window
 
 SPEC = RuleSpec(
     id="layout-copies",
@@ -38,9 +38,9 @@ def copies(a: TimelineAnalysis) -> pl.DataFrame:
     """The copy kernels and device-to-device memcpys, with ``what`` naming each."""
     kernels = a.timeline.kernels.with_columns(signature=pl.coalesce("demangled_name", "name"))
     copy_kernels = kernels.filter(pl.col("signature").str.contains(COPY_KERNELS)).select(
-        "pid", "correlation_id", "dur_ns", what="name")
+        "pid", "device_id", "correlation_id", "dur_ns", what="name")
     d2d = a.timeline.memcpy.filter(pl.col("kind") == "DtoD").select(
-        "pid", "correlation_id", "dur_ns", what=pl.lit("memcpy DtoD"))
+        "pid", "device_id", "correlation_id", "dur_ns", what=pl.lit("memcpy DtoD"))
     return pl.concat([copy_kernels, d2d])
 
 
@@ -103,7 +103,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         ),
         scope="timeline",
         estimated_gain_pct=share_pct(copy_ns, a.window_ns),
-        estimated_saving_ns=float(copy_ns),
+        # per GPU, the largest: copies on several GPUs run side by side (see largest_group)
+        estimated_saving_ns=within_window(largest_group(found, "device_id", "dur_ns")[0], a.window_ns),
         gain_model="the copies' GPU time, which keeping the producer's layout removes; an upper bound if the consumer "
                    "then reads strided memory more slowly",
         details={"copies": by_what.to_dicts(), "launched_by": operators.to_dicts()},

@@ -18,7 +18,8 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, merge_intervals, with_launch_call
-from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, base_api_name, ns, reportable, share_pct
+from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
+                                                  share_pct, within_window)
 
 SPEC = RuleSpec(
     id="warmup-in-profile",
@@ -30,12 +31,12 @@ SPEC = RuleSpec(
     doc="Module loading and slow first launches measured inside the profiled window.",
 )
 
-LOADING_CALLS = r"^cu(Module|Library)Load"
+LOADING_CALLS = r"^(cu(Module|Library)Load|hipModuleLoad)"
 # Code compiled at run time reaches the driver as an image in memory: Triton's launcher
 # (backends/nvidia/driver.c), CuPy's RawModule and ElementwiseKernel (NVRTC) and TorchInductor (through
 # Triton) load it with cuModuleLoadData(Ex). Kernels built ahead of time (PyTorch's own, cuBLAS) are
 # registered fat binaries that lazy loading brings in with cuLibraryLoadData instead.
-RUN_TIME_LOAD_CALLS = r"^cuModuleLoadData(Ex)?$"
+RUN_TIME_LOAD_CALLS = r"^(cu|hip)ModuleLoadData(Ex)?$"
 COMPILE = "compiling before cuModuleLoadData"
 
 # A launch call ten times the steady-state cost (one launch latency, ~10 us on the H200) is not
@@ -94,7 +95,8 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     if calls.is_empty():
         return []
     # a runtime launch and the driver load inside it count once
-    saving_ns = float(merge_intervals(calls, ["pid", "tid"])["dur_ns"].sum())
+    # per process, the largest: the processes of a multi-rank trace load their modules side by side
+    saving_ns = within_window(largest_group(merge_intervals(calls, ["pid", "tid"]), "pid", "dur_ns")[0], a.window_ns)
     if not reportable(saving_ns, a.window_ns):
         return []
     calls = calls.with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))

@@ -93,7 +93,8 @@ def roofline_figure(roofs: hw.Ceilings, point: Prediction | None = None) -> go.F
             continue
         x_end = top / c.value
         fig.add_trace(go.Scatter(
-            x=[x_lo, x_end], y=[x_lo * c.value, top], mode="lines", name=f"{LEVEL_LABELS[level]} {fmt.si(c.value, 'B/s')}",
+            x=[x_lo, x_end], y=[x_lo * c.value, top], mode="lines",
+            name=f"{LEVEL_LABELS[level]} {fmt.si(c.value, 'B/s')} ({_source(c.origin)})",
             line=dict(color=SERIES[i], width=3 if level == "dram" else 1.5, dash="solid" if level == "dram" else "dot"),
             hovertemplate=f"{LEVEL_LABELS[level]}: {fmt.si(c.value, 'B/s')} ({c.origin})<extra></extra>"))
     for j, p in enumerate(DRAWN_PRECISIONS):
@@ -102,7 +103,8 @@ def roofline_figure(roofs: hw.Ceilings, point: Prediction | None = None) -> go.F
             continue
         ridge = c.value / dram
         fig.add_trace(go.Scatter(
-            x=[ridge, x_hi], y=[c.value, c.value], mode="lines", name=f"{PRECISION_LABELS[p]} {fmt.si(c.value, 'FLOP/s')}",
+            x=[ridge, x_hi], y=[c.value, c.value], mode="lines",
+            name=f"{PRECISION_LABELS[p]} {fmt.si(c.value, 'FLOP/s')} ({_source(c.origin)})",
             line=dict(color=SERIES[(j + 3) % len(SERIES)], width=2),
             hovertemplate=f"{PRECISION_LABELS[p]}: {fmt.si(c.value, 'FLOP/s')} ({c.origin})<extra></extra>"))
         fig.add_trace(go.Scatter(
@@ -121,6 +123,12 @@ def roofline_figure(roofs: hw.Ceilings, point: Prediction | None = None) -> go.F
                      range=[math.log10(x_lo), math.log10(x_hi)], dtick=1)
     fig.update_yaxes(type="log", title_text="attainable performance (FLOP/s)", dtick=1, exponentformat="SI")
     return fig
+
+
+def _source(origin: str) -> str:
+    """A ceiling's source as the pages label it: measured, datasheet, derived from the datasheet."""
+    return {"published": "datasheet", "recorded": "datasheet", "derived": "derived", "device": "the report's device"}.get(
+        origin, origin)
 
 
 def ridges(roofs: hw.Ceilings) -> html.Div:

@@ -281,8 +281,11 @@ def result(ctx: Context, w: Walkthrough) -> list[Any]:
     stats = html.Div([
         stat("slow", fmt.duration_ns(w.slow_time_ns)), stat("fixed", fmt.duration_ns(w.fixed_time_ns)),
         stat("speed-up", fmt.ratio(w.speedup)),
-        stat(f"{w.rate_label}, slow", fmt.si(w.slow_bytes_per_s, "B/s")),
-        stat(f"{w.rate_label}, fixed", fmt.si(w.fixed_bytes_per_s, "B/s")),
+        stat(f"{w.rate_label}, slow", fmt.si(w.slow_rate, w.rate_unit)),
+        stat(f"{w.rate_label}, fixed", fmt.si(w.fixed_rate, w.rate_unit)),
+        *((stat("% of floor, slow", fmt.pct(100 * w.slow_floor_ns / w.slow_time_ns)),
+           stat("% of floor, fixed", fmt.pct(100 * w.fixed_floor_ns / w.fixed_time_ns)))
+          if w.slow_floor_ns and w.fixed_floor_ns and w.slow_time_ns and w.fixed_time_ns else ()),
     ], className="stats", id="scn-result-stats")
     parts: list[Any] = [stats]
     if w.before is not None and w.after is not None:

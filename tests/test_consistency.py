@@ -1,0 +1,114 @@
+"""The same quantity printed by different commands is the same number, on the shipped recordings.
+
+Each quantity has one owner (the scenario model and ``coach.recordings.placeholder_values`` for a
+scenario's times, floors and rates; ``coach.analyze.quantities`` for a kernel's DRAM rate, waves
+and floor; ``coach.analyze.gain`` for a fix's predicted speed-up; ``coach.best_rates`` with the
+calibration for a measured ceiling). These tests read what each presenter prints (``coach run``,
+``coach explain``, ``coach diagnose``, ``coach diff``, ``coach load``, the exercise, the dashboard's
+walkthrough) and compare.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_capture_support import flat, run_cli
+
+from coach import ladders, recordings, scenarios
+from coach.analyze.diagnose import diagnose
+from coach.analyze.diff import diff, fmt_value
+from coach.analyze.hardware import ceilings, get
+from coach.analyze.kernel_summary import summarize_kernels
+from coach.analyze.quantities import fmt_waves
+from coach.analyze.talking_points import explain
+from coach.app.walkthrough import from_scenario, kernel_pair, launch
+from coach.exercises.player import build
+from coach.paths import traces_dir
+
+RECORDED = [s for s in scenarios.all_scenarios() if recordings.recorded_gpus(s.id)]
+
+
+@pytest.fixture(autouse=True)
+def wide(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "240")
+
+
+@pytest.mark.parametrize("scenario", RECORDED, ids=lambda s: s.id)
+def test_speedup_floor_and_rate_agree_across_run_exercise_and_dashboard(scenario, capsys):
+    values = recordings.open_recording(scenario).values()
+    code, out, err = run_cli(["run", scenario.id, "--no-interactive"], capsys)
+    assert code == 0, err
+    text = flat(out)
+    # coach run
+    assert f"speed-up {values['speedup']:.2f}x" in text
+    for variant in ("slow", "fixed"):
+        row = re.search(rf"\b{variant} (\S+ ms) (.+?) ([\d.]+ ms) ([\d.]+ %)", text)
+        assert row, (variant, text[-600:])
+        assert row.group(1) == f"{values[f'{variant}_ms']:.4g} ms"
+        assert row.group(3) == f"{values[f'{variant}_floor_ms']:.4g} ms"
+        assert row.group(4) == f"{values[f'{variant}_pct_of_floor']:.4g} %"
+    # the dashboard's walkthrough
+    walk = from_scenario(scenario)
+    assert walk.speedup == pytest.approx(values["speedup"], rel=1e-12)
+    assert walk.slow_floor_ns == pytest.approx(values["slow_floor_ms"] * 1e6)
+    assert walk.fixed_rate == pytest.approx(values["fixed_rate"]) and walk.rate_label == scenario.model.rate_label
+    # the exercise
+    point = build(scenario, others=[]).points[3]
+    if scenario.bottleneck.value == "measurement":
+        assert f"{values['fixed_ms']:.4g} ms per call" in point.explain
+    else:
+        assert f"The recording measured {values['speedup']:.2f}x" in point.explain
+
+
+def test_tail_waves_agree_across_diagnose_explain_and_diff():
+    rec = recordings.open_recording(scenarios.find("07"))
+    slow, fixed = rec.profile("slow", "ncu"), rec.profile("fixed", "ncu")
+    waves = slow.launches["waves_per_sm"][0]
+    shown = f"{fmt_waves(waves)} waves"
+    tail = next(f for f in diagnose(slow) if f.rule_id == "tail-effect")
+    assert shown in tail.title and shown in tail.message
+    assert explain(slow, diagnose(slow))[0].numbers[0].startswith(f"waves_per_sm = {shown} (")
+    d = diff(slow, fixed)
+    row = d.movements.filter((d.movements["metric"] == "waves_per_sm") & (d.movements["pair"] == d.headline["pair"]))
+    assert fmt_value(row["before"][0], "wave") == shown
+
+
+@pytest.mark.parametrize("sid", ["01", "09", "12"])
+def test_dram_rate_agrees_across_load_diagnose_and_dashboard(sid):
+    profile = recordings.open_recording(scenarios.find(sid)).profile("slow", "ncu")
+    launch_id = profile.launches["launch_id"][0]
+    loaded = summarize_kernels(profile)["kernels"].row(0, named=True)["dram_bytes_per_s"]
+    one = launch(profile, launch_id)
+    walk = kernel_pair(before=one, after=one, evidence=[], id="x", title="x", level="x", symptom="x", question="x",
+                       bottleneck="x", fix_summary="x")
+    assert walk.slow_rate == pytest.approx(loaded)
+    sol = next(f for f in diagnose(profile) if f.rule_id == "speed-of-light")
+    evidence = next(e for e in sol.evidence if e.metric == "dram_bandwidth_bytes_per_s")
+    assert evidence.value == pytest.approx(loaded)
+
+
+def test_measured_dram_ceiling_agrees_across_scenarios_hardware_and_ladders(capsys):
+    dram = ceilings(get("h200"), True)
+    copy = scenarios.find("01").model.bytes_per_s  # measured:dram_copy_bandwidth_bytes_per_s
+    read = scenarios.find("08").model.bytes_per_s  # measured:dram_read_bandwidth_bytes_per_s
+    assert dram.bandwidth["dram"].value == pytest.approx(max(copy, read))
+    code, out, err = run_cli(["ladder", "softmax", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["ceiling"]["value"] == pytest.approx(copy)
+    code, out, err = run_cli(["ladder", "reduction", "--json"], capsys)
+    assert json.loads(out)["ceiling"]["value"] == pytest.approx(read)
+    assert ladders.load_results(traces_dir() / "h200" / "ladders" / "reduction" / "results.json").ceiling_value == read
+    assert dram.compute["bf16"].value == pytest.approx(scenarios.find("12").model.flop_per_s)
+
+
+def test_07_floor_in_explain_matches_run(capsys):
+    """Two sources, one number: the special-function floor from the scenario's sizes in `coach run`,
+    from Nsight Compute's XU pipe counter in `coach explain`."""
+    values = recordings.open_recording(scenarios.find("07")).values()
+    code, out, err = run_cli(["explain", str(traces_dir() / "h200" / "scenario-07" / "slow" / "ncu")], capsys)
+    assert code == 0, err
+    shown = re.search(r"peak over the launch\): ([\d.]+) ms", flat(out))
+    assert shown and float(shown.group(1)) == pytest.approx(values["floor_ms"], rel=0.01)
+    assert f"{float(shown.group(1)):.3g}" == f"{values['floor_ms']:.3g}"
