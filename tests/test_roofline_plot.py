@@ -235,7 +235,8 @@ def test_a_kernel_bound_by_the_special_function_unit_gets_that_pipe_s_roof():
     assert row["pipe"] == "XU (special-function) pipe" and row["pipe_pct"] == xu == pytest.approx(93.52, abs=0.01)
     assert row["roof_flop_per_s"] == pytest.approx(fp32 / (xu / 100), rel=1e-12)
     (roof,) = traces(figure(rl), "pipe-roof")
-    assert list(roof.y) == [row["roof_flop_per_s"]] * 2 and roof.name.startswith("XU (special-function) pipe roof of material_response")
+    assert list(roof.y) == [row["roof_flop_per_s"]] * 2 and roof.name.startswith("XU pipe roof, material_response: 2.92 TFLOP/s")
+    assert "XU (special-function) pipe roof of material_response" in roof.hovertemplate
     # its point sits at 93.5% of that roof, far under the FP32 one: the chart says so both ways
     assert fp32 / roof.y[0] == pytest.approx(xu / 100)
 

@@ -45,7 +45,7 @@ WIDTH_PX, HEIGHT_PX = 1250, 860
 #: Height of the traffic panel per kernel row, and its least height.
 BAR_ROW_PX, BAR_MIN_PX = 22, 150
 #: Room between the roofline and the traffic panel: the roofline's axis title, the panel's title.
-GAP_PX = 120
+GAP_PX = 150
 #: Launches of one kernel drawn one by one; above this, one point at their median.
 MAX_LAUNCHES = 8
 #: Kernel names longer than this are cut on the traffic panel's axis (in full on hover).
@@ -285,10 +285,11 @@ def _pipe_roofs(fig: go.Figure, roofs: pl.DataFrame) -> None:
     for r in roofs.iter_rows(named=True):
         x = r["intensity_flop_per_byte"]
         label = f"{r['pipe']} roof of {r['kernel_name']}: {_si(r['roof_flop_per_s'], 'FLOP/s')}"
+        short = f"{r['pipe'].split(' (')[0]} pipe roof, {_short(r['kernel_name'])}: {_si(r['roof_flop_per_s'], 'FLOP/s')}"
         fig.add_trace(go.Scatter(
             x=[x / 4, x * 4], y=[r["roof_flop_per_s"]] * 2, mode="lines",
             line={"color": PIPE_ROOF_COLOR, "width": 2.5, "dash": "dashdot"},
-            name=label + ("" if r["run"] == "profile" else f" ({r['run']})"), legendgroup="roofs",
+            name=short + ("" if r["run"] == "profile" else f" ({r['run']})"), legendgroup="roofs",
             hovertemplate=(f"{label}<br>the pipe is {r['pipe_pct']:.1f}% busy: its {precision_label(r['precision'])} rate "
                            f"of {_si(r['flop_per_s'], 'FLOP/s')} is the most this instruction mix reaches at "
                            f"{r['pipe_pct']:.1f}%, so it can rise only by "

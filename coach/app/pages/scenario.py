@@ -294,7 +294,7 @@ def result(ctx: Context, w: Walkthrough) -> list[Any]:
                                                                               title="Before → after"))
             if fig is None:
                 return empty("Roofline not available", "This version of coach has no roofline analysis yet.")
-            return dcc.Graph(figure=fit(fig, 520), config={"displaylogo": False}, id="scn-roofline")
+            return dcc.Graph(figure=fit(fig), config={"displaylogo": False, "responsive": True}, id="scn-roofline")
         parts.append(card(guarded(roof, "roofline")))
     parts += aligned_timelines(ctx, w)
     return parts
