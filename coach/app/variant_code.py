@@ -239,17 +239,23 @@ def specialise(text: str, variant: str, variants: Sequence[str] = ("slow", "fixe
 
 
 def _functions(text: str) -> dict[str, tuple[int, int]]:
-    """Module-level functions (and classes) by name: their line span, decorators included."""
+    """Functions (and classes) by name, at any depth (a variant's function may be defined inside
+    ``main``): their line span, decorators included; the first definition of a name."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return {}
-    out = {}
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
-            out[stmt.name] = (first, stmt.end_lineno or stmt.lineno)
+    out: dict[str, tuple[int, int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in out:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            out[node.name] = (first, node.end_lineno or node.lineno)
     return out
+
+
+def _dedented(lines: list[str]) -> list[str]:
+    cut = min((_indent(line) for line in lines if line.strip()), default=0)
+    return [line[cut:] for line in lines]
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -381,7 +387,7 @@ def program_change(slow_script: Path, fixed_script: Path, variants: Sequence[str
     for side, changed, other in ((slow, changed_a, changed_b), (fixed, changed_b, changed_a)):
         for name in _called_only_here(changed, other, functions):
             first, last = functions[name]
-            side += ["", f"# {name}, which this variant calls:", *lines[first - 1:last]]
+            side += ["", f"# {name}, which this variant calls:", *_dedented(lines[first - 1:last])]
     pair = crop(slow, fixed)
     return None if pair is None else CodeChange(f"{slow_script.name}: as each variant runs it", *pair)
 
