@@ -23,7 +23,7 @@ SCN_COMMIT = "scn-commit"
 SCN_ID = "scn-id"  # the scenario id shown (a store)
 SCN_WANTED = "scn-wanted"  # the step the URL asks for (?step=N, stored 0-based), or None
 SCN_SAVED = "scn-saved"  # per scenario id: {"step", "answer"} (session storage)
-SCN_URL_SYNC = "scn-url-sync"  # written by nothing: the output of the callback that puts the step in the URL
+SCN_URL_SYNC = "scn-url-sync"  # holds nothing: the output the callback that puts the step in the URL needs
 SCN_SOURCE = "scn-source"  # the Evidence step's source of the slow kernel, the planted line highlighted
 
 # report explorer
