@@ -86,7 +86,7 @@ def server_once(traces: Path) -> dict[str, float]:
     t0 = time.perf_counter()
     report = open_shipped(app.ctx.reports, traces, TRACE_ID)
     t1 = time.perf_counter()
-    explore.report_body(report).to_plotly_json()
+    explore.report_body(app.ctx, report).to_plotly_json()
     t2 = time.perf_counter()
     lo, hi = report.profile.span_ns
     shown = {"token": report.token, "name": report.name}

@@ -61,11 +61,46 @@ def strided_walkthrough() -> Walkthrough:
     )
 
 
+RAW_CSV = DATA / "nvidia" / "raw.csv"
+
+
+def many_launches_csv(path: Path, launches: int) -> Path:
+    """A synthetic ``ncu --csv --page raw`` report of ``launches`` launches of copy_strided, written to
+    ``path``: the recorded launch 0 of nvidia/raw.csv (header, units, its row) repeated with the IDs
+    0, 1, ... A profile of one kernel launched many times, as a training loop gives, built from a
+    real row; every launch has the recorded numbers, so every launch raises the same findings."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(RAW_CSV.read_text())))
+    header, units, first = rows[0], rows[1], rows[2]
+    assert header[0] == "ID" and first[0] == "0" and "copy_strided" in first[header.index("Kernel Name")]
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerow(units)
+    for i in range(launches):
+        writer.writerow([str(i), *first[1:]])
+    path.write_text(out.getvalue())
+    return path
+
+
 def data_url(payload: bytes) -> str:
     """A file as dcc.Upload hands it to a callback."""
     import base64
 
     return "data:application/octet-stream;base64," + base64.b64encode(payload).decode()
+
+
+def upload(app, payload: bytes, name: str, header: bool = True):
+    """A file sent as the explorer's page sends it (assets/coach.js): its bytes as one POST's body.
+    Returns (status, answer)."""
+    from coach.app.pages.explore import UPLOAD_HEADER, UPLOAD_PATH
+
+    headers = {UPLOAD_HEADER: "1"} if header else {}
+    resp = app.server.test_client().post(UPLOAD_PATH, query_string={"name": name}, data=payload, headers=headers,
+                                         content_type="application/octet-stream")
+    return resp.status_code, resp.get_json()
 
 
 def dispatch(app, output: str, values: dict[str, object], triggered: str | None = None) -> dict:

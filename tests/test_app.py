@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from app_support import REPORT, WALKTHROUGH_ID, data_url, dispatch, strided_walkthrough
+from app_support import REPORT, WALKTHROUGH_ID, data_url, dispatch, strided_walkthrough, upload
 
 from coach.app import Settings, create_app
 from coach.app import format as fmt
@@ -55,9 +55,9 @@ def test_every_id_a_callback_names_is_in_a_page(app):
     for page in PAGES:
         present |= _ids(page.layout(ctx, f"/{WALKTHROUGH_ID}" if page is scenario else "", {}))
     kernels = ctx.reports.add("k", strided_walkthrough().before)
-    present |= _ids(explore.report_body(kernels))
+    present |= _ids(explore.report_body(ctx, kernels))
     timeline = ctx.reports.add("t", make_timeline(Source("t.sqlite", "nsys-sqlite", "Nsight Systems")))
-    present |= _ids(explore.report_body(timeline))
+    present |= _ids(explore.report_body(ctx, timeline))
     named = set()
     for key, spec in app.callback_map.items():
         named |= {d["id"] for d in spec["inputs"] + spec["state"]}
@@ -97,12 +97,9 @@ def test_uploads_are_limited_in_the_factory_and_the_request(app):
 
 
 def test_uploading_the_ncu_report_opens_it_and_shows_its_findings(app):
-    pending = {"contents": data_url(REPORT.read_bytes()), "filename": REPORT.name}
-    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": pending, "exp-pick.value": None},
-                   triggered="exp-pending-upload.data")
-    data = out["report-store"]["data"]
-    assert data["name"] == REPORT.name and out["exp-message"]["children"] is None
-    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data})["exp-body"]["children"])
+    status, data = upload(app, REPORT.read_bytes(), REPORT.name)
+    assert status == 200 and data["name"] == REPORT.name and app.ctx.reports.get(data["token"]) is not None
+    body = json.dumps(dispatch(app, "exp-body.children", {"exp-opened.data": data}))
     assert "copy_strided" in body and "copy_coalesced" in body
     found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
                                                                "exp-drawn.data": True, "exp-shown.data": data}))
@@ -112,11 +109,18 @@ def test_uploading_the_ncu_report_opens_it_and_shows_its_findings(app):
     assert not [p for p in app.ctx.upload_dir.rglob("*") if p.is_file()]
 
 
+def test_an_upload_without_the_page_s_header_is_refused(app):
+    status, answer = upload(app, REPORT.read_bytes(), REPORT.name, header=False)
+    assert status == 403 and answer["error"].startswith(f"{REPORT.name}: refused")
+    assert not app.ctx.reports.all()
+
+
 def test_findings_can_be_narrowed_to_one_kernel(app):
     report = app.ctx.reports.add(REPORT.name, strided_walkthrough().before)  # launch 0 only
-    only = json.dumps(explore.findings_view(report, "0").to_plotly_json(), default=str)
+    only = json.dumps(explore.findings_view(report, "k:copy_strided")[0].to_plotly_json(), default=str)
     assert "Uncoalesced global loads" in only
-    assert "Uncoalesced" not in json.dumps(explore.findings_view(report, "1").to_plotly_json(), default=str)
+    other = explore.findings_view(report, "k:copy_coalesced")[0]
+    assert "Uncoalesced" not in json.dumps(other.to_plotly_json(), default=str)
 
 
 def test_a_trace_named_in_the_url_opens_on_load(tmp_path, walkthrough):
@@ -126,31 +130,49 @@ def test_a_trace_named_in_the_url_opens_on_load(tmp_path, walkthrough):
     app = create_app(Settings(traces_dir=tmp_path / "traces", kernels_dir=tmp_path))
     page = json.dumps(dispatch(app, "..page.children", {"url.pathname": "/explore", "url.search": f"?trace=h200/{REPORT.name}"}))
     assert f'"value": "h200/{REPORT.name}"' in page and "copy_coalesced" in page  # drawn with the page
-    assert dispatch(app, "exp-body.children", {"report-store.data": None, "url.search": f"?trace=h200/{REPORT.name}"},
-                    triggered="") == {}  # not drawn twice
-    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": None, "exp-pick.value": f"h200/{REPORT.name}"},
-                   triggered="exp-pick.value")
+    # the page knows what its layout drew: its arrival does not draw the session's report over it
+    assert f'"drawn": "h200/{REPORT.name}"' in page
+    out = dispatch(app, "..report-store.data", {"exp-pick.value": f"h200/{REPORT.name}"}, triggered="exp-pick.value")
     assert out["report-store"]["data"] == {"token": f"trace:h200/{REPORT.name}", "name": f"h200/{REPORT.name}"}
 
 
 def test_a_corrupt_upload_is_one_line_naming_the_file(app):
-    pending = {"contents": data_url(REPORT.read_bytes()[:2000]), "filename": "broken.ncu-rep"}
-    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": pending}, triggered="exp-pending-upload.data")
-    assert "report-store" not in out
-    msg = out["exp-message"]["children"]["props"]["children"]
-    assert msg.startswith("broken.ncu-rep: ") and "\n" not in msg and app.ctx.upload_dir.name not in msg
+    status, answer = upload(app, REPORT.read_bytes()[:2000], "broken.ncu-rep")
+    msg = answer["error"]
+    assert status == 200 and msg.startswith("broken.ncu-rep: ") and "\n" not in msg
+    assert app.ctx.upload_dir.name not in msg and str(app.ctx.upload_dir) not in msg
+    assert not [p for p in app.ctx.upload_dir.rglob("*") if p.is_file()]
 
 
 def test_a_file_that_is_no_profile_is_refused_by_content(app):
-    pending = {"contents": data_url(b"#!/bin/sh\nrm -rf /\n"), "filename": "report.ncu-rep"}
-    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": pending}, triggered="exp-pending-upload.data")
-    assert "is not a profile coach reads" in out["exp-message"]["children"]["props"]["children"]
+    status, answer = upload(app, b"#!/bin/sh\nrm -rf /\n", "report.ncu-rep")
+    assert status == 200 and "is not a profile coach reads" in answer["error"]
+
+
+def test_an_upload_over_the_limit_is_refused_naming_the_file(app):
+    status, answer = upload(app, b"x" * (4 * 2**20 + 1), "big.sqlite")
+    assert status == 200 and answer["error"].startswith("big.sqlite: is 4.19 MB, over the upload limit of 4.19 MB")
+
+
+def test_a_tool_error_on_an_upload_names_the_file_not_the_server_s_copy(tmp_path, monkeypatch):
+    from coach.app import uploads
+    from coach.errors import ToolError
+
+    def failing(path):
+        raise ToolError(f"nsys export failed on {path} (exit 1): cannot open {path.parent}/x.sqlite")
+
+    monkeypatch.setattr(uploads, "load", failing)
+    path = uploads.receive_stream(__import__("io").BytesIO(b"data"), "run.nsys-rep", tmp_path, 2**20)
+    with pytest.raises(InputError) as err:
+        uploads.read_path(path, "run.nsys-rep", tmp_path)
+    assert str(err.value) == "run.nsys-rep: nsys export failed on run.nsys-rep (exit 1): cannot open x.sqlite"
+    assert str(tmp_path) not in str(err.value)
 
 
 def test_without_a_report_the_explorer_invites_one(app):
-    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": None})["exp-body"]["children"])
+    body = json.dumps(dispatch(app, "exp-body.children", {"exp-opened.data": {}})["exp-body"]["children"])
     assert "No report open" in body
-    gone = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": {"token": "x", "name": "a.sqlite"}}))
+    gone = json.dumps(dispatch(app, "exp-body.children", {"exp-opened.data": {"token": "x", "name": "a.sqlite"}}))
     assert "a.sqlite is no longer open" in gone
 
 
@@ -230,11 +252,13 @@ def test_stepper_callbacks_walk_every_step(app):
         seen.append(json.dumps(out["scn-body"]["children"]))
         if state["step"] == ANSWER_STEP:
             assert out["scn-next"]["disabled"] is True and out["scn-answer-box"]["style"]["display"] == "block"
-            state = dispatch(app, "scn-step-store.data", {"scn-commit.n_clicks": 1, "scn-answer.value": "sectors",
-                                                          "scn-step-store.data": state},
+            state = dispatch(app, "..scn-step-store.data", {"scn-commit.n_clicks": 1, "scn-answer.value": "sectors",
+                                                            "scn-step-store.data": state, "scn-id.data": WALKTHROUGH_ID},
                              triggered="scn-commit.n_clicks")["scn-step-store"]["data"]
-        state = dispatch(app, "scn-step-store.data", {"scn-next.n_clicks": 1, "scn-step-store.data": state},
-                         triggered="scn-next.n_clicks")["scn-step-store"]["data"]
+        out = dispatch(app, "..scn-step-store.data", {"scn-next.n_clicks": 1, "scn-step-store.data": state,
+                                                      "scn-id.data": WALKTHROUGH_ID}, triggered="scn-next.n_clicks")
+        state = out["scn-step-store"]["data"]
+        assert out["scn-saved"]["data"] == {WALKTHROUGH_ID: state}  # the session keeps it
     assert "stride 33" in seen[0] and "1.18 ms" in seen[0]
     assert "67,108,864" in seen[2] and "4.56 GB" in seen[2]  # sectors and DRAM bytes of copy_strided
     assert "Uncoalesced global loads" in seen[3]
@@ -320,8 +344,18 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
 
     report = app.ctx.reports.add(softmax_nsys_sqlite.name, load(softmax_nsys_sqlite))
     data = {"token": report.token, "name": report.name}
-    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": data}))
-    assert "83 of 83 events in view" in body  # 11 kernels, 4 memcpy, 1 memset, 64 API calls, 3 NVTX ranges
+    body = json.dumps(dispatch(app, "exp-body.children", {"exp-opened.data": data}), ensure_ascii=False)
+    assert "83 events; the summary of the window shown follows" in body  # 11 kernels, 4 memcpy, 1 memset, 64 API calls, 3 NVTX ranges
+    from coach.app import timeline_view
+
+    fig = json.loads(json.dumps(timeline_view.figure(timeline_view.events(report.profile))[0].to_plotly_json(),
+                                default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+    first = dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"autosize": True},
+                                                    "exp-timeline.figure": fig, "exp-shown.data": data})
+    # the view opens on the GPU's working stretch: 76 of the 83 events overlap it; the others are the
+    # host's start-up before the first copy
+    assert "76 events; GPU 0 busy 46.8% (kernels 434 µs, memcpys 129 ms, memsets 1.15 µs)" in first["exp-timeline-note"]["children"]
+    assert "exp-timeline" not in first  # nothing redrawn
     assert "cunn_SoftMaxForward" in body and "share of kernel time (%)" in body
     found = json.dumps(dispatch(app, "exp-findings.children", {"exp-kernel-filter.value": explore.ALL_KERNELS,
                                                                "exp-drawn.data": True, "exp-shown.data": data}))
@@ -335,9 +369,12 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
                                                                                 "xaxis.range[1]": mid + 1.0},
                                                   "exp-shown.data": data})
     assert out["exp-timeline"]["figure"]["layout"]["xaxis"]["range"] == pytest.approx([mid, mid + 1.0], abs=1e-6)
-    assert "of 83 events in view" in out["exp-timeline-note"]["children"]
-    assert dispatch(app, "..exp-timeline.figure", {"exp-timeline.relayoutData": {"autosize": True},
-                                                   "exp-shown.data": data}) == {}
+    # the middle of this trace is the GPU waiting on the host: the lanes stay, and the note says how long
+    assert "no GPU work here: an idle gap of 44.0 ms (4,872–4,916 ms)" in out["exp-timeline-note"]["children"]
+    lanes = next(t for t in out["exp-timeline"]["figure"]["data"] if t.get("meta") == "lanes")
+    assert lanes["y"] == ["NVTX · thread 608", "CUDA API · thread 608", "GPU 0 · stream 7", "GPU 0 · stream 7 · memcpy",
+                          "GPU 0 · stream 7 · memset"]
+
 
 
 @pytest.mark.parametrize("path, kernels", [
@@ -346,10 +383,9 @@ def test_zooming_the_recorded_timeline_redraws_only_the_window(app, softmax_nsys
 ])
 def test_other_formats_open_in_the_explorer(app, data_dir, path, kernels):
     file = data_dir / path
-    pending = {"contents": data_url(file.read_bytes()), "filename": file.name}
-    out = dispatch(app, "..report-store.data", {"exp-pending-upload.data": pending}, triggered="exp-pending-upload.data")
-    assert out["exp-message"]["children"] is None
-    body = json.dumps(dispatch(app, "exp-body.children", {"report-store.data": out["report-store"]["data"]}))
+    status, data = upload(app, file.read_bytes(), file.name)
+    assert status == 200, data
+    body = json.dumps(dispatch(app, "exp-body.children", {"exp-opened.data": data}))
     for name in kernels:
         assert name in body
 

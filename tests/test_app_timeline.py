@@ -31,6 +31,7 @@ def test_lanes_come_in_order_nvtx_api_then_streams():
     ev = tv.events(tl)
     assert ev.lanes == ["NVTX · thread 42", "NVTX · thread 42 · level 1", "CUDA API · thread 42",
                         "GPU 0 · stream 7", "GPU 0 · stream 7 · memcpy", "GPU 0 · stream 13"]
+    assert ev.gpu_span_ns == (0, 200)
     assert ev.count == 6 and ev.span_ns == (0, 300)
 
 
@@ -56,15 +57,16 @@ def test_bars_never_exceed_one_per_pixel_per_lane():
     ev = tv.events(make_timeline(SOURCE, kernels=_kernels(list(zip(starts.to_list(), (starts + 400).to_list())))))
     fig, bars = tv.figure(ev, width_px=800)
     assert bars.height <= 800 and int(bars["events"].sum()) == n
-    assert sum(len(t.y) for t in fig.data) == bars.height
+    assert sum(len(t.y) for t in fig.data if t.meta != "lanes") == bars.height
 
 
 def test_figure_has_labelled_time_axis_and_hover_text_in_words():
     ev = tv.events(make_timeline(SOURCE, kernels=_kernels([(0, 1_500_000), (2_000_000, 2_000_400)])))
-    fig, _ = tv.figure(ev)
+    fig, _ = tv.figure(ev, 0, 2_000_400)
     assert fig.layout.xaxis.title.text == "time since capture start (ms)"
     assert list(fig.layout.xaxis.range) == [0.0, 2.0004]
-    assert fig.data[0].hovertext[0] == "<b>k0</b><br>1.50 ms from 0 ns"
+    bars = next(t for t in fig.data if t.meta == "kernel")
+    assert bars.hovertext[0] == "<b>k0</b><br>1.50 ms from 0 ns<br>click for details"
 
 
 def test_an_empty_timeline_draws_an_empty_figure():
@@ -90,6 +92,6 @@ def test_the_recorded_nsys_export_draws_every_kind_of_lane(softmax_nsys_sqlite):
     tl = load(softmax_nsys_sqlite)
     ev = tv.events(tl)
     assert ev.count == tl.kernels.height + tl.memcpy.height + tl.memset.height + tl.api.height + tl.nvtx.height
-    fig, bars = tv.figure(ev)
-    assert {t.meta for t in fig.data} >= {"kernel", "api", "nvtx"}
+    fig, bars = tv.figure(ev, *ev.span_ns)
+    assert {t.meta for t in fig.data} >= {"kernel", "api", "nvtx", "memset", "memcpy"}
     assert int(bars["events"].sum()) == ev.count

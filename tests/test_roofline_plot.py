@@ -88,8 +88,12 @@ def test_points_and_arrows_are_the_table(worked):
             drawn = {(c[0], c[5]): (x, y) for c, x, y in zip(pts.customdata, pts.x, pts.y)}
             table = rl.table.filter((pl.col("level") == level) & (pl.col("flop") > 0))
             assert drawn == {(r["launch_id"], r["precision"]): (r["intensity_flop_per_byte"], r["flop_per_s"]) for r in table.iter_rows(named=True)}
-            # each kernel named once, at its DRAM point; its L2 and L1 points sit on a line through it
-            assert list(pts.text) == (table["kernel_name"].to_list() if level == "DRAM" else [""] * table.height)
+            # names on hover, not on the chart (they pile up); the shape says the precision
+            assert pts.text is None and pts.mode == "markers"
+            assert sorted(c[4] for c in pts.customdata) == sorted(table["kernel_name"].to_list())
+            assert [s for s in pts.marker.symbol] == [
+                ("star" if c[5].startswith("tensor_") else "circle") + ("-open" if run == "before" else "")
+                for c in pts.customdata]
     # the BF16 tensor roof appears once a kernel uses the tensor pipe
     assert {t.meta["name"] for t in traces(fig, "roof", kind="compute")} == {"fp32", "tensor_bf16"}
     arrows = [a for a in fig.layout.annotations if a.showarrow]
@@ -212,3 +216,69 @@ def test_hardware_roofs_are_labelled_with_where_they_came_from(worked):
     assert drawn[("datasheet", "bandwidth", "DRAM")].line.dash == "dash"
     # compute roofs only for precisions in use: no FP64 or FP8 lines
     assert {k[2] for k in drawn if k[1] == "compute"} == {"fp32", "tensor_bf16"}
+
+
+# --------------------------------------------------------------------------------------------
+# The roof of the pipe that binds, many launches of one kernel, a report without traffic
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_kernel_bound_by_the_special_function_unit_gets_that_pipe_s_roof():
+    from coach.paths import traces_dir
+
+    # scenario-06, recorded on the H200: material_response, its XU pipe 93.5% busy, FP32 at 4% of peak
+    prof = load(traces_dir() / "h200" / "scenario-06" / "slow" / "ncu")
+    rl = roofline(prof)
+    (row,) = rl.pipe_roofs.iter_rows(named=True)
+    xu = prof.launches["xu_pipe_active_pct"].item()
+    fp32 = rl.table.filter((pl.col("level") == "DRAM") & (pl.col("precision") == "fp32"))["flop_per_s"].item()
+    assert row["pipe"] == "XU (special-function) pipe" and row["pipe_pct"] == xu == pytest.approx(93.52, abs=0.01)
+    assert row["roof_flop_per_s"] == pytest.approx(fp32 / (xu / 100), rel=1e-12)
+    (roof,) = traces(figure(rl), "pipe-roof")
+    assert list(roof.y) == [row["roof_flop_per_s"]] * 2 and roof.name.startswith("XU pipe roof, material_response: 2.92 TFLOP/s")
+    assert "XU (special-function) pipe roof of material_response" in roof.hovertemplate
+    # its point sits at 93.5% of that roof, far under the FP32 one: the chart says so both ways
+    assert fp32 / roof.y[0] == pytest.approx(xu / 100)
+
+
+def test_a_memory_bound_copy_has_no_pipe_roof(rl):
+    assert rl.pipe_roofs.is_empty() and traces(figure(rl), "pipe-roof") == []
+
+
+def _repeated(profile, n: int):
+    """The real launch 0, repeated ``n`` times under new launch ids (synthetic: one kernel launched often)."""
+    from coach.model import make_kernel_profile
+
+    def rep(df):
+        first = df.filter(pl.col("launch_id") == 0)
+        return pl.concat([first.with_columns(launch_id=pl.lit(i, pl.Int64)) for i in range(n)])
+    return make_kernel_profile(profile.source, launches=rep(profile.launches), metrics=rep(profile.metrics),
+                               rules=rep(profile.rules), devices=profile.devices)
+
+
+def test_a_kernel_launched_many_times_is_one_point_at_its_median(prof):
+    many = roofline(_repeated(with_metrics(prof, {SASS.format("ffma"): 1000.0}), 105))
+    fig = figure(many)
+    (dram,) = traces(fig, "point", level="DRAM")
+    assert len(dram.x) == 1 and dram.customdata[0][4] == "copy_strided (median of 105 launches)"
+    assert dram.customdata[0][7] == 105 and "the median of 105 launches" in dram.customdata[0][6]
+    table = many.table.filter((pl.col("level") == "DRAM") & (pl.col("precision") == "fp32"))
+    assert dram.x[0] == pytest.approx(table["intensity_flop_per_byte"].median())
+    (bar,) = traces(fig, "bandwidth", level="DRAM")
+    assert list(bar.y) == ["copy_strided (median of 105 launches)"]
+    assert [t.meta["precision"] for t in traces(fig, "precision")] == ["fp32"]
+
+
+def test_a_report_without_memory_traffic_still_draws_its_compute_roofs_and_says_why(prof):
+    thin = roofline(with_metrics(prof, drop=r"^(dram__bytes|lts__lts2xbar|l1tex__lsu_writeback)"))
+    assert thin.table.is_empty()
+    fig = figure(thin)
+    assert {t.meta["name"] for t in traces(fig, "roof")} == {"fp32"}
+    assert "Not in the report: DRAM, L2 and L1 traffic." in " ".join(a.text for a in fig.layout.annotations)
+
+
+def test_a_report_with_nothing_to_draw_says_so_in_the_chart(prof):
+    bare = roofline(with_metrics(prof, drop=r"^(dram__|lts__|l1tex__|sm__|smsp__)"))
+    fig = figure(bare)
+    assert traces(fig, "roof") == []
+    assert any(a.text.startswith("Nothing to draw") for a in fig.layout.annotations)

@@ -42,7 +42,7 @@ sits at intensity 0, is memory-bound, and its distance to the roof is its bandwi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import polars as pl
@@ -159,13 +159,16 @@ class Roofline:
     table: pl.DataFrame
     ceilings: pl.DataFrame
     missing: pl.DataFrame
+    #: per launch bound by a pipe that no FLOP roof stands for (``PIPE_ROOFS``): its own roof
+    pipe_roofs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PIPE_ROOF_SCHEMA))
 
     def ridges(self) -> pl.DataFrame:
         return ridges(self.ceilings)
 
     def with_ceilings(self, extra: pl.DataFrame) -> Roofline:
         """The same roofline with more ceilings (datasheet, measured) drawn and explained beside the report's."""
-        return Roofline(self.table, pl.concat([self.ceilings, extra.select(CEILING_SCHEMA.keys()).cast(CEILING_SCHEMA)]), self.missing)
+        return Roofline(self.table, pl.concat([self.ceilings, extra.select(CEILING_SCHEMA.keys()).cast(CEILING_SCHEMA)]),
+                        self.missing, self.pipe_roofs)
 
 
 TABLE_COLUMNS: dict[str, pl.DataType] = {
@@ -199,6 +202,25 @@ CEILING_SCHEMA: dict[str, pl.DataType] = {
     "peak_per_s": pl.Float64,  # byte/s for bandwidth, FLOP/s for compute
     "source": pl.Utf8,  # "Nsight Compute", "datasheet", "measured"
     "note": pl.Utf8,  # where exactly the number comes from
+}
+
+#: Pipes that can bind a kernel without a FLOP roof of their own: the special-function unit (XU:
+#: transcendentals, reciprocals, square roots, conversions) issues instructions that are not
+#: floating-point operations in the roofline's sense, so a kernel it binds sits far below every
+#: FLOP roof and the chart would say "room to grow" where there is none. Its roof is drawn for
+#: the kernel's own instruction mix instead: the FLOP rate at which its busiest pipe would be
+#: 100% busy, ``flop_per_s / (pipe_pct / 100)``, the most that mix can reach.
+PIPE_ROOFS = {"compute-special-function": ("xu_pipe_active_pct", "XU (special-function) pipe")}
+
+PIPE_ROOF_SCHEMA: dict[str, pl.DataType] = {
+    "launch_id": pl.Int64,
+    "kernel_name": pl.Utf8,
+    "pipe": pl.Utf8,  # how the pipe is named on the chart
+    "pipe_pct": pl.Float64,  # the pipe's activity, % of its peak (sm__inst_executed_pipe_xu...)
+    "precision": pl.Utf8,  # the launch's main precision (``headline``): the FLOP rate scaled
+    "flop_per_s": pl.Float64,
+    "roof_flop_per_s": pl.Float64,  # flop_per_s / (pipe_pct / 100)
+    "intensity_flop_per_byte": pl.Float64,  # at DRAM, where the roof is drawn
 }
 
 MISSING_SCHEMA: dict[str, pl.DataType] = {
@@ -366,7 +388,30 @@ def roofline(profile: KernelProfile, kernel: str | None = None) -> Roofline:
         table=table,
         ceilings=_report_ceilings(identity, levels.filter(level_ok), work.filter(work_ok)),
         missing=_missing(identity, levels, work, level_ok, work_ok),
+        pipe_roofs=_pipe_roofs(launches, table),
     )
+
+
+def _pipe_roofs(launches: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """The launches whose bound (speed of light's verdict) is a pipe in ``PIPE_ROOFS``, with the roof
+    of their instruction mix at their main precision's FLOP rate."""
+    from coach.analyze.kernel_rules.speed_of_light import verdict  # noqa: PLC0415 - the one owner of the bound
+
+    rows = []
+    main = headline(table).filter((pl.col("level") == "DRAM") & (pl.col("flop") > 0))
+    for launch in launches.iter_rows(named=True):
+        v = verdict(launch)
+        spec = PIPE_ROOFS.get(str(v.category)) if v is not None else None
+        pct = launch.get(spec[0]) if spec else None
+        if spec is None or not pct:
+            continue
+        point = main.filter(pl.col("launch_id") == launch["launch_id"])
+        if point.is_empty():
+            continue
+        r = point.row(0, named=True)
+        rows.append((launch["launch_id"], launch["kernel_name"], spec[1], pct, r["precision"], r["flop_per_s"],
+                     r["flop_per_s"] / (pct / 100.0), r["intensity_flop_per_byte"]))
+    return pl.DataFrame(rows, schema=PIPE_ROOF_SCHEMA, orient="row")
 
 
 def _derive(df: pl.DataFrame) -> pl.DataFrame:

@@ -88,6 +88,21 @@ def timeline_kernels(timeline: Timeline) -> pl.DataFrame | None:
     return None if mod is None else mod.top_kernels(timeline.kernels, top=10_000)
 
 
+def merge_intervals(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """``coach.analyze.timeline.merge_intervals``: the union of intervals per group."""
+    from coach.analyze.timeline import merge_intervals as merge
+
+    return merge(intervals, by)
+
+
+def diff(before: Profile, after: Profile) -> dict[str, Any]:
+    """``coach diff BEFORE AFTER`` as data: ``coach.analyze.diff``'s top-level ``diff`` and nothing
+    else of that module (its verdict lines, movements and comparability come in ``to_dict``)."""
+    from coach.analyze.diff import diff as compare
+
+    return compare(before, after).to_dict()
+
+
 def exercise(scenario_id: str) -> Any | None:
     """The guided exercise of a scenario (``coach.exercises.player``); None if exercises are not
     installed or ``scenario_id`` is not one of the project's scenarios."""

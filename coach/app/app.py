@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import flask
 
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from coach.app import ids
+from coach.app import ids, server
 from coach.app.components import guarded, header
 from coach.app.context import Context, Settings
 from coach.app.pages import explore, hardware, home, ladders, practice, reference, scenario
@@ -64,6 +64,8 @@ def _shell(ctx: Context, pathname: str, search: str) -> html.Div:
     page, nav = render(ctx, pathname, search)
     return html.Div([
         dcc.Location(id=ids.URL, refresh="callback-nav"),
+        # the URL the layout drew: the location's first report of it (on mount) draws nothing again
+        dcc.Store(id=ids.DRAWN, data=_url(pathname, search)),
         dcc.Store(id=ids.REPORT, storage_type="session"),
         html.Header([html.A(["coach", html.Span(" · GPU performance")], href="/", className="brand"),
                      html.Nav(nav, className="nav", id=ids.NAV)], className="topbar", id="topbar"),
@@ -83,10 +85,20 @@ def _requested_url() -> tuple[str, str]:
     return url.path, f"?{url.query}" if url.query else ""
 
 
+def _url(pathname: str | None, search: str | None) -> str:
+    return ((pathname or "/").rstrip("/") or "/") + (search or "")
+
+
+class _App(Dash):
+    def interpolate_index(self, **kwargs: Any) -> str:
+        kwargs["scripts"] = server.strip_unused(kwargs.get("scripts", ""))
+        return super().interpolate_index(**kwargs)
+
+
 def create_app(settings: Settings | None = None) -> Dash:
     """A new app instance. ``settings`` chooses the data folders, upload limit and walkthroughs."""
     ctx = Context(settings or Settings())
-    app = Dash(
+    app = _App(
         __name__,
         title="coach",
         update_title=None,
@@ -94,19 +106,26 @@ def create_app(settings: Settings | None = None) -> Dash:
         serve_locally=True,
         # Load plotly.js with the page rather than when the first graph appears: it then loads
         # while the report is read, instead of after (about a second saved on a 2-core laptop).
+        # The chunks of components no page uses are left out (``server.strip_unused``).
         eager_loading=True,
         # Pages come and go with the URL, so most callbacks' components are absent at any moment.
         # tests/test_app.py checks that every id a callback names exists in some page's layout.
         suppress_callback_exceptions=True,
     )
     app.server.config["MAX_CONTENT_LENGTH"] = int(ctx.settings.upload_limit_bytes * REQUEST_OVERHEAD) + REQUEST_SLACK_BYTES
+    server.install(app.server, ctx.settings.hosts)
     app.layout = lambda: _shell(ctx, *_requested_url())
 
-    # Later moves between pages (links, back and forward): the first page comes with the layout.
-    @app.callback(Output(ids.PAGE, "children"), Output(ids.NAV, "children"),
-                  Input(ids.URL, "pathname"), Input(ids.URL, "search"), prevent_initial_call=True)
-    def render_page(pathname: str | None, search: str | None):
-        return render(ctx, pathname, search)
+    # Later moves between pages (links, back and forward): the first page comes with the layout, and
+    # the location's report of that same URL when it mounts must not draw it again (over what the
+    # page's own callbacks have drawn into it meanwhile: a report reopened from the session).
+    @app.callback(Output(ids.PAGE, "children"), Output(ids.NAV, "children"), Output(ids.DRAWN, "data"),
+                  Input(ids.URL, "pathname"), Input(ids.URL, "search"), State(ids.DRAWN, "data"),
+                  prevent_initial_call=True)
+    def render_page(pathname: str | None, search: str | None, drawn: str | None):
+        if drawn is not None and drawn == _url(pathname, search):
+            return no_update, no_update, None
+        return (*render(ctx, pathname, search), None)
 
     for page in PAGES:
         page.register(app, ctx)

@@ -120,20 +120,25 @@ def evidence_table(evidence: Sequence[Evidence]) -> html.Table:
     )
 
 
-def finding_card(f: Finding, top: bool = False) -> html.Div:
-    """One finding: what, the numbers, the evidence with healthy values, and the next step."""
+def finding_card(f: Finding, top: bool = False, evidence: bool = True, before: Sequence[Any] = (),
+                 after: Sequence[Any] = ()) -> html.Div:
+    """One finding: what, the numbers, the evidence with healthy values, and the next step.
+    ``before`` goes above the title, ``after`` in place of the evidence table where ``evidence`` is
+    False (a group of findings shows its own, with the spread over its launches)."""
     meta = [badge(str(f.category))]
     if f.estimated_gain_pct is not None:
         meta.append(badge(f"up to {fmt.pct(f.estimated_gain_pct, 2)} faster", "good"))
     if f.ncu_rule:
         meta.append(badge(f"Nsight Compute: {f.ncu_rule}", "muted"))
     body = [
+        *before,
         html.Div(meta, className="badges"),
         html.H3(f.title, style={"marginTop": "8px"}),
         html.P(f.message),
     ]
-    if f.evidence:
+    if f.evidence and evidence:
         body.append(evidence_table(f.evidence))
+    body += list(after)
     if f.locations:  # the source lines that cause it (coach.analyze.source_evidence)
         from coach.app.source_view import where_line  # noqa: PLC0415 - source_view imports this module
 

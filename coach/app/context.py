@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from coach import paths
 from coach.app.reports import Reports
+from coach.app.server import allowed_hosts
 from coach.app.uploads import DEFAULT_LIMIT_BYTES
 from coach.app.walkthrough import Walkthrough, scenario_walkthroughs
 
@@ -27,6 +28,8 @@ class Settings:
     #: Where the scenario walkthroughs come from (called once, on first use): the project's
     #: scenarios/ and their recordings in traces/ unless a test or another catalogue says otherwise.
     walkthroughs: Callable[[], Sequence[Walkthrough]] | None = None
+    #: Host names the server answers to (``coach.app.server``); None for any. Loopback by default.
+    hosts: frozenset[str] | None = field(default_factory=lambda: allowed_hosts(None))
 
 
 class Context:

@@ -5,6 +5,7 @@ cannot disagree on a spelling. Grouped by page; ids are plain strings (or dict p
 URL = "url"
 PAGE = "page"
 NAV = "nav"
+DRAWN = "drawn-url"  # the URL the layout came with, until the location has reported it once
 REPORT = "report-store"  # the report the user opened: {"token", "name"} (session storage)
 
 # home
@@ -20,6 +21,9 @@ SCN_BACK = "scn-back"
 SCN_ANSWER = "scn-answer"
 SCN_COMMIT = "scn-commit"
 SCN_ID = "scn-id"  # the scenario id shown (a store)
+SCN_WANTED = "scn-wanted"  # the step the URL asks for (?step=N, stored 0-based), or None
+SCN_SAVED = "scn-saved"  # per scenario id: {"step", "answer"} (session storage)
+SCN_URL_SYNC = "scn-url-sync"  # holds nothing: the output the callback that puts the step in the URL needs
 SCN_SOURCE = "scn-source"  # the Evidence step's source of the slow kernel, the planted line highlighted
 
 # report explorer
@@ -35,6 +39,20 @@ EXP_ROOFLINE = "exp-roofline"
 EXP_TIMELINE = "exp-timeline"
 EXP_TIMELINE_NOTE = "exp-timeline-note"
 EXP_SOURCE = "exp-source"  # a kernel's source beside a finding; the id is EXP_SOURCE + "-<launch id>"
+EXP_PROGRESS = "exp-progress"  # an upload's progress, written by assets/coach.js
+EXP_ARRIVED = "exp-arrived"  # comes with the page ({"drawn": trace id or None}): the report store is drawn each time the page is shown
+EXP_OPENED = "exp-opened"  # the report to draw: one the user just opened, or the session's on arrival
+EXP_FINDINGS_PAGE = "exp-findings-page"  # the page of finding groups shown (0-based)
+EXP_FINDINGS_LEAD = "exp-findings-lead"  # "N findings in M groups ..."
+EXP_PAGER = "exp-pager"
+EXP_PAGE_PREV = "exp-page-prev"
+EXP_PAGE_NEXT = "exp-page-next"
+EXP_PAGE_LABEL = "exp-page-label"
+EXP_TIMELINE_SEARCH = "exp-timeline-search"
+EXP_TIMELINE_MATCHES = "exp-timeline-matches"
+EXP_TIMELINE_DETAIL = "exp-timeline-detail"  # what the clicked bar holds
+EXP_COMPARE_PICK = "exp-compare-pick"  # the baseline to compare the report with
+EXP_COMPARE = "exp-compare"  # coach diff of the baseline and the report
 
 # ladders
 LAD_BODY = "lad-body"
@@ -57,8 +75,6 @@ HW_FLOPS = "hw-flops"
 HW_DTYPE = "hw-dtype"
 HW_MEASURED = "hw-measured-ms"
 HW_PREDICTION = "hw-prediction"
-EXP_PENDING = "exp-pending-upload"  # an upload within the size limit, on its way to the server
-EXP_LIMIT = "exp-upload-limit"
 EXP_SUMMARY = "exp-summary"
 EXP_SHOWN = "exp-shown"  # the report the body shows: {"token", "name"}
 EXP_DRAWN = "exp-drawn"  # set once the report's first plot is on screen: the diagnosis waits for it

@@ -7,8 +7,10 @@ frame, say) are cached beside the profile so that zooming does not rebuild them.
 
 from __future__ import annotations
 
+import gzip
 import secrets
 import threading
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any, Callable
 
 from coach.errors import InputError
 from coach.ingest import SUFFIXES, load
+from coach.ingest.detect import detect
 from coach.model import SAVED_MARKER, Profile
 
 #: Profiles kept in memory at once. A million-event timeline is a few hundred MB of Polars frames
@@ -57,6 +60,11 @@ class Reports:
                 self._open.popitem(last=False)
         return report
 
+    def all(self) -> list[OpenReport]:
+        """The open reports, most recently used last."""
+        with self._lock:
+            return list(self._open.values())
+
     def get(self, token: str | None) -> OpenReport | None:
         if not token:
             return None
@@ -88,11 +96,33 @@ def shipped_traces(root: Path) -> list[ShippedTrace]:
                     found.append(ShippedTrace(p.relative_to(root).as_posix(), p))
                 elif depth < SHIPPED_DEPTH:
                     walk(p, depth + 1)
-            elif p.suffix in SUFFIXES and p.name != SAVED_MARKER and not p.name.endswith(".provenance.json"):
+            elif p.suffix in SUFFIXES and p.name != SAVED_MARKER and is_trace(p):
                 found.append(ShippedTrace(p.relative_to(root).as_posix(), p))
 
     walk(root, 1)
     return found
+
+
+#: How far into a JSON file to look for a PyTorch-profiler trace's event list: the trace starts with
+#: a few kB of device properties and metadata before ``traceEvents``.
+JSON_HEAD_BYTES = 1 << 20
+
+
+def is_trace(path: Path) -> bool:
+    """Whether a file beside the traces is one (by content): JSON files there are mostly a
+    recording's results and provenance, which ``detect`` alone would take for PyTorch traces."""
+    try:
+        fmt = detect(path)
+    except InputError:
+        return False
+    if fmt != "kineto-json":
+        return True
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as fh:
+            return b'"traceEvents"' in fh.read(JSON_HEAD_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 def open_shipped(reports: Reports, root: Path, trace_id: str) -> OpenReport:
@@ -108,5 +138,5 @@ def open_shipped(reports: Reports, root: Path, trace_id: str) -> OpenReport:
     try:
         profile = load(match.path)
     except InputError as err:
-        raise InputError(trace_id, err.problem) from None
+        raise InputError(trace_id, err.problem.replace(str(root) + "/", "")) from None
     return reports.add(trace_id, profile, token=token)

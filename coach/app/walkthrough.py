@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import polars as pl
 
+from coach.app.variant_code import CodeChange, changes as code_changes, cuda_function
 from coach.model import KernelProfile, Timeline
 
 STEPS = ("Symptom", "Your first check", "Evidence", "Bottleneck", "Fix", "Result")
@@ -54,6 +55,9 @@ class Walkthrough:
     slow_source: str = ""
     fixed_source: str = ""
     source_label: str = ""  # e.g. "copy kernel (CUDA C++)"
+    #: Every difference between the variants' code (kernels, then programs); where empty, the one
+    #: pair above is the change.
+    changes: tuple[CodeChange, ...] = ()
     before: KernelProfile | None = field(default=None, compare=False)
     after: KernelProfile | None = field(default=None, compare=False)
     slow_timeline: Timeline | None = field(default=None, compare=False)
@@ -74,6 +78,15 @@ class Walkthrough:
 
     def complete(self) -> "Walkthrough":
         return self if self.loader is None else self.loader()
+
+    @property
+    def code(self) -> tuple[CodeChange, ...]:
+        """The changes to show on the Fix step."""
+        if self.changes:
+            return self.changes
+        if self.slow_source or self.fixed_source:
+            return (CodeChange(self.source_label, self.slow_source, self.fixed_source),)
+        return ()
 
     @property
     def speedup(self) -> float | None:
@@ -241,17 +254,18 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
         def kernel(profile: Any) -> str | None:
             return None if profile is None or profile.launches.is_empty() else profile.launches["kernel_name"][0]
 
-        code = variant_sources(scn.folder, kernel(before), kernel(after))
-        sources = dict(zip(("slow_source", "fixed_source", "source_label"), code)) if code else {}
+        programs = {v: (p.script, tuple(p.args)) for v, p in scn.programs.items()}
+        found = tuple(code_changes(scn.folder, programs, kernel(before), kernel(after)))
+        sources = ({"slow_source": found[0].slow, "fixed_source": found[0].fixed, "source_label": found[0].label}
+                   if found else {})
         return replace(walk, before=before, after=after, slow_timeline=timeline("slow"),
-                       fixed_timeline=timeline("fixed"), loader=None, **sources)
+                       fixed_timeline=timeline("fixed"), loader=None, changes=found, **sources)
 
     return replace(walk, loader=load)
 
 
 def _cuda_kernel(text: str, name: str) -> str | None:
-    m = re.search(rf"^[^\n]*__global__[^\n]*\b{re.escape(name)}\s*\(.*?^\}}[^\n]*$", text, re.M | re.S)
-    return m.group(0) if m else None
+    return cuda_function(text, name)
 
 
 def _python_function(lines: list[str], start: int) -> str:

@@ -37,8 +37,9 @@ def dash_cmd(
     if max_upload_mb <= 0:
         raise DashUsageError(f"--max-upload-mb {max_upload_mb}: give a positive size in MB")
     from coach.app import Settings, create_app  # noqa: PLC0415 - Dash loads only for this command
+    from coach.app.server import allowed_hosts  # noqa: PLC0415
 
-    dash_app = create_app(Settings(upload_limit_bytes=int(max_upload_mb * 2**20)))
+    dash_app = create_app(Settings(upload_limit_bytes=int(max_upload_mb * 2**20), hosts=allowed_hosts(host)))
     if host not in ("127.0.0.1", "localhost", "::1"):
         err_console.print(f"[yellow]coach dash: listening on {host}: anyone who can reach this machine can open "
                           "the dashboard and upload files to it[/]")

@@ -93,7 +93,15 @@ def _driver_session(tmp_path_factory):
 
 @pytest.fixture
 def driver(_driver_session):
-    """The browser, with an empty console log and the laptop-sized window at the start of each test."""
+    """The browser, with an empty console log, the laptop-sized window and a fresh tab at the start of
+    each test: a tab has its own session storage, so no test finds the report or the walkthrough
+    answer the one before it left open."""
+    old = _driver_session.current_window_handle
+    _driver_session.switch_to.new_window("tab")
+    fresh = _driver_session.current_window_handle
+    _driver_session.switch_to.window(old)
+    _driver_session.close()
+    _driver_session.switch_to.window(fresh)
     _driver_session.set_window_size(*WINDOW)
     _driver_session.get("about:blank")
     _driver_session.get_log("browser")

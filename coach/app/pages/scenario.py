@@ -3,6 +3,12 @@
 A stepper over one ``coach.app.walkthrough.Walkthrough``. At "your first check" the user writes what
 they would look at first and commits to it before the evidence is shown; only then does the page
 show what a strong answer names and let them go on.
+
+Where the user is lives in two places: the step in the address bar (``?step=3``, 1-based), so that
+reload, Back and Forward show it, and the committed answer with the step in the browser's session
+storage (per scenario), so that coming back to a scenario finds the answer still committed. A
+``?step=`` past the answer step without a committed answer shows the answer step: the evidence
+still waits for an answer.
 """
 
 from __future__ import annotations
@@ -27,6 +33,15 @@ TITLE = "Scenario walkthrough"
 START = {"step": 0, "answer": ""}
 
 
+def wanted_step(query: dict[str, str]) -> int | None:
+    """The 0-based step a ``?step=N`` (1-based) asks for, clamped; None where none is asked."""
+    try:
+        n = int(query.get("step", ""))
+    except ValueError:
+        return None
+    return min(max(n - 1, 0), len(STEPS) - 1)
+
+
 def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
     wid = rest.strip("/")
     walk = ctx.walkthrough(wid)
@@ -49,7 +64,8 @@ def layout(ctx: Context, rest: str, query: dict[str, str]) -> html.Div:
         html.Div(id=ids.SCN_BODY),
         *_controls(hidden=False),
         dcc.Store(id=ids.SCN_ID, data=walk.id),
-        dcc.Store(id=ids.SCN_STEP, data=dict(START)),
+        dcc.Store(id=ids.SCN_WANTED, data=wanted_step(query)),
+        dcc.Store(id=ids.SCN_STEP),
     ])
 
 
@@ -64,8 +80,10 @@ def _controls(hidden: bool) -> list[Any]:
         html.Button("← Back", id=ids.SCN_BACK, className="btn secondary", n_clicks=0),
         html.Button("Next →", id=ids.SCN_NEXT, className="btn", n_clicks=0),
     ], className="step-actions", style=style)
-    stores = [dcc.Store(id=ids.SCN_ID), dcc.Store(id=ids.SCN_STEP)] if hidden else []
-    return [answer, actions, *stores]
+    stores = [dcc.Store(id=ids.SCN_ID), dcc.Store(id=ids.SCN_STEP), dcc.Store(id=ids.SCN_WANTED)] if hidden else []
+    # the session's answers and steps, per scenario; kept across pages and reloads
+    return [answer, actions, dcc.Store(id=ids.SCN_SAVED, storage_type="session"), dcc.Store(id=ids.SCN_URL_SYNC),
+            *stores]
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,6 +101,16 @@ def advance(state: dict[str, Any] | None, action: str, answer: str | None = None
     elif action == "back":
         s["step"] = max(s["step"] - 1, 0)
     return s
+
+
+def restore(saved: dict[str, Any] | None, wid: str, wanted: int | None) -> dict[str, Any]:
+    """The state to open a walkthrough in: the session's answer for it, at the step the URL asks for
+    (else the session's step), never past the answer step without an answer."""
+    mine = dict(START, **((saved or {}).get(wid) or {}))
+    step = mine["step"] if wanted is None else wanted
+    if step > ANSWER_STEP and not mine["answer"]:
+        step = ANSWER_STEP
+    return {"step": int(step), "answer": mine["answer"]}
 
 
 def stepper(step: int) -> html.Ol:
@@ -166,36 +194,87 @@ def evidence_table_card(w: Walkthrough) -> list[Any]:
     )]
 
 
+def coach_finding(ctx: Context, w: Walkthrough) -> tuple[Any, int, int, str] | None:
+    """coach's finding on the slow version that names the scenario's bottleneck (else its first),
+    its rank among the findings, how many there are, and which profile it comes from."""
+    for label, profile in (("Nsight Compute report", w.before), ("timeline", w.slow_timeline)):
+        if profile is None:
+            continue
+        found = ctx.view((w.id, "findings", label), lambda profile=profile: analysis.findings(profile))
+        real = [f for f in found or [] if not analysis.is_note(f)]
+        if not real:
+            continue
+        match = next((i for i, f in enumerate(real) if str(f.category) == w.bottleneck), 0)
+        return real[match], match + 1, len(real), label
+    return None
+
+
 def bottleneck(ctx: Context, w: Walkthrough) -> list[Any]:
     parts: list[Any] = [card(html.Div([badge(w.bottleneck, "bad")], className="badges"),
                              html.P(f"The bottleneck: {w.bottleneck.replace('-', ' ')}."))]
-    if w.before is not None:
-        found = ctx.view((w.id, "findings"), lambda: analysis.findings(w.before))
-        top = [f for f in found or [] if not analysis.is_note(f)]
-        if top:
-            parts += [html.H3("What coach finds in the slow version", style={"marginTop": "16px"}),
-                      finding_card(top[0], top=True)]
-        elif found is None:
-            parts.append(html.P("coach's own diagnosis is not part of this version.", className="small muted"))
+    if not analysis.available(analysis.DIAGNOSE):
+        parts.append(html.P("coach's own diagnosis is not part of this version.", className="small muted"))
+        return parts
+    got = coach_finding(ctx, w)
+    if got is None:
+        if w.before is not None or w.slow_timeline is not None:
+            parts.append(html.P("coach finds nothing to report in the slow version's profile.", className="small muted"))
+        return parts
+    f, rank, total, where = got
+    ranked = "coach's first finding" if rank == 1 else f"coach's finding {rank} of {total}"
+    parts += [html.H3(f"What coach finds in the slow version's {where}", style={"marginTop": "16px"}),
+              html.P(f"{ranked}, with the numbers that prove it:" if total > 1 else "with the numbers that prove it:",
+                     className="small muted"),
+              finding_card(f, top=True)]
     return parts
 
 
 def fix(w: Walkthrough) -> list[Any]:
-    left, right = side_by_side(w.slow_source, w.fixed_source)
-
     def code(lines):
         return html.Pre(html.Div([html.Span(line.text or " ", className=f"ln {line.change}".strip()) for line in lines],
                                  className="lines"))
 
     parts: list[Any] = [card(html.H3(w.fix_summary), dcc.Markdown(w.fix_details) if w.fix_details else None)]
-    if w.slow_source or w.fixed_source:
-        parts.append(card(
-            html.Div([html.Div([html.H3(f"slow: {w.source_label}"), code(left)]),
-                      html.Div([html.H3(f"fixed: {w.source_label}"), code(right)])], className="diff"),
-            id="scn-diff"))
+    blocks = []
+    for change in w.code:
+        left, right = side_by_side(change.slow, change.fixed)
+        blocks.append(html.Div([html.H3(change.label, className="change-label"),
+                                html.Div([html.Div([html.H3("slow"), code(left)]),
+                                          html.Div([html.H3("fixed"), code(right)])], className="diff")],
+                               className="change"))
+    if blocks:
+        parts.append(card(*blocks, id="scn-diff"))
+    else:
+        parts.append(card(html.P("The two variants' code could not be told apart from the scenario's files.",
+                                 className="muted"), id="scn-diff"))
     if w.wrong_fix:
         parts.append(card(html.H3("A fix that does not help"), dcc.Markdown(w.wrong_fix)))
     return parts
+
+
+def aligned_timelines(ctx: Context, w: Walkthrough) -> list[Any]:
+    """The slow and fixed timelines on one time axis: each from its GPU's first work, both over the
+    longer of the two, so that the fixed one is visibly shorter."""
+    evs = {label: ctx.view((w.id, f"{label}-events"), lambda tl=tl: timeline_view.events(tl))
+           for label, tl in (("slow", w.slow_timeline), ("fixed", w.fixed_timeline)) if tl is not None}
+    spans = {k: ev.gpu_span_ns or ev.span_ns for k, ev in evs.items()}
+    spans = {k: v for k, v in spans.items() if v is not None}
+    if not spans:
+        return []
+    length = max(hi - lo for lo, hi in spans.values())
+    pad = max(int(length * timeline_view.OPEN_MARGIN), 1)
+    out = []
+    for label, ev in evs.items():
+        if label not in spans:
+            continue
+        start = spans[label][0]
+        fig, _ = timeline_view.figure(ev, start - pad, start + length + pad, origin_ns=start,
+                                      axis_title="time since the GPU's first work (ms), the same scale for both",
+                                      x_range_ms=(-pad / 1e6, (length + pad) / 1e6))
+        fig.update_layout(title=f"Timeline, {label}: GPU work over {fmt.duration_ns(spans[label][1] - start)}")
+        out.append(card(dcc.Graph(figure=fig, config={"displaylogo": False, "responsive": True},
+                                  id=f"scn-timeline-{label}")))
+    return out
 
 
 def result(ctx: Context, w: Walkthrough) -> list[Any]:
@@ -215,13 +294,9 @@ def result(ctx: Context, w: Walkthrough) -> list[Any]:
                                                                               title="Before → after"))
             if fig is None:
                 return empty("Roofline not available", "This version of coach has no roofline analysis yet.")
-            return dcc.Graph(figure=fit(fig, 520), config={"displaylogo": False}, id="scn-roofline")
+            return dcc.Graph(figure=fit(fig), config={"displaylogo": False, "responsive": True}, id="scn-roofline")
         parts.append(card(guarded(roof, "roofline")))
-    for label, tl in (("slow", w.slow_timeline), ("fixed", w.fixed_timeline)):
-        if tl is not None:
-            ev = ctx.view((w.id, f"{label}-events"), lambda tl=tl: timeline_view.events(tl))
-            fig = timeline_view.figure(ev)[0].update_layout(title=f"Timeline, {label}")
-            parts.append(card(dcc.Graph(figure=fig, config={"displaylogo": False})))
+    parts += aligned_timelines(ctx, w)
     return parts
 
 
@@ -248,19 +323,44 @@ ACTIONS = {ids.SCN_NEXT: "next", ids.SCN_BACK: "back", ids.SCN_COMMIT: "commit"}
 
 
 def register(app: Dash, ctx: Context) -> None:
-    @app.callback(Output(ids.SCN_STEP, "data"),
+    # One callback owns the state: it opens the walkthrough from the session (on the page's arrival,
+    # or when the session's store has read the browser's storage) and moves it on a button.
+    @app.callback(Output(ids.SCN_STEP, "data"), Output(ids.SCN_SAVED, "data"),
                   Input(ids.SCN_NEXT, "n_clicks"), Input(ids.SCN_BACK, "n_clicks"), Input(ids.SCN_COMMIT, "n_clicks"),
-                  State(ids.SCN_ANSWER, "value"), State(ids.SCN_STEP, "data"), prevent_initial_call=True)
-    def move(_next, _back, _commit, answer, state):
-        action = ACTIONS.get(callback_ctx.triggered_id)
-        return no_update if action is None else advance(state, action, answer)
+                  Input(ids.SCN_SAVED, "data"),
+                  State(ids.SCN_ANSWER, "value"), State(ids.SCN_STEP, "data"), State(ids.SCN_ID, "data"),
+                  State(ids.SCN_WANTED, "data"))
+    def move(_next, _back, _commit, saved, answer, state, wid, wanted):
+        return move_state(callback_ctx.triggered_id, saved, answer, state, wid, wanted)
 
     @app.callback(Output(ids.SCN_STEPPER, "children"), Output(ids.SCN_BODY, "children"),
                   Output(ids.SCN_NEXT, "disabled"), Output(ids.SCN_BACK, "disabled"),
                   Output(ids.SCN_ANSWER + "-box", "style"),
                   Input(ids.SCN_STEP, "data"), State(ids.SCN_ID, "data"))
     def show(state, wid):
+        if state is None:
+            return no_update, no_update, no_update, no_update, no_update
         return render_step(ctx, wid, state)
+
+    # the step into the address bar (assets/coach.js): a new history entry per step moved
+    app.clientside_callback("function(state) { return window.coachStep ? window.coachStep(state) : "
+                            "window.dash_clientside.no_update; }",
+                            Output(ids.SCN_URL_SYNC, "data"), Input(ids.SCN_STEP, "data"), prevent_initial_call=True)
+
+
+def move_state(trigger: Any, saved: dict[str, Any] | None, answer: str | None, state: dict[str, Any] | None,
+               wid: str | None, wanted: int | None):
+    """The stepper's new state and the session's store (see ``register``)."""
+    if not wid:
+        return no_update, no_update
+    action = ACTIONS.get(trigger)
+    if action is None:  # opening: the page arrived, or the session's store was read
+        mine = (saved or {}).get(wid) or {}
+        if state is not None and (state.get("answer") or not mine.get("answer")):
+            return no_update, no_update  # already open, and the session knows nothing newer
+        return restore(saved, wid, wanted if state is None else state.get("step")), no_update
+    new = advance(state or restore(saved, wid, wanted), action, answer)
+    return new, {**(saved or {}), wid: new}
 
 
 def render_step(ctx: Context, wid: str | None, state: dict[str, Any] | None):
