@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 
@@ -66,8 +67,10 @@ def emit(program: str, **numbers) -> None:
     """One JSON line on stdout: the program, its device, and what it measured."""
     info = {"program": program, "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
             "torch": torch.__version__, "time_unix": round(time.time(), 3), **numbers}
-    print(json.dumps(info, sort_keys=True))
+    # one write of the whole line: worker processes share the pipe, and a write of at most PIPE_BUF
+    # bytes is not interleaved with another process's (print writes the text and the newline apart)
     sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (json.dumps(info, sort_keys=True) + "\n").encode())
 
 
 def timed(dev: torch.device):
