@@ -7,7 +7,7 @@ recording; what remains typed in the text must be one of:
 - the scenario's own number, or a size of its ``[model.sizes]``;
 - a hardware constant of the recording's GPU: a value of ``hardware/gpus/<gpu>.toml``, of its
   compute capability in ``hardware/compute_capabilities.toml``, or a ceiling measured on it
-  (``hardware/measured/<gpu>.json``);
+  (``hardware/measured/<gpu>.json``, raised to the best rate recorded on it as every floor is);
 - a named constant of CUDA or of the programs, listed with its reason in ``scenarios/numbers.toml``
   (warp size, sector bytes, the harness's sample count) or in the scenario's own ``numbers.toml``;
 - arithmetic derived from those or from the recording's values (the placeholders' names), declared
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coach import scenarios
+from coach import best_rates, scenarios
 from coach.errors import InputError
 from coach.paths import hardware_dir, scenarios_dir
 
@@ -157,10 +157,15 @@ def hardware_constants(gpu: str) -> dict[str, float]:
     out.update(_numeric_fields(limits))
     measured = base / "measured" / f"{gpu}.json"
     if measured.is_file():
+        # the measured ceiling as the floors use it: the calibration raised to the best rate recorded
+        # on the GPU (coach.best_rates), so a text cannot quote the calibration where the floor it
+        # states was computed with a higher ceiling
         data = json.loads(measured.read_text())
+        best = best_rates.read(gpu)
         for name, m in (data.get("measurements") or {}).items():
             if isinstance(m, dict) and isinstance(m.get("value"), (int, float)):
-                out[f"measured_{name}"] = float(m["value"])
+                value, _ = best_rates.measured_ceiling(name, float(m["value"]), best)
+                out[f"measured_{name}"] = float(value)
     return out
 
 

@@ -70,12 +70,30 @@ def test_a_typed_measurement_fails_and_its_placeholder_passes(s01):
 
 
 def test_sizes_and_hardware_constants_in_their_units(s01):
-    text = ("For 402,653,184 particles of 32 bytes on 132 SMs at 1.98 GHz: 4.19 TB/s measured, 4.8 TB/s on the "
-            "datasheet, a 60 MiB L2, 228 KB of shared memory, compute capability 9.0.")
+    ceiling = scenario_numbers.hardware_constants("h200")["measured_dram_copy_bandwidth_bytes_per_s"]
+    text = (f"For 402,653,184 particles of 32 bytes on 132 SMs at 1.98 GHz: {ceiling / 1e12:.2f} TB/s measured, "
+            "4.8 TB/s on the datasheet, a 60 MiB L2, 228 KB of shared memory, compute capability 9.0.")
     assert problems_in(text, s01) == []
     # a rate is not read in 1024-based units, and a count is not read as a fraction of itself
     assert problems_in("450 TFLOP/s", s01)  # 494.5e12 / 1024^4 would be 450
     assert problems_in("0.132 of them", s01)  # 132 SMs are not "0.132"
+
+
+def test_a_measured_ceiling_is_the_one_the_floors_use(s01):
+    """A text that quotes the calibration's copy rate where the floors use the higher best recorded
+    rate states a floor that its own numbers do not give: the calibration's value does not trace."""
+    import json
+
+    from coach import best_rates
+    from coach.paths import hardware_dir
+
+    name = "dram_copy_bandwidth_bytes_per_s"
+    calibrated = json.loads((hardware_dir() / "measured" / "h200.json").read_text())["measurements"][name]["value"]
+    ceiling, raised = best_rates.measured_ceiling(name, calibrated, best_rates.read("h200"))
+    assert scenario_numbers.hardware_constants("h200")[f"measured_{name}"] == ceiling
+    assert s01.model.bytes_per_s == pytest.approx(ceiling)  # the floor's ceiling
+    if raised and f"{calibrated / 1e12:.2f}" != f"{ceiling / 1e12:.2f}":
+        assert problems_in(f"at {calibrated / 1e12:.2f} TB/s measured", s01)
 
 
 def test_declared_derivations_are_evaluated(s01):

@@ -668,6 +668,17 @@ class Ceilings:
 _calibration_of = measured  # ``ceilings`` takes a parameter of the same name
 
 
+def measured_ceiling(gpu: GPU, m: Measurements, key: str) -> tuple[float, str]:
+    """The measured ceiling of one calibration measurement ``key`` of ``m``: its value, raised to the
+    best rate recorded on ``gpu`` when ``m`` is the shipped calibration (the shipped calibration goes
+    with the shipped recordings; a user's own calibration stands alone), and a note saying so ("" when
+    the calibration stands). Every page that prints a measured ceiling calls this."""
+    if m is catalog().measured.get(gpu.id):
+        value, raised = best_rates.ceiling_for(gpu.id, key, m.values[key])
+        return float(value), raised
+    return m.values[key], ""
+
+
 def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) -> Ceilings:
     """The ceilings of ``gpu``: measured where a calibration exists (``measured=True`` takes the
     user's own calibration, else hardware/measured/; pass a ``Measurements`` or a calibration file to
@@ -689,9 +700,7 @@ def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) 
         if keys and m is not None:
             # a measured ceiling is never below a rate recorded on the same GPU (coach.best_rates): the
             # shipped calibration goes with the shipped recordings; a user's own calibration stands alone
-            shipped = m is catalog().measured.get(gpu.id)
-            raised_by = {k: best_rates.ceiling_for(gpu.id, k, m.values[k]) if shipped else (m.values[k], "")
-                         for k in keys}
+            raised_by = {k: measured_ceiling(gpu, m, k) for k in keys}
             best = max(keys, key=lambda k: raised_by[k][0] or 0.0)
             value, raised = raised_by[best]
             source = f"{m.describe()}: {best}" + (f"; raised to {raised}" if raised else "")

@@ -97,7 +97,11 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
     for label, key in (("HBM copy bandwidth (measured)", "dram_copy_bandwidth_bytes_per_s"),
                        ("HBM read bandwidth (measured)", "dram_read_bandwidth_bytes_per_s")):
         if m is not None and key in m.values:
-            rows.append(_row(g, "memory", label, m.values[key], "B/s", "measured", f"{m.describe()}: {key}"))
+            # the measured ceiling, as the floors, the roofline and the ladders use it: the calibration
+            # raised to the best rate recorded on this GPU, so that no recorded rate exceeds it
+            value, raised = hardware.measured_ceiling(gpu, m, key)
+            rows.append(_row(g, "memory", label, value, "B/s", "measured",
+                             f"{m.describe()}: {key}" + (f"; raised to {raised}" if raised else "")))
     dram = roofs.bandwidth["dram"]
     if gpu.dram_bytes and dram.value:
         rows.append(_row(g, "memory", "Time to read all of HBM once", gpu.dram_bytes / dram.value, "s", "derived",
