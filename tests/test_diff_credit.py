@@ -51,6 +51,9 @@ def test_planted_fix_credited_first(scenario):
     assert d.credited == scenario.fix.id
     lines = verdict(d)
     assert any(f"the fix '{scenario.fix.id}'" in line for line in lines[:3]), lines
+    # the credit names only movements that were measured (scenario 12's reports count no tensor FLOPs)
+    credit = next(line for line in lines if f"the fix '{scenario.fix.id}'" in line)
+    assert "not in report ->" not in credit and "-> not in report" not in credit, credit
     # the planted fix also matches when named
     assert diff(slow, fixed, fix=scenario.fix.id).fix_verdict == "matches"
 

@@ -132,10 +132,15 @@ def _fix_lines(d: Diff) -> list[str]:
         if d.suggested:
             f = fixes()[d.suggested[0]]
             rows = d.headline_checks().filter(pl.col("fix") == f.id).to_dicts()
+            # only what was measured supports the credit; an optional movement neither profile
+            # measured is named as such, not printed as "not in report -> not in report"
             lines.append(f"The movement is what the fix '{f.id}' ({f.name}) causes: "
-                         + "; ".join(_arrow(r) for r in rows if r["direction"] != "same" or r["met"]) + "."
+                         + "; ".join(_arrow(r) for r in rows if r["met"]) + "."
                          + (f" Also consistent with, less supported: {', '.join(d.suggested[1:])}."
                             if len(d.suggested) > 1 else ""))
+            unmeasured = [r for r in rows if r["met"] is None]
+            if unmeasured:
+                lines.append("Not measured in these profiles: " + ", ".join(r["label"] for r in unmeasured) + ".")
         else:
             moved = _top_moves(d)
             lines.append("No fix in the table matches every movement; the largest: " + "; ".join(moved) + "."
