@@ -101,6 +101,21 @@ def test_measured_dram_ceiling_agrees_across_scenarios_hardware_and_ladders(caps
     assert json.loads(out)["ceiling"]["value"] == pytest.approx(read)
     assert ladders.load_results(traces_dir() / "h200" / "ladders" / "reduction" / "results.json").ceiling_value == read
     assert dram.compute["bf16"].value == pytest.approx(scenarios.find("12").model.flop_per_s)
+    # `coach numbers` (and the Reference page, which shows the same sheet) and the Hardware page
+    code, out, err = run_cli(["numbers", "--group", "memory", "--json"], capsys)
+    assert code == 0, err
+    rows = {r["quantity"]: r for r in json.loads(out)}
+    assert rows["HBM copy bandwidth (measured)"]["value"] == pytest.approx(copy)
+    assert rows["HBM read bandwidth (measured)"]["value"] == pytest.approx(read)
+    from coach.app.pages.hardware import ridges
+    from coach.app import format as fmt
+
+    shown = fmt.si(dram.bandwidth["dram"].value, "B/s")
+    assert f"DRAM bandwidth {shown} " in str(ridges(dram).children[0].children)
+    assert rows["HBM copy bandwidth (measured)"]["shown"] == f"{copy / 1e12:.2f} TB/s"
+    # `coach run`'s floor note names the same ceiling
+    code, out, err = run_cli(["run", "01", "--no-interactive"], capsys)
+    assert f"at {copy / 1e12:.2f} TB/s (measured" in flat(out)
 
 
 def test_07_floor_in_explain_matches_run(capsys):
