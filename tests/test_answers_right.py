@@ -283,3 +283,13 @@ def test_scenario_07_rate_fits_its_bound():
     v = recordings.open_recording(s07).values()
     assert s07.model.rate_kind == "flops" and s07.model.rate_label == "sines/s"
     assert v["slow_rate"] == pytest.approx(s07.model.value(s07.model.flops) / (v["slow_ms"] * 1e-3))
+
+
+def test_a_small_measured_dram_rate_is_not_printed_as_zero():
+    """Scenario 07's compute-bound kernel moves a few MB/s: the speed-of-light message says so, as
+    its evidence does, instead of "0.0 GB/s"."""
+    profile = load(traces_dir() / "h200" / "scenario-07" / "slow" / "ncu")
+    sol = next(f for f in diagnose(profile) if f.rule_id.startswith("compute") or f.rule_id == "speed-of-light")
+    rate = next(e.value for e in sol.evidence if e.metric == "dram_bandwidth_bytes_per_s")
+    assert 0 < rate < 1e8
+    assert "0.0 GB/s" not in sol.message and f"{rate / 1e6:.2f} MB/s" in sol.message

@@ -166,7 +166,12 @@ def fmt_bytes(b: float | None) -> str:
 def fmt_rate(bytes_per_s: float | None) -> str:
     if bytes_per_s is None:
         return MISSING
-    return f"{bytes_per_s / 1e12:.2f} TB/s" if bytes_per_s >= 1e11 else f"{bytes_per_s / 1e9:.1f} GB/s"
+    if bytes_per_s >= 1e11:
+        return f"{bytes_per_s / 1e12:.2f} TB/s"
+    if bytes_per_s >= 1e8 or bytes_per_s == 0:
+        return f"{bytes_per_s / 1e9:.1f} GB/s"
+    # a small rate that was measured is not printed as "0.0 GB/s" (it would read as a zero)
+    return f"{bytes_per_s / 1e6:.2f} MB/s" if bytes_per_s >= 1e6 else f"{bytes_per_s / 1e3:.2f} kB/s"
 
 
 def fmt_count(x: float | None) -> str:
