@@ -293,3 +293,16 @@ def test_a_small_measured_dram_rate_is_not_printed_as_zero():
     rate = next(e.value for e in sol.evidence if e.metric == "dram_bandwidth_bytes_per_s")
     assert 0 < rate < 1e8
     assert "0.0 GB/s" not in sol.message and f"{rate / 1e6:.2f} MB/s" in sol.message
+
+
+def test_dashboard_finding_badge_says_what_the_gain_is():
+    """A finding's estimated gain is the share of the time its fix could save: `coach diagnose`
+    prints "saves ~X (82%)"; the dashboard's card says the same, not "82% faster" (that is 5.6x)."""
+    from coach.app.components import finding_card
+
+    profile = load(traces_dir() / "h200" / "scenario-01" / "slow" / "ncu")
+    top = diagnose(profile)[0]
+    text = str(finding_card(top, top=True))
+    pct = f"{top.estimated_gain_pct:.0f}%"
+    assert f"saves up to {pct} of its time" in text
+    assert "faster" not in text.split("Next")[0]
