@@ -97,7 +97,7 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
     for label, key in (("HBM copy bandwidth (measured)", "dram_copy_bandwidth_bytes_per_s"),
                        ("HBM read bandwidth (measured)", "dram_read_bandwidth_bytes_per_s")):
         if m is not None and key in m.values:
-            rows.append(_row(g, "memory", label, m.values[key], "B/s", "measured", f"{m.describe()}: {key}"))
+            rows.append(_row(g, "memory", label, m.values[key], "B/s", "measured", f"{m.describe(key)}: {key}"))
     dram = roofs.bandwidth["dram"]
     if gpu.dram_bytes and dram.value:
         rows.append(_row(g, "memory", "Time to read all of HBM once", gpu.dram_bytes / dram.value, "s", "derived",
@@ -160,8 +160,10 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
     # latency, and what it implies by Little's law
     for label, key in LATENCY_MEASUREMENTS:
         value = m.values.get(key) if m is not None else None
+        withheld = m.withheld.get(key) if m is not None else None
         rows.append(_row(g, "latency", label, value, "s", "measured",
-                         f"{m.describe()}: {key}" if value is not None
+                         f"{m.describe(key)}: {key}" if value is not None
+                         else f"not measured: {withheld}" if withheld
                          else "not measured: needs a pointer-chase calibration on this GPU (coach calibrate)"))
     dram_latency = m.values.get("dram_load_latency_s") if m is not None else None
     in_flight = dram.value * dram_latency if dram.value and dram_latency else None
