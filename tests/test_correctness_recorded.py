@@ -132,3 +132,29 @@ def test_the_xml_file_says_nothing_of_the_nearest_allocation():
     assert "the index is garbage" in from_text.message
     assert "is not checked: the --xml file does not say" in from_xml.message
     assert "outside every allocation" not in from_xml.message
+
+
+def test_the_off_by_one_is_one_byte_after_in_the_tools_words():
+    """Scenario 22's text quotes the tool: the last row's overrun starts exactly at the image's end,
+    which compute-sanitizer 2025.3.1 prints as "1 bytes after", and the rule reads it as one element past."""
+    scenario = correctness.find("22")
+    rec = _recording(scenario)
+    report = rec.report("buggy-memcheck")
+    row = report.records.filter(pl.col("kind") == "memory-access").row(0, named=True)
+    assert row["address"] - row["allocation_address"] == row["allocation_bytes"] == 4_000_000
+    assert row["allocation_relation"] == "after" and row["allocation_distance_bytes"] == 1
+    assert "is 1 bytes after the nearest allocation" in rec.report_text("buggy-memcheck")
+    assert "'1 bytes after the nearest allocation'" in " ".join(scenario.rubric.strong)
+    assert "starts at the end" in diagnose(report)[0].message
+
+
+def test_synccheck_was_silent_on_the_divergent_barrier():
+    """Scenario 24 as recorded: synccheck reports nothing on the buggy build while the same run's
+    check fails, so the scenario's text (question, hint, fix) says the tool was clean."""
+    scenario = correctness.find("24")
+    rec = _recording(scenario)
+    runs = rec.results["runs"]
+    assert runs["buggy-synccheck"]["summary"]["errors"] == 0 and rec.report("buggy-synccheck").records.height == 0
+    assert runs["buggy-synccheck"]["result"]["ok"] is False and runs["buggy-synccheck"]["exit"] == 1
+    assert scenario.first_rule == "sanitizer-clean" and scenario.found_with == "float64-reference"
+    assert "synccheck reports no error" in scenario.question

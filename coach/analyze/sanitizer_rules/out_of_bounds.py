@@ -4,7 +4,8 @@ memcheck knows every allocation's exact size (cudaMalloc's, not the 2 MB page be
 reports each thread whose access falls outside all of them, with the nearest allocation and the
 distance to it. The distance says what kind of mistake made the index:
 
-- starting exactly at the end (0 bytes after, less than one access size): the index is one element
+- starting exactly at the end (less than one access size after: compute-sanitizer 2025.3.1 counts from
+  the allocation's last byte and prints "1 bytes after" for it): the index is one element
   past the last, an off-by-one in a bound (``<=`` for ``<``, ``c + 1`` checked as ``c``) or a grid
   rounded up with no check;
 - a little past the end or before the start (up to ``NEAR_BYTES``): a few elements out, a stencil's
