@@ -111,6 +111,7 @@ def test_coach_run_walks_through_the_recording(scenario, capsys, monkeypatch):
     assert f"expected first finding: {scenario.first_rule}: matches" in text
     assert f"fixed: clean under {scenario.tool}, and its check passes" in text
     assert "[not recorded]" not in text
+    assert max(len(line) for line in out.splitlines()) <= 80  # the report's own lines wrapped too
 
 
 def test_unrecorded_is_a_clean_one_line_error(tmp_path):
@@ -158,3 +159,19 @@ def test_synccheck_was_silent_on_the_divergent_barrier():
     assert runs["buggy-synccheck"]["result"]["ok"] is False and runs["buggy-synccheck"]["exit"] == 1
     assert scenario.first_rule == "sanitizer-clean" and scenario.found_with == "float64-reference"
     assert "synccheck reports no error" in scenario.question
+
+
+@pytest.mark.parametrize("scenario", ALL, ids=lambda s: s.id)
+def test_the_exercise_takes_its_numbers_from_the_recording(scenario):
+    from coach.exercises.correctness import build
+    from coach.exercises.player import play
+
+    rec = _recording(scenario)
+    ex = build(scenario, others=ALL)
+    shown = "\n".join([p.prompt for p in ex.points] + [c for p in ex.points for c in p.choices])
+    assert "[not recorded]" not in shown and "{" not in shown
+    if scenario.found_with == "float64-reference":  # the count the tool printed on this build
+        errors = rec.results["runs"][f"buggy-{scenario.tool}"]["summary"]["errors"]
+        assert f"compute-sanitizer {scenario.tool} reports {errors} errors" in ex.points[1].prompt
+    letters = iter("abcdefgh"[p.correct] for p in ex.points)
+    assert all(p.choice_correct for p in play(ex, lambda prompt, **kw: next(letters)).points)

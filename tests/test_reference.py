@@ -225,7 +225,8 @@ def test_h200_latencies_come_from_the_merged_run_with_its_own_provenance():
         assert row["value"] == m.values[key] and row["origin"] == "measured"
         assert m.provenance_of(key)["date"].startswith("2026-12-02")
         assert "2026-12-02" in row["source"] and "merged into h200.json" in row["source"] and key in row["source"]
-    assert _value(s, "L1 hit load latency")["shown"] == "22.3 ns" and _value(s, "L2 hit load latency")["shown"] == "149 ns"
+    assert _value(s, "L1 hit load latency")["shown"] == "22.3 ns"
+    assert _value(s, "L2 hit load latency")["shown"] == "149 ns"
     assert _value(s, "L1 hit load latency")["value"] < _value(s, "L2 hit load latency")["value"]
     copy = _value(s, "HBM copy bandwidth (measured)")  # a value of the file's own run
     assert "2026-11-30" in copy["source"] and "merged" not in copy["source"]

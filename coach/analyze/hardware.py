@@ -574,7 +574,8 @@ class Measurements:
         p = self.provenance_of(name)
         tools = ", ".join(f"{k} {p[k]}" for k in ("driver", "cuda", "torch", "triton") if p.get(k))
         merged = ", merged into" if name in self.merged_from else ";"
-        return f"measured on {p.get('gpu_name') or self.gpu_name} {p.get('date', '')} ({tools}{merged} {self.path.name})"
+        gpu = p.get("gpu_name") or self.gpu_name
+        return f"measured on {gpu} {p.get('date', '')} ({tools}{merged} {self.path.name})"
 
 
 def read_measurements(path: str | Path) -> Measurements:

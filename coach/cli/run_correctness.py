@@ -169,7 +169,7 @@ def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool
         console.print("the recording holds no report of the buggy build")
     else:
         for ln in excerpt(text):
-            console.print(escape(ln), highlight=False, soft_wrap=True)
+            console.print(escape(ln), highlight=False, overflow="fold")  # wrapped at the width, words kept
 
     _section("Diagnosis of the buggy build")
     report = recording.report(buggy_tool)

@@ -217,8 +217,8 @@ def _record(element: ET.Element, record_id: int) -> tuple[dict[str, Any], list[d
     outer = device[-1] if device else at
     host_user = next((fr for fr in host if g.is_user_frame(fr)), None)
     space = (_text(what, "space") or fields.get("space") or "").strip("_").lower() or None
-    access = (at_access or _text(what, "direction", "access", "type") or fields.get("access") or "").split(" ")[0].lower() \
-        or None
+    access = (at_access or _text(what, "direction", "access", "type") or fields.get("access") or "")
+    access = access.split(" ")[0].lower() or None
     counts = [loc.hazards for _, loc in races if loc.hazards is not None]
     code = _text(what, "result", "code")
     row = {
