@@ -15,7 +15,7 @@ Each level is timed for two chain lengths with CUDA events, and the latency is t
 is Triton, so it also runs on the CPU under ``TRITON_INTERPRET=1`` (the tests follow a chain there).
 
 The L1 and L2 chases are warmed and then repeat from the same start: they are meant to hit. The DRAM
-chase must not: a timed chase of 21,000 steps touches 2.7 MB, which the L2 (50 MB on the H200) keeps
+chase must not: a timed chase of 21,000 steps touches 2.7 MB, which the L2 (60 MiB on the H200) keeps
 after the first repetition. The first calibration with latencies (H200, 2026-12-02) warmed the first
 100,000 lines of the 1 GiB cycle and timed every chase from its start, and its "DRAM" latency came out
 at 152 ns against the L2's 149 ns: L2 hits. So the DRAM chase (``COLD``) is not warmed, and each timed
