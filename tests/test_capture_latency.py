@@ -88,3 +88,32 @@ def test_a_calibration_with_latencies_fills_the_numbers_and_littles_law(tmp_path
     # Little's law: 4.0e12 B/s x 6.0e-7 s = 2.4e6 B in flight; / 132 SMs = 18,182 B per SM
     assert s.filter(quantity="Bytes in flight to fill HBM")["value"][0] == pytest.approx(2.4e6)
     assert s.filter(quantity="... per SM")["value"][0] == pytest.approx(2.4e6 / 132)
+
+
+def _visited(nxt, start, steps):
+    seen, i = [], start
+    for _ in range(steps + 1):  # the start and every line a step loads
+        seen.append(i)
+        i = int(nxt[i])
+    return seen
+
+
+def test_cold_chases_never_revisit_a_line():
+    """The DRAM chase's timed runs each walk a stretch of the cycle no other run (and not the
+    compiling one) touches, so none can hit in a cache an earlier run filled."""
+    nxt, order = latency.cycle(torch, 500, seed=11)
+    runs, span = 6, 40
+    starts = latency.cold_starts(order, runs, span, compile_steps=10)
+    stretches = [set(_visited(nxt, s, span - 1)) for s in starts]  # a chase of span steps loads span lines
+    stretches.append(set(_visited(nxt, latency.cold_compile_start(order, 10), 10)))
+    assert sum(len(x) for x in stretches) == len(set().union(*stretches))  # pairwise disjoint
+    assert torch.equal(nxt, latency.chain(torch, 500, seed=11))
+    with pytest.raises(ValueError, match="need more than the 500 lines"):
+        latency.cold_starts(order, 20, 40, compile_steps=10)
+
+
+def test_the_calibrated_dram_cycle_holds_every_timed_chase():
+    n_lines = latency.LEVEL_BYTES["dram_load_latency_s"] // latency.LINE_BYTES
+    assert "dram_load_latency_s" in latency.COLD and "l2_load_latency_s" not in latency.COLD
+    order = list(range(n_lines))  # only its length matters here
+    assert len(latency.cold_starts(order, 2 * latency.REPEATS, latency.LONG_STEPS)) == 2 * latency.REPEATS

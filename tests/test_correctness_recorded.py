@@ -7,6 +7,7 @@ Each test skips, naming the command to make the recording, until the scenario is
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from test_capture_support import flat, run_cli
 
@@ -53,6 +54,12 @@ def test_the_fixed_build_is_clean_and_right(scenario):
     assert rec.results["buggy_check_ok"] is False
 
 
+#: Columns the text report and the --xml file of one run must agree on, record by record.
+SAME_IN_BOTH = ["kind", "severity", "space", "access", "size_bytes", "address", "address_problem", "hazard_count",
+                "line", "thread_x", "thread_y", "thread_z", "block_x", "block_y", "block_z", "api_call", "api_error",
+                "api_error_code", "backtrace_at", "host_function"]
+
+
 @pytest.mark.parametrize("scenario", ALL, ids=lambda s: s.id)
 def test_the_text_report_and_the_saved_tables_agree(scenario):
     rec = _recording(scenario)
@@ -60,11 +67,28 @@ def test_the_text_report_and_the_saved_tables_agree(scenario):
     saved = rec.report(run)
     reread = load(rec.folder / rec.results["runs"][run]["files"]["text"])
     assert saved.records.drop("text").equals(reread.records.drop("text"))
-    xml_name = rec.results["runs"][run]["files"].get("xml")
-    if xml_name:  # the XML's layout is not published: its records must at least match the text's kinds and lines
-        xml = load(rec.folder / xml_name)
-        if xml.records.height:
-            assert set(xml.records["kind"].to_list()) <= set(reread.records["kind"].to_list()) | {"other"}
+
+
+@pytest.mark.parametrize("scenario", ALL, ids=lambda s: s.id)
+def test_the_xml_file_holds_the_text_reports_records(scenario):
+    """The --xml file of the same run, read by its own reader, gives the same records: kind, access,
+    address, line, thread and block, hazards, the failed call (the file names the kernel without its
+    namespace and the source by its absolute path, the text report qualified and as given)."""
+    rec = _recording(scenario)
+    files = rec.results["runs"][f"buggy-{scenario.tool}"]["files"]
+    if "xml" not in files:
+        pytest.skip(f"{scenario.id}: the recording kept no --xml file")
+    text = load(rec.folder / files["text"])
+    xml = load(rec.folder / files["xml"])
+    assert xml.records.height == text.records.height
+    assert xml.records.select(SAME_IN_BOTH).equals(text.records.select(SAME_IN_BOTH))
+    short = [k.rsplit("::", 1)[-1] if k else k for k in text.records["kernel"].to_list()]
+    assert xml.records["kernel"].to_list() == short
+    assert [f.rsplit("/", 1)[-1] if f else f for f in xml.records["file"].to_list()] == text.records["file"].to_list()
+    keys = ["record_id", "position", "role", "access", "line", "hazards"]
+    assert xml.locations.select(keys).equals(text.locations.filter(pl.col("role") != "device-frame").select(keys))
+    if text.records.height:  # what coach diagnose says first is the same from either file
+        assert diagnose(xml)[0].rule_id == diagnose(text)[0].rule_id
 
 
 def test_the_asynchronous_error_moves_to_its_kernel():
@@ -87,8 +111,67 @@ def test_coach_run_walks_through_the_recording(scenario, capsys, monkeypatch):
     assert f"expected first finding: {scenario.first_rule}: matches" in text
     assert f"fixed: clean under {scenario.tool}, and its check passes" in text
     assert "[not recorded]" not in text
+    assert max(len(line) for line in out.splitlines()) <= 80  # the report's own lines wrapped too
 
 
 def test_unrecorded_is_a_clean_one_line_error(tmp_path):
     with pytest.raises(CoachError, match="is not recorded yet"):
         correctness_recordings.open_recording(ALL[0], tmp_path)
+
+
+def test_the_xml_file_says_nothing_of_the_nearest_allocation():
+    """The text report of scenario 25 puts the padding token's read 4.4 TB past a 512-byte table;
+    the --xml file of the same run names no allocation, and the diagnosis says it cannot tell
+    rather than that no allocation is near."""
+    scenario = correctness.find("25")
+    rec = _recording(scenario)
+    files = rec.results["runs"]["buggy-memcheck"]["files"]
+    text, xml = load(rec.folder / files["text"]), load(rec.folder / files["xml"])
+    assert text.records["allocation_distance_bytes"][0] > 4_000_000_000_000
+    assert xml.records["allocation_relation"].null_count() == xml.records.height
+    from_text, from_xml = diagnose(text)[0], diagnose(xml)[0]
+    assert "the index is garbage" in from_text.message
+    assert "is not checked: the --xml file does not say" in from_xml.message
+    assert "outside every allocation" not in from_xml.message
+
+
+def test_the_off_by_one_is_one_byte_after_in_the_tools_words():
+    """Scenario 22's text quotes the tool: the last row's overrun starts exactly at the image's end,
+    which compute-sanitizer 2025.3.1 prints as "1 bytes after", and the rule reads it as one element past."""
+    scenario = correctness.find("22")
+    rec = _recording(scenario)
+    report = rec.report("buggy-memcheck")
+    row = report.records.filter(pl.col("kind") == "memory-access").row(0, named=True)
+    assert row["address"] - row["allocation_address"] == row["allocation_bytes"] == 4_000_000
+    assert row["allocation_relation"] == "after" and row["allocation_distance_bytes"] == 1
+    assert "is 1 bytes after the nearest allocation" in rec.report_text("buggy-memcheck")
+    assert "'1 bytes after the nearest allocation'" in " ".join(scenario.rubric.strong)
+    assert "starts at the end" in diagnose(report)[0].message
+
+
+def test_synccheck_was_silent_on_the_divergent_barrier():
+    """Scenario 24 as recorded: synccheck reports nothing on the buggy build while the same run's
+    check fails, so the scenario's text (question, hint, fix) says the tool was clean."""
+    scenario = correctness.find("24")
+    rec = _recording(scenario)
+    runs = rec.results["runs"]
+    assert runs["buggy-synccheck"]["summary"]["errors"] == 0 and rec.report("buggy-synccheck").records.height == 0
+    assert runs["buggy-synccheck"]["result"]["ok"] is False and runs["buggy-synccheck"]["exit"] == 1
+    assert scenario.first_rule == "sanitizer-clean" and scenario.found_with == "float64-reference"
+    assert "synccheck reports no error" in scenario.question
+
+
+@pytest.mark.parametrize("scenario", ALL, ids=lambda s: s.id)
+def test_the_exercise_takes_its_numbers_from_the_recording(scenario):
+    from coach.exercises.correctness import build
+    from coach.exercises.player import play
+
+    rec = _recording(scenario)
+    ex = build(scenario, others=ALL)
+    shown = "\n".join([p.prompt for p in ex.points] + [c for p in ex.points for c in p.choices])
+    assert "[not recorded]" not in shown and "{" not in shown
+    if scenario.found_with == "float64-reference":  # the count the tool printed on this build
+        errors = rec.results["runs"][f"buggy-{scenario.tool}"]["summary"]["errors"]
+        assert f"compute-sanitizer {scenario.tool} reports {errors} errors" in ex.points[1].prompt
+    letters = iter("abcdefgh"[p.correct] for p in ex.points)
+    assert all(p.choice_correct for p in play(ex, lambda prompt, **kw: next(letters)).points)

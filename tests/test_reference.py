@@ -3,6 +3,7 @@ and the numbers sheet computed from hardware/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -216,6 +217,59 @@ def test_h200_numbers_come_from_the_tables_and_the_measurements():
     assert launch["value"] == m.values["launch_latency_s"] and launch["origin"] == "measured"
     lat = _value(s, "DRAM load latency")
     assert lat["origin"] == "missing" and lat["shown"] == "-" and lat["source"].startswith("not measured")
+
+
+H200_JSON = Path(__file__).resolve().parents[1] / "hardware" / "measured" / "h200.json"
+
+
+def test_h200_latencies_come_from_the_merged_run_with_its_own_provenance():
+    """hardware/measured/h200.json keeps its 2026-11-30 ceilings and carries the L1 and L2 load
+    latencies of the 2026-12-02 run (merged with scripts/merge-calibration.py): each row names the
+    run its value comes from; the DRAM latency of that run was withheld, and the row says why."""
+    s = numbers.sheet("h200")
+    m = hardware.measured(hardware.get("h200"))
+    assert m.date.startswith("2026-11-30")
+    for quantity, key in (("L1 hit load latency", "l1_load_latency_s"), ("L2 hit load latency", "l2_load_latency_s")):
+        row = _value(s, quantity)
+        assert row["value"] == m.values[key] and row["origin"] == "measured"
+        assert m.provenance_of(key)["date"].startswith("2026-12-02")
+        assert "2026-12-02" in row["source"] and "merged into h200.json" in row["source"] and key in row["source"]
+    assert _value(s, "L1 hit load latency")["shown"] == "22.3 ns"
+    assert _value(s, "L2 hit load latency")["shown"] == "149 ns"
+    assert _value(s, "L1 hit load latency")["value"] < _value(s, "L2 hit load latency")["value"]
+    copy = _value(s, "HBM copy bandwidth (measured)")  # a value of the file's own run
+    assert "2026-11-30" in copy["source"] and "merged" not in copy["source"]
+    dram = _value(s, "DRAM load latency")
+    assert dram["origin"] == "missing" and "revisited lines the L2 held" in dram["source"]
+    assert _value(s, "Bytes in flight to fill HBM")["origin"] == "missing"
+
+
+def test_a_merged_measurement_of_another_gpu_is_refused(tmp_path):
+    doc = json.loads(H200_JSON.read_text())
+    doc["measurements"]["l2_load_latency_s"]["provenance"]["gpu_name"] = "NVIDIA H100 80GB HBM3"
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="l2_load_latency_s: measured on NVIDIA H100"):
+        hardware.read_measurements(path)
+    doc["measurements"]["l2_load_latency_s"]["provenance"] = {"gpu_name": "NVIDIA H200"}  # no date
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="its own provenance needs at least a date"):
+        hardware.read_measurements(path)
+
+
+def test_merged_latencies_give_littles_law(tmp_path):
+    """A DRAM latency merged the same way fills the bytes-in-flight rows from the file's own HBM
+    read bandwidth, the HBM roof (the latency here is made up for the test, not a measurement)."""
+    doc = json.loads(H200_JSON.read_text())
+    prov = doc["measurements"]["l2_load_latency_s"]["provenance"]
+    doc["measurements"]["dram_load_latency_s"] = {"unit": "s", "value": 6.0e-7, "provenance": prov}
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps(doc))
+    s = numbers.sheet("h200", measured=path)
+    bw = doc["measurements"]["dram_read_bandwidth_bytes_per_s"]["value"]  # the HBM roof in use: the read rate
+    assert _value(s, "DRAM load latency")["origin"] == "measured"
+    assert _value(s, "Bytes in flight to fill HBM")["value"] == pytest.approx(bw * 6.0e-7)
+    assert _value(s, "... per SM")["value"] == pytest.approx(bw * 6.0e-7 / 132)
 
 
 def test_every_row_says_where_it_comes_from():

@@ -543,11 +543,20 @@ def _nearest_cc(major: Any, minor: Any) -> tuple[str | None, str]:
 
 @dataclass(frozen=True)
 class Measurements:
-    """Ceilings measured by running a program (``coach.capture.calibrate``), with provenance."""
+    """Ceilings measured by running a program (``coach.capture.calibrate``), with provenance.
+
+    ``provenance`` is the run the file was written by. A measurement merged in from a later run on the
+    same GPU (without replacing the others) carries that run's provenance in its own entry
+    (``measurements.<name>.provenance``, the same keys): ``describe(name)`` names the run each value
+    comes from."""
 
     path: Path
     provenance: Mapping[str, Any]
     values: Mapping[str, float]  # measurement name -> value, in MEASUREMENTS units
+    #: measurement name -> the provenance of the run it comes from, where not the file's own
+    merged_from: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: measurement name -> why a run's value of it was not kept (``withheld`` in the file)
+    withheld: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def gpu_name(self) -> str:
@@ -557,10 +566,16 @@ class Measurements:
     def date(self) -> str:
         return str(self.provenance.get("date", ""))
 
-    def describe(self) -> str:
-        p = self.provenance
+    def provenance_of(self, name: str | None = None) -> Mapping[str, Any]:
+        """The provenance of the run that measured ``name`` (the file's own run if not merged)."""
+        return self.merged_from.get(name, self.provenance) if name else self.provenance
+
+    def describe(self, name: str | None = None) -> str:
+        p = self.provenance_of(name)
         tools = ", ".join(f"{k} {p[k]}" for k in ("driver", "cuda", "torch", "triton") if p.get(k))
-        return f"measured on {self.gpu_name} {self.date} ({tools}; {self.path.name})"
+        merged = ", merged into" if name in self.merged_from else ";"
+        gpu = p.get("gpu_name") or self.gpu_name
+        return f"measured on {gpu} {p.get('date', '')} ({tools}{merged} {self.path.name})"
 
 
 def read_measurements(path: str | Path) -> Measurements:
@@ -580,6 +595,7 @@ def read_measurements(path: str | Path) -> Measurements:
     if not isinstance(measurements, dict):
         raise InputError(path, "no measurements")
     values = {}
+    merged: dict[str, Mapping[str, Any]] = {}
     for name, m in measurements.items():
         if name not in MEASUREMENTS:
             raise InputError(path, f"unknown measurement '{name}'")
@@ -587,7 +603,20 @@ def read_measurements(path: str | Path) -> Measurements:
         if not isinstance(value, (int, float)) or value <= 0:
             raise InputError(path, f"{name}: needs a positive value")
         values[name] = float(value)
-    return Measurements(path=path, provenance=provenance, values=values)
+        own = m.get("provenance")
+        if own is not None:
+            if not isinstance(own, dict) or not own.get("date"):
+                raise InputError(path, f"{name}: its own provenance needs at least a date")
+            if own.get("gpu_name") and own["gpu_name"] != provenance["gpu_name"]:
+                raise InputError(path, f"{name}: measured on {own['gpu_name']}, but the file is for "
+                                       f"{provenance['gpu_name']}")
+            merged[name] = own
+    withheld = raw.get("withheld") or {}
+    if not isinstance(withheld, dict) or not all(isinstance(k, str) and k in MEASUREMENTS and isinstance(v, str) and v
+                                                 for k, v in withheld.items()):
+        raise InputError(path, "'withheld' must map measurement names to the reason each was not kept")
+    return Measurements(path=path, provenance=provenance, values=values, merged_from=merged,
+                        withheld={k: v for k, v in withheld.items() if k not in values})
 
 
 def user_calibrations() -> dict[str, Measurements]:

@@ -169,7 +169,7 @@ def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool
         console.print("the recording holds no report of the buggy build")
     else:
         for ln in excerpt(text):
-            console.print(escape(ln), highlight=False, soft_wrap=True)
+            console.print(escape(ln), highlight=False, overflow="fold")  # wrapped at the width, words kept
 
     _section("Diagnosis of the buggy build")
     report = recording.report(buggy_tool)
@@ -196,7 +196,7 @@ def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool
 def _planted(scenario: Any, diagnosis: dict[str, Any]) -> None:
     planted = ", ".join(str(n) for n in scenario.planted_lines)
     if scenario.first_rule == "sanitizer-clean":
-        console.print(f"  the bug is at {scenario.source.name}:{planted}, which no sanitizer tool can see: "
+        console.print(f"  the bug is at {scenario.source.name}:{planted}, which {scenario.tool} does not report: "
                       "the float64 reference finds it")
         return
     lines = diagnosis.get("lines") or []

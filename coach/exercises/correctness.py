@@ -136,7 +136,8 @@ def _meaning(scenario: CorrectnessScenario, values: Mapping[str, Any], rng: rand
             f"in {values.get('report_kernel') or scenario.kernel}."
             if report else f"The recording's report is in traces/ once recorded; the bug is in {scenario.kernel}.")
     if scenario.found_with == "float64-reference":
-        seen = (f"compute-sanitizer {scenario.tool} reports {values.get('buggy_memcheck_errors', '[not recorded]')} "
+        errors = values.get(f"buggy_{scenario.tool}_errors", "[not recorded]")
+        seen = (f"compute-sanitizer {scenario.tool} reports {errors} "
                 "errors on the buggy build, yet its output is far from the float64 reference.")
     why = (f"{CLASS_WORDS[right][0].upper()}{CLASS_WORDS[right][1:]} ({right.value}); the rule that ranks first on the "
            f"buggy report is {scenario.first_rule}.")

@@ -18,7 +18,18 @@ same grammar as the text report (``sanitizer_common.classify``), and the fields 
 by their tag names, case ignored (``where``: func, pc, path or file, line; ``who``: an element whose
 name starts with "thread" or "block" and holds x, y, z; ``hostStack``/``deviceStack``: frames).
 Every leaf is also kept, as "tag: value" lines, in the record's ``text``. The file holds no totals
-(the "ERROR SUMMARY" line is in the text report only): its summary counts the records.
+(the "ERROR SUMMARY" line is in the text report only) and does not name the tool: its summary counts
+the records, and names the tool only where the records' kinds do.
+
+Checked against the first recording (compute-sanitizer 2025.3.1 on an H200, traces/h200/scenario-2N/),
+which differs from the documented example in two ways this reader handles:
+- memcheck's headline carries the problem after the access, "Invalid __global__ read of size 4 bytes
+  is out of bounds", with the problem alone in ``what/error``;
+- racecheck's records are ``<kind>Analysis</kind>`` with ``what/text`` "Race condition", the first
+  access in ``what/source`` (``direction``, ``where``) and each access it races with in a
+  ``what/destination`` (``direction``, ``where``, ``count``: its hazards).
+In that file ``where/func`` is the kernel's name without namespace or arguments and ``where/path`` the
+absolute path the program was built from; the text report prints the qualified name and the path as given.
 
 A file that declares a DTD or entities is refused: nothing compute-sanitizer writes needs one.
 """
@@ -27,6 +38,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -170,11 +182,27 @@ def _record(element: ET.Element, record_id: int) -> tuple[dict[str, Any], list[d
     level = (_text(element, "level", "severity") or "").lower()
     what = _child(element, "what")
     text = _text(what, "text") or _text(element, "text") or ""
+    problem = _text(what, "error") if kind_word != "api" else None
     headline = g.classify(text.strip())
-    kind = headline.kind if headline else _KIND_WORDS.get(kind_word, "other")
+    if headline is None and problem:  # "Invalid __global__ read of size 4 bytes is out of bounds" (2025.3)
+        headline = g.classify(re.sub(rf"\s+is\s+{re.escape(problem)}\.?$", "", text.strip()))
+    source = _child(what, "source")
+    race = source is not None and any(_local(c.tag) == "destination" for c in what)  # type: ignore[union-attr]
+    kind = "shared-race" if race else headline.kind if headline else _KIND_WORDS.get(kind_word, "other")
     fields = dict(headline.fields) if headline else {}
     severity = {"warning": "warning", "warn": "warning", "info": "info"}.get(level, headline.severity if headline else "error")
     at = _location(_child(element, "where"))
+    races: list[tuple[str | None, g.Location]] = []
+    at_access = None
+    if race:  # racecheck's analysis record: the source access and the ones it races with
+        at = _location(_child(source, "where"))
+        at_access = (_text(source, "direction") or "").lower() or None
+        for dest in what:  # type: ignore[union-attr]
+            if _local(dest.tag) != "destination":
+                continue
+            loc = _location(_child(dest, "where")) or g.Location(None, None, None, None)
+            races.append(((_text(dest, "direction") or "").lower() or None,
+                          replace(loc, hazards=_int(_text(dest, "count")))))
     device_stack = _child(element, "deviceStack")
     device = [loc for fr in (device_stack if device_stack is not None else []) if (loc := _location(fr))]
     stack = _child(element, "hostStack")
@@ -189,7 +217,9 @@ def _record(element: ET.Element, record_id: int) -> tuple[dict[str, Any], list[d
     outer = device[-1] if device else at
     host_user = next((fr for fr in host if g.is_user_frame(fr)), None)
     space = (_text(what, "space") or fields.get("space") or "").strip("_").lower() or None
-    access = (_text(what, "direction", "access", "type") or fields.get("access") or "").split(" ")[0].lower() or None
+    access = (at_access or _text(what, "direction", "access", "type") or fields.get("access") or "")
+    access = access.split(" ")[0].lower() or None
+    counts = [loc.hazards for _, loc in races if loc.hazards is not None]
     code = _text(what, "result", "code")
     row = {
         "record_id": record_id,
@@ -201,7 +231,7 @@ def _record(element: ET.Element, record_id: int) -> tuple[dict[str, Any], list[d
         "access": access,
         "size_bytes": _int(_text(what, "size", "accessSize")) or g.number(fields.get("size")),
         "address": _int(_text(what, "address", "accessAddress")) or g.hex_number(fields.get("address")),
-        "address_problem": None,
+        "address_problem": problem if kind == "memory-access" else None,
         "allocation_address": None,
         "allocation_bytes": None,
         "allocation_relation": None,
@@ -209,7 +239,7 @@ def _record(element: ET.Element, record_id: int) -> tuple[dict[str, Any], list[d
         "barrier_problem": (fields.get("problem") or "").replace("(s)", "s").rstrip(".").lower() or None
         if kind == "barrier" else None,
         "hazard_type": fields.get("hazard"),
-        "hazard_count": None,
+        "hazard_count": sum(counts) if counts else None,
         "function": at.function if at else None,
         "kernel": outer.kernel if outer else None,
         "pc_offset": at.pc_offset if at else None,
@@ -231,12 +261,13 @@ def _record(element: ET.Element, record_id: int) -> tuple[dict[str, Any], list[d
         "text": "\n".join(_leaves(element)),
     }
     locs = []
-    for role, loc in [("at", at), *(("device-frame", d) for d in device)]:
+    for role, loc, loc_access in [("at", at, at_access), *(("race", r, a) for a, r in races),
+                                  *(("device-frame", d, None) for d in device)]:
         if loc is None:
             continue
-        locs.append({"record_id": record_id, "position": len(locs), "role": role, "access": None,
+        locs.append({"record_id": record_id, "position": len(locs), "role": role, "access": loc_access,
                      "function": loc.function, "kernel": loc.kernel, "pc_offset": loc.pc_offset, "file": loc.file,
-                     "line": loc.line, "hazards": None})
+                     "line": loc.line, "hazards": loc.hazards})
     frames = [{"record_id": record_id, "depth": i, "function": fr.function, "module": fr.module, "file": fr.file,
                "line": fr.line, "pc": fr.pc} for i, fr in enumerate(host)]
     return row, locs, frames

@@ -101,7 +101,7 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
             # raised to the best rate recorded on this GPU, so that no recorded rate exceeds it
             value, raised = hardware.measured_ceiling(gpu, m, key)
             rows.append(_row(g, "memory", label, value, "B/s", "measured",
-                             f"{m.describe()}: {key}" + (f"; raised to {raised}" if raised else "")))
+                             f"{m.describe(key)}: {key}" + (f"; raised to {raised}" if raised else "")))
     dram = roofs.bandwidth["dram"]
     if gpu.dram_bytes and dram.value:
         rows.append(_row(g, "memory", "Time to read all of HBM once", gpu.dram_bytes / dram.value, "s", "derived",
@@ -164,8 +164,10 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
     # latency, and what it implies by Little's law
     for label, key in LATENCY_MEASUREMENTS:
         value = m.values.get(key) if m is not None else None
+        withheld = m.withheld.get(key) if m is not None else None
         rows.append(_row(g, "latency", label, value, "s", "measured",
-                         f"{m.describe()}: {key}" if value is not None
+                         f"{m.describe(key)}: {key}" if value is not None
+                         else f"not measured: {withheld}" if withheld
                          else "not measured: needs a pointer-chase calibration on this GPU (coach calibrate)"))
     dram_latency = m.values.get("dram_load_latency_s") if m is not None else None
     in_flight = dram.value * dram_latency if dram.value and dram_latency else None

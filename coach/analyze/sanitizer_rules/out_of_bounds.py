@@ -4,7 +4,8 @@ memcheck knows every allocation's exact size (cudaMalloc's, not the 2 MB page be
 reports each thread whose access falls outside all of them, with the nearest allocation and the
 distance to it. The distance says what kind of mistake made the index:
 
-- starting exactly at the end (0 bytes after, less than one access size): the index is one element
+- starting exactly at the end (less than one access size after: compute-sanitizer 2025.3.1 counts from
+  the allocation's last byte and prints "1 bytes after" for it): the index is one element
   past the last, an off-by-one in a bound (``<=`` for ``<``, ``c + 1`` checked as ``c``) or a grid
   rounded up with no check;
 - a little past the end or before the start (up to ``NEAR_BYTES``): a few elements out, a stencil's
@@ -52,8 +53,9 @@ def apply(ctx: ReportContext) -> list[Finding]:
     return out
 
 
-def _reading(g: dict[str, Any]) -> tuple[str, str]:
-    """(what the distance says, the fix it points to)."""
+def _reading(g: dict[str, Any], xml: bool = False) -> tuple[str, str]:
+    """(what the distance says, the fix it points to). ``xml``: the report is compute-sanitizer's
+    --xml file, which names no nearest allocation (the text report does), so a missing one says nothing."""
     rel, size = g.get("allocation_relation"), g.get("size_bytes") or 1
     d_min, d_max, alloc = g.get("distance_min"), g.get("distance_max"), g.get("allocation_bytes")
     problem = (g.get("address_problem") or "").lower()
@@ -61,6 +63,11 @@ def _reading(g: dict[str, Any]) -> tuple[str, str]:
         return (f"the address is not a multiple of the {size}-byte access: a pointer cast to a wider type "
                 "(float4*, double*, int2*) from an address that is not aligned to it",
                 "align the buffer or the offset to the access size, or load narrower values")
+    if rel is None and xml:
+        return ("how far the address lies from an allocation is not checked: the --xml file does not say (the "
+                "text report of the same run does, on its 'nearest allocation' line)",
+                "read the distance in the text report; check that the pointer is a live device allocation and the "
+                "index is inside it")
     if rel is None:
         return ("the address lies outside every allocation the tool knows of: a null or freed pointer, a host "
                 "pointer passed to the kernel, or an index far out",
@@ -94,7 +101,7 @@ def _one(g: dict[str, Any], ctx: ReportContext) -> Finding:
     misaligned = "misaligned" in (g.get("address_problem") or "").lower()
     line = where(g.get("file"), g.get("line"))
     kernel = g.get("kernel") or "an unnamed kernel"
-    reading, fix = _reading(g)
+    reading, fix = _reading(g, xml=ctx.report.source.format == "sanitizer-xml")
     count = g["count"]
     who = thread_text(g)
     adjective = "Misaligned" if misaligned else "Out-of-bounds"
