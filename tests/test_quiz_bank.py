@@ -27,7 +27,7 @@ def bank():
 def test_size_coverage_and_levels(bank):
     assert len(bank.questions) >= 120
     per_topic = Counter(q.topic for q in bank.questions)
-    assert set(per_topic) == REQUIRED_TOPICS == set(bank.topics)
+    assert REQUIRED_TOPICS <= set(per_topic) == set(bank.topics)
     assert min(per_topic.values()) >= 7
     assert set(Counter(q.level for q in bank.questions)) == set(LEVELS)
 
@@ -118,4 +118,4 @@ def test_a_broken_bank_file_is_one_line_naming_it(tmp_path, body, message):
 
 
 def test_the_shipped_bank_folder_is_the_package_data():
-    assert BANK_DIR.is_dir() and len(list(BANK_DIR.glob("*.toml"))) == len(REQUIRED_TOPICS)
+    assert BANK_DIR.is_dir() and len(list(BANK_DIR.glob("*.toml"))) == len(load_bank().topics)
