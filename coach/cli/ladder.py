@@ -99,17 +99,48 @@ def _measure_live(name: str, out: Path | None, size: str | None) -> Path:
     from coach.capture import ladder as runner
     from coach.ladders import load_definition, results_file
 
+    missing = _no_gpu()
+    if missing:  # before any folder exists or any child starts: one line, nothing left behind
+        raise CoachError(f"--live measures on this machine's GPU: {missing}; "
+                         f"without one, `coach ladder {name}` shows the recorded results")
+    temporary = out is None
     folder = out or Path(tempfile.mkdtemp(prefix="coach-ladder-"))
     try:
         rc = runner.main(["run", name, "--out", str(folder), *(["--size", size] if size else [])])
     except ImportError as err:
+        _remove_if_empty(folder, temporary)
         raise CoachError(f"--live needs torch, triton and cupy on a machine with a GPU ({err}); "
                          "pip install 'coach[gpu]'") from None
     defn = load_definition(name)
     path = folder / name / results_file(size or defn.main_size, defn.main_size)
     if rc != 0 or not path.is_file():
+        if _remove_if_empty(folder, temporary):
+            raise CoachError(f"measuring ladder {name!r} failed (see the messages above); nothing was measured")
         raise CoachError(f"measuring ladder {name!r} failed (see the messages above); partial results in {folder}")
     return path
+
+
+def _no_gpu() -> str | None:
+    """Why this machine cannot measure a ladder (no torch, no CUDA device), or None."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (pip install 'coach[gpu]')"
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is built without CUDA"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device (nvidia-smi lists the GPUs the driver sees)"
+    return None
+
+
+def _remove_if_empty(folder: Path, temporary: bool) -> bool:
+    """Remove a temporary results folder that holds no results file; True when removed."""
+    import shutil
+
+    if not temporary or any(folder.rglob("results*.json")):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
 
 
 def _as_json(defn, res, rows) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""The command line for daily use, run the way the README writes it: each defect found by trying it
+as an Nsight and PyTorch user would, and the options that user expects (filters, exports, stdin)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+UNSYNC = DATA / "hygiene_unsync"
+DETAILS_CSV = DATA / "ncu_strided_copy" / "nvidia" / "details.csv"
+STRIDED_REP = DATA / "ncu_strided_copy" / "copy_strided_vs_coalesced.ncu-rep"
+SOFTMAX_SQLITE = DATA / "nsys_torch_softmax" / "torch_softmax_nvtx.sqlite"
+
+
+def coach(*args, stdin=None, input=None, env=None, cwd=ROOT, columns=80):
+    """``coach ARGS...`` in a subprocess, at COLUMNS=80 unless told otherwise."""
+    e = {**os.environ, "COLUMNS": str(columns), **(env or {})}
+    e.pop("COACH_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "coach", *map(str, args)], capture_output=True, text=True,
+                          stdin=stdin, input=input, env=e, cwd=cwd)
+
+
+def one_line_error(r, *words):
+    assert r.returncode not in (0, 70), (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+# --------------------------------------------------------------------------------------------
+# coach check
+# --------------------------------------------------------------------------------------------
+
+
+def test_check_a_trace_and_its_benchmark_together_as_the_readme_writes_it():
+    """`coach check bench.sqlite bench.json`: the export embeds the program (and its times_ms); it
+    is the trace, the JSON the benchmark."""
+    r = coach("check", UNSYNC / "unsync.sqlite", UNSYNC / "unsync.json", "--json")
+    assert r.returncode == 1, r.stderr  # warnings raised: exit 1, as documented
+    doc = json.loads(r.stdout)
+    flagged = {f["rule_id"] for f in doc["flags"]}
+    assert "unsynchronised" in flagged
+    sources = {e["source"] for f in doc["flags"] if f["rule_id"] == "unsynchronised" for e in f["evidence"]}
+    assert {"benchmark", "Nsight Systems"} <= sources
+
+
+@pytest.mark.parametrize("export", [UNSYNC / "unsync.sqlite", DATA / "hygiene_warm_l2" / "warm-l2.sqlite"])
+def test_check_an_nsys_export_alone_is_no_internal_error(export):
+    r = coach("check", export)
+    assert r.returncode in (0, 1), r.stderr
+    assert "internal error" not in r.stderr and "UnicodeDecodeError" not in r.stderr
+    assert export.name in r.stdout
+
+
+def test_check_binary_file_named_like_a_benchmark_is_one_line(tmp_path):
+    bad = tmp_path / "bench.json"
+    bad.write_bytes(b'{"times_ms": [1.0, \xd8\xff]}')
+    one_line_error(coach("check", bad), str(bad))
+
+
+# --------------------------------------------------------------------------------------------
+# coach load on an ncu --csv --page details export
+# --------------------------------------------------------------------------------------------
+
+
+def test_load_details_csv_shows_the_dram_rate_the_page_prints():
+    """The details page prints Memory Throughput 3.87 Tbyte/s (dram__bytes.sum.per_second) and
+    DRAM Throughput 80.39%: the rate is the one the .ncu-rep gives, never 0 B/s."""
+    r = coach("load", DETAILS_CSV, columns=160)
+    assert r.returncode == 0, r.stderr
+    row = next(line for line in r.stdout.splitlines() if "copy_strided" in line)
+    assert "3.87 TB/s" in row and "80.4%" in row and "0 B/s" not in r.stdout
+    csv_k = json.loads(coach("load", DETAILS_CSV, "--json").stdout)["summary"]["kernels"]
+    rep_k = json.loads(coach("load", STRIDED_REP, "--json").stdout)["summary"]["kernels"]
+    for c, n in zip(csv_k, rep_k):
+        assert c["kernel_name"] == n["kernel_name"]
+        # the page prints three digits of the rate and of the duration
+        assert c["dram_bytes_per_s"] == pytest.approx(n["dram_bytes_per_s"], rel=6e-3)
+
+
+# --------------------------------------------------------------------------------------------
+# coach ladder --live without a GPU
+# --------------------------------------------------------------------------------------------
+
+
+def test_ladder_live_without_a_gpu_is_one_line_and_leaves_nothing(tmp_path):
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a GPU: --live measures")
+    except ImportError:
+        pass
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    r = coach("ladder", "softmax", "--live", env={"TMPDIR": str(scratch)})
+    one_line_error(r, "--live", "GPU")
+    assert r.stdout == ""
+    assert list(scratch.iterdir()) == []  # no coach-ladder-* folder left behind
