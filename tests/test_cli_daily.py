@@ -107,3 +107,112 @@ def test_ladder_live_without_a_gpu_is_one_line_and_leaves_nothing(tmp_path):
     one_line_error(r, "--live", "GPU")
     assert r.stdout == ""
     assert list(scratch.iterdir()) == []  # no coach-ladder-* folder left behind
+
+
+# --------------------------------------------------------------------------------------------
+# coach run off a terminal, and as JSON
+# --------------------------------------------------------------------------------------------
+
+
+def test_run_with_no_answer_on_stdin_walks_through(tmp_path):
+    with open(os.devnull) as devnull:
+        r = coach("run", "7", stdin=devnull)
+    assert r.returncode == 0, r.stderr
+    assert "aborted" not in r.stdout + r.stderr
+    assert "Before and after" in r.stdout and "your answer:" in r.stderr
+
+
+def test_run_reads_a_piped_answer():
+    r = coach("run", "7", input="one block more than a wave: a second, nearly empty wave\n")
+    assert r.returncode == 0, r.stderr
+    assert "Compare your answer with what a strong one covers" in r.stdout
+
+
+def test_run_json_gives_the_recorded_numbers():
+    r = coach("run", "scenario-07", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    results = json.loads((ROOT / "traces" / "h200" / "scenario-07" / "results.json").read_text())
+    assert doc["scenario"] == "scenario-07" and doc["gpu"] == results["gpu"]
+    assert doc["diagnosis"][0]["rule_id"] == doc["expected_first_rule"] == "tail-effect"
+    slow, fixed = doc["before_after"]["slow"]["ms"], doc["before_after"]["fixed"]["ms"]
+    assert doc["speedup"] == pytest.approx(slow / fixed, rel=1e-9)
+    assert doc["evidence"] == results["evidence"]
+
+
+# --------------------------------------------------------------------------------------------
+# Clean edges: usage errors, help, doctor
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [("roofline", STRIDED_REP), ("load", "--top", "0", STRIDED_REP), ("diff", STRIDED_REP),
+                                  ("load", "--no-such-option", STRIDED_REP)])
+def test_usage_errors_are_one_line(args):
+    assert one_line_error(coach(*args)).startswith("coach: error: ")
+
+
+def test_unreadable_file_is_one_line(tmp_path, monkeypatch, capsys):
+    """An unreadable profile (root reads any file, so the open fails here by hand)."""
+    from coach.cli import main
+
+    bad = tmp_path / "locked.ncu-rep"
+    bad.write_bytes(STRIDED_REP.read_bytes()[:64])
+    real_open = Path.open
+
+    def locked(self, *a, **kw):
+        if self == bad:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "open", locked)
+    with pytest.raises(SystemExit) as exit_:
+        main(["load", str(bad)])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.count("\n") == 0
+    assert err == f"coach: error: {bad}: cannot be read (Permission denied)"
+
+
+def _commands():
+    from coach.cli import main  # noqa: F401 - registers the commands
+    from coach.cli.main import app
+
+    return sorted(c.name or c.callback.__name__.removesuffix("_cmd") for c in app.registered_commands)
+
+
+def test_help_names_values_not_python_types():
+    r = coach("--help")
+    assert r.returncode == 0 and "<bool>" not in r.stdout
+    for name in ("load", "diagnose", "check", "ladder", "run", "diff", "join"):
+        out = coach(name, "--help").stdout
+        assert "<list[" not in out and "<int" not in out and "<bool>" not in out and "<Path>" not in out, name
+        assert "<float" not in out and "<str>" not in out, name
+
+
+def test_command_list_reflows_docstrings():
+    """The command list wraps each summary at the terminal's width, not at the docstring's breaks:
+    a summary's continuation lines are full, not a short line followed by a long one."""
+    out = coach("--help").stdout
+    body = [line for line in out.splitlines() if line.startswith("│ ")]
+    for prev, line in zip(body, body[1:]):
+        if line.startswith("│            ") and prev.rstrip(" │").strip():
+            # a wrapped line ends near the right edge unless a hard break cut it
+            if not line.rstrip(" │").rstrip().endswith("."):
+                assert len(prev.rstrip(" │")) > 60, (prev, line)
+
+
+@pytest.mark.slow
+def test_help_examples_name_files_that_exist():
+    import re
+
+    for name in _commands():
+        out = coach(name, "--help", columns=200).stdout
+        for path in re.findall(r"\b((?:traces|tests|kernels|scenarios)/[\w./-]+)", out):
+            path = path.rstrip(".")
+            if "<" in path or "NAME" in path or path.endswith("/"):
+                continue
+            assert (ROOT / path).exists(), f"coach {name} --help names {path}"
+
+
+def test_doctor_says_what_it_is_doing_first():
+    r = coach("doctor", "--quick")
+    assert "checking the GPU tools" in r.stderr.splitlines()[0]

@@ -29,7 +29,7 @@ def load_cmd(
 
         coach load run.sqlite --json
 
-        coach load traces/h200/scenario-01-aos-particles/slow/ncu
+        coach load traces/h200/scenario-01/slow/ncu
 
         coach load ranks/          (several timelines: one row per report, the slowest named)
     """

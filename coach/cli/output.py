@@ -33,6 +33,22 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def ask(question: str) -> str:
+    """The user's answer to ``question``: a prompt on a terminal; otherwise one line read from
+    stdin (a script may pipe its answer in), and at the end of input (``</dev/null``) no answer."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        import typer  # noqa: PLC0415
+
+        try:
+            return typer.prompt(question, default="", show_default=False)
+        except EOFError:
+            return ""
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    err_console.print(f"{question}: {line.strip() or '(none: stdin is not a terminal and gave no answer)'}",
+                      highlight=False)
+    return line.strip()
+
+
 @contextmanager
 def progress(description: str, total: int | None = None) -> Iterator[Any]:
     """A progress bar on stderr that appears only if the work takes over a second."""
