@@ -216,3 +216,113 @@ def test_help_examples_name_files_that_exist():
 def test_doctor_says_what_it_is_doing_first():
     r = coach("doctor", "--quick")
     assert "checking the GPU tools" in r.stderr.splitlines()[0]
+
+
+# --------------------------------------------------------------------------------------------
+# coach load: filters, sorts, statistics, names, exports, stdin, --brief
+# --------------------------------------------------------------------------------------------
+
+
+def load_json(*args, **kw):
+    r = coach("load", *args, "--json", **kw)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_load_from_stdin_is_the_file():
+    with open(SOFTMAX_SQLITE, "rb") as fh:
+        r = subprocess.run([sys.executable, "-m", "coach", "load", "-", "--json"], stdin=fh, capture_output=True,
+                           cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    piped, named = json.loads(r.stdout), load_json(SOFTMAX_SQLITE)
+    assert piped["path"] == "- (stdin)"
+    assert piped["summary"]["top_kernels"] == named["summary"]["top_kernels"]
+    one_line_error(coach("load", "-", input=""), "stdin is empty")
+
+
+def test_two_template_instances_are_named_apart():
+    r = coach("load", SOFTMAX_SQLITE, columns=160)
+    rows = [line for line in r.stdout.splitlines() if line.startswith("vectorized_elementwise_kernel")]
+    assert len(rows) == 2 and len({row.split()[0] for row in rows}) == 2, rows
+    assert any("CUDAFunctorOnSelf_add<float>" in row for row in rows)
+    assert any("MulFunctor<float>" in row for row in rows)
+
+
+def test_load_stats_are_the_summary_columns_nsys_stats_prints():
+    """--stats shows count, total, avg, median, min, max, stddev: the columns timeline_summary computes
+    (tests/test_summary_vs_nsys_stats.py checks them against nsys stats)."""
+    doc = load_json(SOFTMAX_SQLITE)
+    top = doc["summary"]["top_kernels"][0]
+    r = coach("load", SOFTMAX_SQLITE, "--stats", columns=160)
+    header = next(line for line in r.stdout.splitlines() if line.startswith("kernel "))
+    assert header.split() == ["kernel", "count", "total", "avg", "med", "min", "max", "stddev", "%", "time"]
+    row = next(line for line in r.stdout.splitlines() if line.startswith(top["name"]))
+    assert f"{top['median_ns'] / 1e3:.2f} us" in row and f"{top['stddev_ns']:.0f} ns" in row
+    assert f"{top['max_ns'] / 1e3:.2f} us" in row and f"{top['min_ns'] / 1e3:.2f} us" in row
+
+
+@pytest.mark.parametrize("sort,column,descending", [("count", "count", True), ("max", "max_ns", True),
+                                                    ("median", "median_ns", True), ("name", "name", False)])
+def test_load_sort(sort, column, descending):
+    kernels = load_json(SOFTMAX_SQLITE, "--sort", sort)["summary"]["top_kernels"]
+    values = [k[column] for k in kernels]
+    assert values == sorted(values, reverse=descending)
+
+
+def test_load_kernel_filter_on_both_kinds():
+    kernels = load_json(SOFTMAX_SQLITE, "--kernel", "elementwise")["summary"]["top_kernels"]
+    assert {k["name"] for k in kernels} == {"vectorized_elementwise_kernel", "distribution_elementwise_grid_stride_kernel"}
+    assert sum(k["count"] for k in kernels) == 7 and sum(k["time_pct"] for k in kernels) == pytest.approx(100)
+    ncu = load_json(STRIDED_REP, "--kernel", "^copy_strided$")["summary"]["kernels"]
+    assert [k["kernel_name"] for k in ncu] == ["copy_strided"] and ncu[0]["total_ns"] == 1_179_872.0
+    one_line_error(coach("load", SOFTMAX_SQLITE, "--kernel", "gemm"), "no kernel matches", "cunn_SoftMaxForwardReg")
+
+
+def test_load_nvtx_range_keeps_the_work_launched_inside():
+    whole = load_json(SOFTMAX_SQLITE)
+    step0 = load_json(SOFTMAX_SQLITE, "--nvtx", "^step0$")
+    rest = load_json(SOFTMAX_SQLITE, "--nvtx", "^step[12]$")
+    assert [r["text"] for r in step0["summary"]["nvtx"]] == ["step0"]
+    count = lambda d: sum(k["count"] for k in d["summary"]["top_kernels"])  # noqa: E731
+    # the three steps launch the same kernels; the set-up before step0 launches the rest
+    assert count(step0) == 3 and count(rest) == 6 and count(whole) == 11
+    assert step0["summary"]["memcpy"][0]["count"] + rest["summary"]["memcpy"][0]["count"] == 3
+    one_line_error(coach("load", SOFTMAX_SQLITE, "--nvtx", "nope"), "no NVTX range matches", "step0")
+
+
+def test_load_time_window():
+    whole = load_json(SOFTMAX_SQLITE)
+    early, late = load_json(SOFTMAX_SQLITE, "--end", "300"), load_json(SOFTMAX_SQLITE, "--start", "300")
+    for table in ("kernels", "api", "memcpy"):
+        assert early["summary"]["counts"][table] + late["summary"]["counts"][table] == whole["summary"]["counts"][table]
+    assert late["summary"]["counts"]["kernels"] > 0 and early["summary"]["counts"]["kernels"] > 0
+    one_line_error(coach("load", STRIDED_REP, "--start", "1"), "no time axis")
+    one_line_error(coach("load", SOFTMAX_SQLITE, "--start", "5", "--end", "2"), "not after")
+
+
+def test_load_csv_and_parquet_hold_every_kernel_row(tmp_path):
+    import polars as pl
+
+    csv, parquet = tmp_path / "k.csv", tmp_path / "k.parquet"
+    r = coach("load", SOFTMAX_SQLITE, "--top", "2", "--csv", csv, "--parquet", parquet)
+    assert r.returncode == 0, r.stderr
+    doc = load_json(SOFTMAX_SQLITE)
+    a, b = pl.read_csv(csv), pl.read_parquet(parquet)
+    assert a.height == b.height == doc["summary"]["counts"]["kernels"] - 6  # 11 launches of 5 kernels
+    assert a["total_ns"].to_list() == b["total_ns"].to_list() == [k["total_ns"] for k in doc["summary"]["top_kernels"]]
+    assert a["display_name"].n_unique() == a.height
+    both = tmp_path / "both.csv"
+    assert coach("load", SOFTMAX_SQLITE, STRIDED_REP, "--csv", both).returncode == 0
+    rows = pl.read_csv(both)
+    assert set(rows["path"]) == {str(SOFTMAX_SQLITE), str(STRIDED_REP)}
+    bad = coach("load", SOFTMAX_SQLITE, "--csv", tmp_path / "no" / "such" / "k.csv")
+    one_line_error(bad, "cannot be written")
+    assert not (tmp_path / "no").exists()
+
+
+def test_load_brief_is_short():
+    full, brief = coach("load", SOFTMAX_SQLITE), coach("load", SOFTMAX_SQLITE, "--brief")
+    assert brief.returncode == 0
+    assert "API calls by time" in full.stdout and "API calls by time" not in brief.stdout
+    assert "Kernels by time" in brief.stdout and "First findings" in brief.stdout
+    assert len(brief.stdout.splitlines()) < len(full.stdout.splitlines()) / 2
