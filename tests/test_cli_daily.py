@@ -326,3 +326,33 @@ def test_load_brief_is_short():
     assert "API calls by time" in full.stdout and "API calls by time" not in brief.stdout
     assert "Kernels by time" in brief.stdout and "First findings" in brief.stdout
     assert len(brief.stdout.splitlines()) < len(full.stdout.splitlines()) / 2
+
+
+# --------------------------------------------------------------------------------------------
+# 80 columns: every line fits, numbers whole
+# --------------------------------------------------------------------------------------------
+
+AT_80 = [
+    (("load", STRIDED_REP), ["3.87 TB/s", "1.18 ms", "198.08 us", "copy_coalesced"]),
+    (("load", DETAILS_CSV), ["3.87 TB/s", "80.4%"]),
+    (("load", SOFTMAX_SQLITE, "--stats"), ["171.14 us", "57.06 us", "cunn_SoftMaxForwardReg", "132.93 ms"]),
+    (("join", DATA / "joined_strided_copy" / "strided_copy.sqlite", DATA / "joined_strided_copy" / "strided_copy_ncu"),
+     ["217.1 us", "197.8 us", "copy_coalesced"]),
+    (("diff", ROOT / "traces/h200/scenario-01/slow/ncu", ROOT / "traces/h200/scenario-01/fixed/ncu"),
+     ["704.64M", "12.88 GB", "3.22 GB", "sector/request", "+201%"]),
+    (("check", UNSYNC / "unsync.sqlite", UNSYNC / "unsync.json"), ["52.78 %"]),
+    (("ladder", "softmax"), ["646.6 us", "1,981", "4,004", "89.1"]),
+    (("run", "15", "--no-interactive"), ["45.78 ms", "6.862 ms", "6.67x", "53.78 GB/s"]),
+    (("diagnose", STRIDED_REP, "--top", "1"), ["copy_strided"]),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args,whole", AT_80, ids=lambda x: x[0] if isinstance(x, tuple) else None)
+def test_output_fits_80_columns_and_keeps_numbers_whole(args, whole):
+    r = coach(*args, columns=80)
+    assert r.returncode in (0, 1), r.stderr
+    too_wide = [line for line in r.stdout.splitlines() if len(line.rstrip()) > 80]
+    assert not too_wide, too_wide
+    for token in whole:
+        assert token in r.stdout, (token, r.stdout)

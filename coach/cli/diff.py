@@ -109,16 +109,15 @@ def _print(d: Any, points: Any, top: int) -> None:
 
 
 def _table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> None:
-    from rich.table import Table  # noqa: PLC0415
+    from coach.cli.output import fit_table  # noqa: PLC0415
 
     if not rows:
         return
-    t = Table(title=title, title_justify="left", title_style="bold")
-    for header, _ in columns:
-        t.add_column(header)
-    for r in rows:
-        t.add_row(*("" if r.get(k) is None else str(r[k]) for _, k in columns))
-    console.print(t)
+    # every column may wrap at a space (a value and its unit, "32 sector/request", onto two lines),
+    # never inside a word or a number
+    fit_table(title, [(h, "left") for h, _ in columns],
+              [["" if r.get(k) is None else str(r[k]) for _, k in columns] for r in rows],
+              names=tuple(range(len(columns))), wrap=True, name_min=1)
 
 
 def _fmt(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -87,45 +87,53 @@ def elide(text: str, width: int) -> str:
 
 
 def fit_table(title: str | None, columns: list[tuple[str, str]], rows: list[list[str]], *,
-              names: int = 1, drop: tuple[str, ...] = (), name_min: int = 20, caption: str | None = None,
-              width: int | None = None) -> None:
-    """Print a table that fits ``width`` (the console's): the first ``names`` columns hold names
-    (plain text, elided to fit), the others numbers and short words, never wrapped or cut. Where
-    the names would get under ``name_min`` cells, the columns named in ``drop`` are left out in
-    that order, and a line says which (--json has them all)."""
+              names: int | tuple[int, ...] = 1, drop: tuple[str, ...] = (), name_min: int = 20,
+              caption: str | None = None, width: int | None = None, wrap: bool = False) -> None:
+    """Print a table that fits ``width`` (the console's): the name columns (the first ``names``, or
+    those indices) hold plain text, elided to fit (``wrap``: wrapped at spaces instead); the others
+    hold numbers and short words, never wrapped or cut. Where the names would get under
+    ``name_min`` cells, the columns named in ``drop`` are left out in that order, and a line says
+    which (--json has them all)."""
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
 
     width = width or console.width
-    cells = [[Text.from_markup(c).cell_len for c in row] for row in rows]
+    text_cols = set(range(names)) if isinstance(names, int) else set(names)
+    cells = [[Text.from_markup(c).cell_len if i not in text_cols else len(c) for i, c in enumerate(row)]
+             for row in rows]
     natural = [max([len(h)] + [r[i] for r in cells]) for i, (h, _) in enumerate(columns)]
+    if wrap:  # a wrapped column needs only its longest word
+        floor = {i: max([len(w) for w in columns[i][0].split()] + [len(w) for row in rows for w in row[i].split()])
+                 for i in text_cols}
+    else:
+        floor = {i: 6 for i in text_cols}
     keep = list(range(len(columns)))
     dropped: list[str] = []
 
     def room() -> int:
-        fixed = sum(natural[i] for i in keep if i >= names) + len(keep) - 1
-        return width - fixed
+        return width - sum(natural[i] for i in keep if i not in text_cols) - (len(keep) - 1)
 
     for header in drop:
-        if room() >= name_min * names or header not in [columns[i][0] for i in keep]:
+        if room() >= name_min * len(text_cols) or header not in [columns[i][0] for i in keep]:
             continue
-        i = next(i for i in keep if columns[i][0] == header)
-        keep.remove(i)
+        keep.remove(next(i for i in keep if columns[i][0] == header))
         dropped.append(header)
-    avail = max(room(), 6 * names)
-    name_widths = [natural[i] for i in range(names)]
-    while sum(name_widths) > avail:  # shrink the widest name column first
-        j = name_widths.index(max(name_widths))
-        name_widths[j] -= 1
+    avail = max(room(), sum(floor.values()))
+    widths = {i: natural[i] for i in text_cols}
+    while sum(widths.values()) > avail and any(widths[i] > floor[i] for i in widths):  # the widest gives first
+        j = max((i for i in widths if widths[i] > floor[i]), key=lambda i: widths[i])
+        widths[j] -= 1
     table = Table(title=title, title_justify="left", title_style="bold", header_style="dim", box=None,
                   padding=(0, 1), pad_edge=False, collapse_padding=True, caption=caption,
                   caption_justify="left", caption_style="dim")
     for i in keep:
         header, justify = columns[i]
-        w = name_widths[i] if i < names else natural[i]
-        table.add_column(header, justify=justify, no_wrap=True, width=w, min_width=w, max_width=w)
+        w = widths.get(i, natural[i])
+        table.add_column(header, justify=justify, no_wrap=not (wrap and i in text_cols), overflow="fold",
+                         width=w, min_width=w, max_width=w)
     for row in rows:
-        table.add_row(*(escape_markup(elide(row[i], name_widths[i])) if i < names else row[i] for i in keep))
+        table.add_row(*((escape_markup(row[i] if wrap else elide(row[i], widths[i])) if i in text_cols else row[i])
+                        for i in keep))
     console.print(table)
     if dropped:
         console.print(f"[dim]not shown at {width} columns: {', '.join(dropped)} (--json has every column)[/]",

@@ -204,15 +204,17 @@ def _evidence_table(items: list[dict[str, Any]]) -> None:
     if not items:
         console.print("no evidence recorded")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("metric", "slow", "fixed", "expected", ""):
-        table.add_column(col, overflow="fold")
+    from coach.cli.output import fit_table
+
+    rows = []
     for item in items:
         moved = item.get("moved_as_expected")
         mark = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]n/a[/]"}[moved]
-        table.add_row(escape(item["label"]), _fmt(item.get("slow"), item.get("unit", "")),
-                      _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark)
-    console.print(table)
+        rows.append([item["label"], _fmt(item.get("slow"), item.get("unit", "")),
+                     _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark])
+    # names and values wrap at spaces only: a number and its unit may take two lines, never break
+    fit_table(None, [("metric", "left"), ("slow", "left"), ("fixed", "left"), ("expected", "left"), ("", "left")],
+              rows, names=(0, 1, 2, 3), wrap=True, name_min=1)
 
 
 def _diagnosis(scenario: Any, recording: Any) -> None:
@@ -234,13 +236,13 @@ def _before_after(scenario: Any, results: dict[str, Any], values: dict[str, Any]
     m = scenario.model
     variants = results.get("variants") or {}
     unit = (variants.get("slow") or {}).get("unit") or "run"
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("", f"time per {unit} (median)", m.rate_label, "floor", "% of floor"):
-        table.add_column(col, justify="right")
-    for variant in ("slow", "fixed"):
-        table.add_row(variant, _fmt(values.get(f"{variant}_ms"), "ms"), _si(values.get(f"{variant}_rate"), m.rate_unit),
-                      _fmt(values.get(f"{variant}_floor_ms"), "ms"), _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
-    console.print(table)
+    from coach.cli.output import fit_table
+
+    rows = [[variant, _fmt(values.get(f"{variant}_ms"), "ms"), _si(values.get(f"{variant}_rate"), m.rate_unit),
+             _fmt(values.get(f"{variant}_floor_ms"), "ms"), _fmt(values.get(f"{variant}_pct_of_floor"), "%")]
+            for variant in ("slow", "fixed")]
+    fit_table(None, [("", "left"), (f"time per {unit} (median)", "right"), (m.rate_label, "right"), ("floor", "right"),
+                     ("% of floor", "right")], rows, names=(0, 1, 2, 3, 4), wrap=True, name_min=1)
     speedup = values.get("speedup")
     if isinstance(speedup, (int, float)):
         ok = speedup >= scenario.min_speedup
