@@ -319,21 +319,24 @@ def _show_sanitizer(s: dict[str, Any]) -> None:
     console.print(f"compute-sanitizer {tool}: {', '.join(counts) or 'no totals printed'}{finished}")
     if s["by_line"].height:
         races = s["by_line"]["hazards"].fill_null(0).sum() > 0
-        tbl = _table("Errors by source line", [("kind", "left"), ("kernel", "left"), ("line", "left"),
-                                               ("records", "right"), ("threads", "right"), ("blocks", "right"),
-                                               *([("hazards", "right")] if races else [])])
+        from coach.cli.output import fit_table  # noqa: PLC0415
+
+        rows = []
         for r in s["by_line"].iter_rows(named=True):
             where = f"{Path(r['file']).name}:{r['line']}" if r.get("file") else "-"
-            tbl.add_row(_SANITIZER_KINDS.get(r["kind"], r["kind"]), _short(r.get("kernel") or "-", 40), where,
-                        str(r["count"]), str(r["threads"]), str(r["blocks"]),
-                        *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else []))
-        console.print(tbl)
+            rows.append([r.get("kernel") or "-", _SANITIZER_KINDS.get(r["kind"], r["kind"]), where,
+                         str(r["count"]), str(r["threads"]), str(r["blocks"]),
+                         *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else [])])
+        fit_table("Errors by source line", [("kernel", "left"), ("kind", "left"), ("line", "left"),
+                                            ("records", "right"), ("threads", "right"), ("blocks", "right"),
+                                            *([("hazards", "right")] if races else [])], rows, name_min=12)
     if s["api_errors"].height:
-        tbl = _table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")])
-        for r in s["api_errors"].iter_rows(named=True):
-            tbl.add_row(r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})",
-                        str(r["count"]))
-        console.print(tbl)
+        from coach.cli.output import fit_table  # noqa: PLC0415
+
+        rows = [[r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})", str(r["count"])]
+                for r in s["api_errors"].iter_rows(named=True)]
+        fit_table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")], rows,
+                  names=(0, 1), wrap=True, name_min=1)
 
 
 _SANITIZER_KINDS = {"memory-access": "invalid access", "hardware-exception": "device fault",
@@ -425,15 +428,17 @@ def print_side_by_side(result, as_json: bool) -> None:  # result: coach.analyze.
         print_json({"reports": result.table.to_dicts(), "slowest": result.slowest, "measured_by": result.measured_by,
                     "reasons": result.reasons.to_dicts(), "verdict": result.verdict})
         return
-    table = Table(title="Reports side by side (times in ms)", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    from coach.cli.output import fit_table  # noqa: PLC0415
+
     columns = [c for c in _SIDE_BY_SIDE_COLUMNS if c in result.table.columns]
-    for c in columns:
-        header = _SIDE_BY_SIDE_COLUMNS[c]
-        table.add_column(header, justify="left" if c == "report" else "right", min_width=len(header))
+    rows = []
     for row in result.table.iter_rows(named=True):
-        style = "bold red" if row["report"] == result.slowest else None
-        table.add_row(*(escape(_side_by_side_cell(c, row[c])) for c in columns), style=style)
-    console.print(table)
+        cells = [_side_by_side_cell(c, row[c]) for c in columns]
+        mark = "[bold red]" if row["report"] == result.slowest else ""
+        rows.append([cells[0]] + [f"{mark}{escape(x)}[/]" if mark else escape(x) for x in cells[1:]])
+    fit_table("Reports side by side (times in ms; the slowest in red)",
+              [(_SIDE_BY_SIDE_COLUMNS[c], "left" if c == "report" else "right") for c in columns], rows,
+              drop=("span", "max gap", "sync", "gaps", "wall"), name_min=10)
     console.print(escape(result.verdict))
 
 
