@@ -58,7 +58,7 @@ def load_cmd(
 
         coach load run.sqlite --start 100 --end 250
 
-        nsys export -t sqlite -o /dev/stdout run.nsys-rep | coach load -
+        coach load - < run.sqlite          (a profile on stdin: told apart by its content)
 
         coach load ranks/          (several timelines: one row per report, the slowest named)
     """
@@ -217,15 +217,6 @@ def show(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None
             console.print(f"  {i}. {scope}\\[{f.category}] {escape(f.title)}{gain}", highlight=False)
 
 
-def _table(title: str, columns: list[tuple[str, str]]):
-    from rich.table import Table  # noqa: PLC0415
-
-    t = Table(title=title, title_justify="left", title_style="bold", header_style="dim", box=None, padding=(0, 1))
-    for name, justify in columns:
-        t.add_column(name, justify=justify, overflow="fold")
-    return t
-
-
 def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
     from coach.cli.output import fit_table  # noqa: PLC0415
 
@@ -349,10 +340,6 @@ def _count(n: int | None, word: str) -> str:
     return f"? {word}s" if n is None else f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def _short(name: str | None, width: int = 70) -> str:
-    return "" if name is None else name if len(name) <= width else name[: width - 1] + "…"
-
-
 #: A value the report lacks (never shown as 0).
 MISSING = "not in report"
 
@@ -420,9 +407,7 @@ def side_by_side(paths: list[Path], as_json: bool) -> bool:
 def print_side_by_side(result, as_json: bool) -> None:  # result: coach.analyze.multi.SideBySide
     """The per-report table (times in ms; --json has every column), the slowest report's row in
     bold, and the verdict."""
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
 
     if as_json:
         print_json({"reports": result.table.to_dicts(), "slowest": result.slowest, "measured_by": result.measured_by,
