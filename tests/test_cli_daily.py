@@ -344,6 +344,8 @@ AT_80 = [
     (("ladder", "softmax"), ["646.6 us", "1,981", "4,004", "89.1"]),
     (("run", "15", "--no-interactive"), ["45.78 ms", "6.862 ms", "6.67x", "53.78 GB/s"]),
     (("diagnose", STRIDED_REP, "--top", "1"), ["copy_strided"]),
+    (("gpus",), ["a100-sxm4-40gb", "1.555", "494.5", "2026-11-30"]),
+    (("load", DATA / "nsys_ranks"), ["rank5 is the slowest"]),
 ]
 
 

@@ -113,13 +113,16 @@ def fit_table(title: str | None, columns: list[tuple[str, str]], rows: list[list
     def room() -> int:
         return width - sum(natural[i] for i in keep if i not in text_cols) - (len(keep) - 1)
 
+    def needed() -> int:
+        return max(name_min * len(text_cols & set(keep)), sum(floor[i] for i in text_cols if i in keep))
+
     for header in drop:
-        if room() >= name_min * len(text_cols) or header not in [columns[i][0] for i in keep]:
+        if room() >= needed() or header not in [columns[i][0] for i in keep]:
             continue
         keep.remove(next(i for i in keep if columns[i][0] == header))
         dropped.append(header)
-    avail = max(room(), sum(floor.values()))
-    widths = {i: natural[i] for i in text_cols}
+    avail = max(room(), sum(floor[i] for i in text_cols if i in keep))
+    widths = {i: natural[i] for i in text_cols if i in keep}
     while sum(widths.values()) > avail and any(widths[i] > floor[i] for i in widths):  # the widest gives first
         j = max((i for i in widths if widths[i] > floor[i]), key=lambda i: widths[i])
         widths[j] -= 1
@@ -128,7 +131,7 @@ def fit_table(title: str | None, columns: list[tuple[str, str]], rows: list[list
                   caption_justify="left", caption_style="dim")
     for i in keep:
         header, justify = columns[i]
-        w = widths.get(i, natural[i])
+        w = widths.get(i, natural[i])  # noqa: E501
         table.add_column(header, justify=justify, no_wrap=not (wrap and i in text_cols), overflow="fold",
                          width=w, min_width=w, max_width=w)
     for row in rows:
