@@ -358,3 +358,47 @@ def test_output_fits_80_columns_and_keeps_numbers_whole(args, whole):
     assert not too_wide, too_wide
     for token in whole:
         assert token in r.stdout, (token, r.stdout)
+
+
+def test_ladder_brief():
+    full, brief = coach("ladder", "matmul"), coach("ladder", "matmul", "--brief")
+    assert brief.returncode == 0, brief.stderr
+    assert "predicted:" in full.stdout and "predicted:" not in brief.stdout
+    assert brief.stdout.count("goal:") == full.stdout.count("goal:") >= 2  # one per ladder of the family
+    assert len(brief.stdout.splitlines()) < len(full.stdout.splitlines()) / 3
+
+
+# --------------------------------------------------------------------------------------------
+# --csv / --parquet on diagnose, join and diff
+# --------------------------------------------------------------------------------------------
+
+
+def test_diagnose_csv_and_parquet_are_the_json_findings(tmp_path):
+    import polars as pl
+
+    csv, parquet = tmp_path / "f.csv", tmp_path / "f.parquet"
+    assert coach("diagnose", STRIDED_REP, "--csv", csv, "--parquet", parquet).returncode == 0
+    doc = json.loads(coach("diagnose", STRIDED_REP, "--json").stdout)
+    want = [(k["kernel"], f["rule_id"]) for k in doc["kernels"] for f in k["findings"] + k["not_checked"]]
+    for frame in (pl.read_csv(csv), pl.read_parquet(parquet)):
+        assert list(zip(frame["kernel"], frame["rule_id"])) == want
+    first = pl.read_parquet(parquet).row(0, named=True)
+    assert first["estimated_saving_ns"] == doc["kernels"][0]["findings"][0]["estimated_saving_ns"]
+    assert json.loads(first["evidence"]) == doc["kernels"][0]["findings"][0]["evidence"]
+
+
+def test_join_and_diff_exports(tmp_path):
+    import polars as pl
+
+    nsys, ncu = DATA / "joined_strided_copy" / "strided_copy.sqlite", DATA / "joined_strided_copy" / "strided_copy_ncu"
+    out = tmp_path / "joined.parquet"
+    assert coach("join", nsys, ncu, "--parquet", out).returncode == 0
+    joined = json.loads(coach("join", nsys, ncu, "--json").stdout)["kernels"]
+    assert pl.read_parquet(out)["total_ns"].to_list() == [k["total_ns"] for k in joined]
+    slow, fixed = ROOT / "traces/h200/scenario-01/slow/ncu", ROOT / "traces/h200/scenario-01/fixed/ncu"
+    moves = tmp_path / "moves.csv"
+    assert coach("diff", slow, fixed, "--csv", moves).returncode == 0
+    doc = json.loads(coach("diff", slow, fixed, "--json").stdout)
+    frame = pl.read_csv(moves)
+    assert frame.height == len(doc["movements"])
+    assert frame["after"].to_list() == pytest.approx([m["after"] for m in doc["movements"]], nan_ok=True)
