@@ -7,3 +7,19 @@ runs programs under the profilers on a GPU machine and needs only the standard l
 """
 
 __version__ = "0.1.0"
+
+#: The Python API (``coach.api``): ``coach.load``, ``coach.diagnose``, ``coach.diff``,
+#: ``coach.summary``. Imported on first use, so ``import coach`` stays light for the CLI.
+_API = ("load", "diagnose", "diff", "summary", "Findings")
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from coach import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'coach' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

@@ -545,6 +545,11 @@ class KernelProfile:
     kind = "kernel-profile"
     TABLES = KERNEL_PROFILE_TABLES
 
+    def _repr_html_(self) -> str:  # Jupyter: what it is and its leading table (coach.api)
+        from coach.api import profile_html
+
+        return profile_html(self)
+
     def tables(self) -> dict[str, pl.DataFrame]:
         return {name: getattr(self, name) for name in self.TABLES}
 
@@ -562,6 +567,11 @@ class Timeline:
 
     kind = "timeline"
     TABLES = TIMELINE_TABLES
+
+    def _repr_html_(self) -> str:  # Jupyter: what it is and its leading table (coach.api)
+        from coach.api import profile_html
+
+        return profile_html(self)
 
     def tables(self) -> dict[str, pl.DataFrame]:
         return {name: getattr(self, name) for name in self.TABLES}
@@ -588,6 +598,11 @@ class SanitizerReport:
 
     kind = "sanitizer-report"
     TABLES = SANITIZER_TABLES
+
+    def _repr_html_(self) -> str:  # Jupyter: what it is and its leading table (coach.api)
+        from coach.api import profile_html
+
+        return profile_html(self)
 
     def tables(self) -> dict[str, pl.DataFrame]:
         return {name: getattr(self, name) for name in self.TABLES}

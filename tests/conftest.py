@@ -44,6 +44,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def pytest_runtest_setup(item):
+    """A test marked ``nsys`` needs Nsight Systems' nsys (``path=``: that one): skipped where it is
+    missing, but in CI (``CI`` set) .ci/run installs Debian's nsight-systems, so there it fails."""
+    mark = item.get_closest_marker("nsys")
+    if mark is None:
+        return
+    path = mark.kwargs.get("path")
+    found = Path(path).is_file() if path else shutil.which("nsys") is not None
+    if found:
+        return
+    what = f"Nsight Systems' nsys ({path or 'on PATH'})"
+    if os.environ.get("CI"):
+        pytest.fail(f"needs {what}: .ci/run installs Debian's nsight-systems (non-free); it is missing", pytrace=False)
+    pytest.skip(f"needs {what} (Debian: apt-get install nsight-systems, from non-free)")
+
+
 @pytest.fixture(autouse=True)
 def _no_user_calibrations(tmp_path_factory, monkeypatch):
     """Tests never see the calibrations of whoever runs them: ceilings come from hardware/ alone."""

@@ -193,16 +193,18 @@ def test_load_without_dram_bytes_uses_the_reports_throughput_not_zero(capsys, mo
 
 
 def test_load_of_a_details_csv_says_not_in_report(capsys, monkeypatch):
-    """NVIDIA's details page of the strided copy: DRAM throughput 80.39%, no byte count, no peak."""
+    """NVIDIA's details page of the strided copy: DRAM throughput 80.39% and the Memory Workload
+    Analysis section's Memory Throughput (DRAM bytes per second) but no FLOP count and no peak."""
     monkeypatch.setenv("COLUMNS", "160")
     code, out, err = run_cli(["load", str(H200_DETAILS_CSV)], capsys)
     assert code == 0, err
-    assert "0 B/s" not in out and "0.0 GB/s" not in out
+    assert "0 B/s" not in out and "0.0 GB/s" not in out and "0 FLOP/s" not in out
     row = next(line for line in out.splitlines() if "copy_strided" in line)
-    assert "not in report" in row and "80.4%" in row
+    assert "not in report" in row and "80.4%" in row and "3.87 TB/s" in row
     code, out, err = run_cli(["load", str(H200_DETAILS_CSV), "--json"], capsys)
     kernels = json.loads(out)["summary"]["kernels"]
-    assert all(k["dram_bytes_per_s"] is None and k["dram_bytes"] is None for k in kernels)
+    assert all(k["flop_per_s"] is None for k in kernels)
+    assert [round(k["dram_bytes_per_s"] / 1e12, 2) for k in kernels] == [3.87, 2.61]
     assert [round(k["dram_pct_of_peak"], 2) for k in kernels] == [80.39, 54.32]
 
 

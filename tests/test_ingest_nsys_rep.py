@@ -181,7 +181,7 @@ def test_the_recording_version_is_the_tool_version_and_the_exporter_is_kept_apar
     assert tl.source.meta["export_product_version"] == "2025.3.2.0"
 
 
-needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="needs Nsight Systems' nsys")
+needs_nsys = pytest.mark.nsys  # conftest: skipped without nsys, except in CI
 
 
 @needs_nsys

@@ -215,7 +215,7 @@ def test_two_reports_of_one_name(fake_nsys, report, tmp_path):
         run_recipe("cuda_api_sum", [report, other / report.name])
 
 
-@pytest.mark.skipif(not Path("/usr/bin/nsys").exists(), reason="no system nsys")
+@pytest.mark.nsys(path="/usr/bin/nsys")  # Debian's nsight-systems package
 def test_the_real_nsys_2022_has_no_recipes(monkeypatch):
     monkeypatch.setenv("COACH_NSYS", "/usr/bin/nsys")
     if "2022." not in os.popen("/usr/bin/nsys --version").read():

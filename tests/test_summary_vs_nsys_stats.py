@@ -76,7 +76,7 @@ def nsys_stats(report: str, export: Path) -> pl.DataFrame:
     return pl.read_csv(io.StringIO(out[out.index("Time (%)"):])).filter(pl.col("Name").is_not_null())  # blank last line
 
 
-@pytest.mark.skipif(NSYS is None, reason="needs Nsight Systems' nsys")
+@pytest.mark.nsys
 @pytest.mark.parametrize("csv", RECORDED[:4], ids=lambda p: str(p.relative_to(DATA).parent))
 def test_summaries_match_nsys_stats_run_here(csv, tmp_path):
     export = shutil.copy(export_of(csv), tmp_path / "export.sqlite")  # nsys may write beside its input

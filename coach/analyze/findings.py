@@ -123,6 +123,11 @@ class Finding:
         d["category"] = str(self.category)
         return d
 
+    def _repr_html_(self) -> str:  # Jupyter (coach.api)
+        from coach.api import finding_html
+
+        return finding_html(self)
+
 
 @dataclass(frozen=True)
 class RuleSpec:

@@ -139,6 +139,14 @@ def looks_like_benchmark(path: str | Path) -> bool:
             head = fh.read(_HEAD_BYTES)
     except OSError:
         return False
+    # A benchmark's output is text (JSON, or JSON lines among other output). A binary file is never
+    # one: an nsys SQLite export embeds the profiled program's source, times_ms and all.
+    if b"\x00" in head:
+        return False
+    try:
+        head[:-4].decode("utf-8")  # the last bytes may cut a character in two
+    except UnicodeDecodeError:
+        return False
     return b'"times_ms"' in head and b'"traceEvents"' not in head
 
 
@@ -150,9 +158,11 @@ def read_benchmark(path: str | Path) -> Benchmark:
     """A benchmark's JSON output: one object, or JSON lines (the last object with ``times_ms``)."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as err:
         raise InputError(p, f"cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise InputError(p, "is not a benchmark result: not UTF-8 text (expected a JSON object with times_ms)") from None
     candidates: list[Any] = []
     try:
         candidates = [json.loads(text)]

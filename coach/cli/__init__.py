@@ -12,6 +12,7 @@ import os
 import sys
 
 import typer
+import typer.main
 
 from coach.cli.main import app
 from coach.errors import CoachError
@@ -61,10 +62,73 @@ def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type,
     return usage, exits, aborts
 
 
+def _reflow(text: str) -> str:
+    """A docstring as help: each paragraph's hard line breaks joined (the terminal wraps), indented
+    blocks (examples) kept line for line."""
+    import inspect  # noqa: PLC0415
+
+    out = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines = para.splitlines()
+        out.append(para if any(line.startswith((" ", "\b")) for line in lines) else " ".join(x.strip() for x in lines))
+    return "\n\n".join(out)
+
+
+def _first_sentence(text: str) -> str:
+    first = text.split("\n\n")[0]
+    end = first.find(". ")
+    return first if end < 0 else first[: end + 1]
+
+
+#: What an option's value is, from the type Typer would print: help names it (N, PATH) instead.
+_METAVARS = {"int": "N", "int range": "N", "float": "X", "float range": "X", "str": "TEXT", "Path": "PATH",
+             "PosixPath": "PATH", "bool": ""}
+
+
+def _label(param, ctx) -> str | None:  # noqa: ANN001 - typer's parameter and context classes
+    if param.metavar is not None:
+        return param.metavar
+    if getattr(param, "param_type_name", "") == "argument" or getattr(param, "is_flag", False):
+        return None
+    shown = _TYPE_LABEL(param, ctx) or ""
+    bare = shown.strip("<>").removeprefix("list[").removesuffix("]")
+    label = _METAVARS.get(bare, bare if "|" in bare else bare.upper())
+    return (label + ("..." if getattr(param, "multiple", False) else "")) or None
+
+
+def _patch_type_labels() -> None:
+    """Typer 0.2x prints each parameter's Python type (<int range>, <list[Path]>, <bool> for a flag);
+    name the value instead, as click does. Older Typers (click's own help) are left alone."""
+    global _TYPE_LABEL
+    core = importlib.import_module("typer.core")
+    base = getattr(core, "_TyperParameter", None)
+    if base is None or not hasattr(base, "display_type"):
+        return
+    _TYPE_LABEL = base.display_type
+    for cls in (core.TyperArgument, core.TyperOption):
+        if "display_type_rich" in vars(cls) or hasattr(cls, "display_type_rich"):
+            cls.display_type_rich = _label
+
+
+_TYPE_LABEL = None
+_patch_type_labels()
+
+
+def _polish(command):  # noqa: ANN001, ANN202 - a click command or group
+    """Help rendered from clean docstrings: reflowed paragraphs, a one-sentence summary in the
+    command list."""
+    if command.help:
+        command.help = _reflow(command.help)
+        command.short_help = command.short_help or _first_sentence(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _polish(sub)
+    return command
+
+
 def main(argv: list[str] | None = None) -> None:
     usage_errors, exits, aborts = _click_exceptions()
     try:
-        code = app(args=argv, prog_name="coach", standalone_mode=False)
+        code = _polish(typer.main.get_command(app)).main(args=argv, prog_name="coach", standalone_mode=False)
         if isinstance(code, int) and code:  # typer.Exit(code) comes back as a return value here
             sys.exit(code)
     except CoachError as err:
@@ -73,8 +137,10 @@ def main(argv: list[str] | None = None) -> None:
     except aborts:
         typer.echo("coach: aborted", err=True)
         sys.exit(130)
-    except usage_errors as err:
-        err.show()
+    except usage_errors as err:  # one line, like every other error, naming where the help is
+        ctx = getattr(err, "ctx", None)
+        where = f" (see {ctx.command_path} -h)" if ctx is not None and getattr(err, "exit_code", 1) == 2 else ""
+        typer.echo(f"coach: error: {err.format_message()}{where}", err=True)
         sys.exit(err.exit_code)
     except exits as err:
         sys.exit(getattr(err, "exit_code", 0))

@@ -56,20 +56,18 @@ def check_cmd(
 
 def _print(report: Any, files: list[Path]) -> None:
     from rich.markup import escape  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
 
     from coach.analyze.hygiene import CHECKS  # noqa: PLC0415
 
     console.print(f"[bold]{escape(', '.join(map(str, files)))}[/]")
-    table = Table(show_header=True, header_style="bold")
-    for col in ("", "check", "what was seen"):
-        table.add_column(col)
+    from coach.cli.output import fit_table  # noqa: PLC0415
+
     rows = [(f.details["severity"], f.rule_id, f.title) for f in report.flags]
     rows += [("passed", c, s) for c, s in report.passed]
     rows += [("not-checked", c, s) for c, s in report.not_checked]
-    for status, check_id, text in rows:
-        table.add_row(STATUS[status], CHECKS.get(check_id, check_id), escape(text))
-    console.print(table)
+    fit_table(None, [("", "left"), ("check", "left"), ("what was seen", "left")],
+              [[STATUS[status], CHECKS.get(check_id, check_id), text] for status, check_id, text in rows],
+              names=(1, 2), wrap=True, name_min=1)
     for f in report.flags:
         console.print(f"\n{STATUS[f.details['severity']]} [bold]{escape(f.title)}[/]  [dim]({f.scope})[/]")
         console.print(f"  {escape(f.message)}", highlight=False)

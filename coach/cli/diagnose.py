@@ -19,7 +19,9 @@ def diagnose_cmd(
     files: list[Path] = typer.Argument(..., help="Profiles: .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, PyTorch JSON, or folders of them."),
     as_json: bool = typer.Option(False, "--json", help="Write the findings as JSON on stdout."),
     top: int = typer.Option(0, "--top", min=0, help="Show at most N findings per kernel (0: all)."),
-    kernel: str = typer.Option("", "--kernel", help="Only kernels whose name matches this regular expression."),
+    kernel: str = typer.Option("", "--kernel", metavar="REGEX", help="Only kernels whose name matches this regular expression."),
+    csv: Path | None = typer.Option(None, "--csv", metavar="FILE", help="Write the findings, one row each (evidence as JSON text) as CSV."),
+    parquet: Path | None = typer.Option(None, "--parquet", metavar="FILE", help="Write the findings as Parquet."),
 ) -> None:
     """Find each kernel's bottleneck: ranked findings with evidence, estimated gain and the next step.
 
@@ -35,8 +37,13 @@ def diagnose_cmd(
         coach diagnose report.ncu-rep --kernel 'copy_.*' --top 3
 
         coach diagnose run.sqlite --json
+
+        coach diagnose report.ncu-rep --csv findings.csv
+
+        cat report.ncu-rep | coach diagnose -
     """
     from coach.analyze.diagnose import diagnose  # noqa: PLC0415 - polars-heavy, imported on use
+    from coach.cli.output import stdin_paths, write_frame  # noqa: PLC0415
     from coach.ingest import expand, load  # noqa: PLC0415
 
     try:
@@ -44,25 +51,53 @@ def diagnose_cmd(
     except re.error as err:
         raise CoachError(f"--kernel: not a regular expression ({err})") from None
     reports = []
-    paths = expand(list(files))
-    with progress("diagnosing", total=len(paths)) as advance:
-        for path in paths:
-            profile = load(path)
-            if profile.kind == "kernel-profile":  # the text of the lines findings point at, where a local copy matches
-                from coach.ingest import source_text  # noqa: PLC0415
+    with stdin_paths(list(files)) as (given, shown):
+        paths = expand(given)
+        with progress("diagnosing", total=len(paths)) as advance:
+            for path in paths:
+                profile = load(path)
+                if profile.kind == "kernel-profile":  # the text of the lines findings point at, where a local copy matches
+                    from coach.ingest import source_text  # noqa: PLC0415
 
-                profile = source_text.fill(profile, source_text.search_folders(path, profile))
-            if pattern is not None and profile.kind == "kernel-profile":
-                profile = _only_kernels(profile, pattern)
-            reports.append(_report(profile, diagnose(profile), pattern, top))
-            advance()
+                    profile = source_text.fill(profile, source_text.search_folders(path, profile))
+                if pattern is not None and profile.kind == "kernel-profile":
+                    profile = _only_kernels(profile, pattern)
+                report = _report(profile, diagnose(profile), pattern, top)
+                report["path"] = shown.get(report["path"], report["path"])
+                reports.append(report)
+                advance()
+        paths = [shown.get(str(p), p) for p in paths]
     if pattern is not None and not any(r["kernels"] for r in reports):
         raise CoachError(f"no kernel matches --kernel {kernel!r} in {', '.join(str(p) for p in paths)}")
+    if csv is not None or parquet is not None:
+        write_frame(findings_frame(reports), csv, parquet)
     if as_json:
         print_json(reports if len(reports) > 1 else reports[0])
         return
     for report in reports:
         _print_report(report)
+
+
+def findings_frame(reports: list[dict[str, Any]]):
+    """One row per finding (not-checked notes included, ``not_checked`` true): the report, the
+    kernel launch or scope, and the finding's fields; lists and mappings as JSON text."""
+    import json  # noqa: PLC0415
+
+    import polars as pl  # noqa: PLC0415
+
+    rows = []
+    for report in reports:
+        for k in report["kernels"]:
+            for key, note in (("findings", False), ("not_checked", True)):
+                for f in k[key]:
+                    row = {"path": report["path"], "launch_id": k.get("launch_id"), "kernel": k.get("kernel"),
+                           "scope": f.get("scope"), "not_checked": note}
+                    row.update({name: json.dumps(v, default=str) if isinstance(v, (list, dict, tuple)) else v
+                                for name, v in f.items() if name not in row})
+                    rows.append(row)
+    if not rows:
+        return pl.DataFrame({"path": [], "rule_id": []}, schema={"path": pl.Utf8, "rule_id": pl.Utf8})
+    return pl.from_dicts(rows, infer_schema_length=None)
 
 
 def _only_kernels(profile, pattern: re.Pattern[str]):

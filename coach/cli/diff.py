@@ -27,6 +27,8 @@ def diff_cmd(
     talk: bool = typer.Option(False, "--talk", help="Say it in two minutes: the talking points instead of the tables."),
     top: int = typer.Option(10, "--top", min=1, help="Rows per table."),
     as_json: bool = typer.Option(False, "--json", help="Write the comparison as JSON on stdout."),
+    csv: Path | None = typer.Option(None, "--csv", metavar="FILE", help="Write the metric movements (metric, before, after, change) as CSV."),
+    parquet: Path | None = typer.Option(None, "--parquet", metavar="FILE", help="Write the metric movements as Parquet."),
 ) -> None:
     """Compare two profiles of a program: what got faster and by how much, which metrics moved and in
     which direction, whether that is the movement the fix should cause, and whether the runs compare.
@@ -45,6 +47,8 @@ def diff_cmd(
         coach diff before.sqlite after.sqlite --fix pinned-memory --talk
 
         coach diff traces/h200/scenario-01/slow/ncu traces/h200/scenario-01/fixed/ncu --scenario 01
+
+        coach diff slow.sqlite fixed.sqlite --csv movements.csv
     """
     from coach import scenarios  # noqa: PLC0415 - polars-heavy imports only when the command runs
     from coach.analyze.diff import diff, only_kernels
@@ -66,6 +70,10 @@ def diff_cmd(
     scen = scenarios.find(scenario) if scenario else None
     d = diff(b, a, fix=fix or None, scenario=scen)
     points = for_diff(d, b, a) if talk else None
+    if csv is not None or parquet is not None:
+        from coach.cli.output import write_frame  # noqa: PLC0415
+
+        write_frame(d.movements, csv, parquet)
     if as_json:
         out = d.to_dict()
         if points is not None:
@@ -101,16 +109,15 @@ def _print(d: Any, points: Any, top: int) -> None:
 
 
 def _table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> None:
-    from rich.table import Table  # noqa: PLC0415
+    from coach.cli.output import fit_table  # noqa: PLC0415
 
     if not rows:
         return
-    t = Table(title=title, title_justify="left", title_style="bold")
-    for header, _ in columns:
-        t.add_column(header)
-    for r in rows:
-        t.add_row(*("" if r.get(k) is None else str(r[k]) for _, k in columns))
-    console.print(t)
+    # every column may wrap at a space (a value and its unit, "32 sector/request", onto two lines),
+    # never inside a word or a number
+    fit_table(title, [(h, "left") for h, _ in columns],
+              [["" if r.get(k) is None else str(r[k]) for _, k in columns] for r in rows],
+              names=tuple(range(len(columns))), wrap=True, name_min=1)
 
 
 def _fmt(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

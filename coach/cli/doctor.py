@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from coach.cli.main import app
-from coach.cli.output import console, print_json
+from coach.cli.output import console, err_console, print_json
 
 _STYLE = {"ok": "green", "limited": "yellow", "missing": "red", "broken": "bold red"}
 
@@ -30,7 +30,14 @@ def doctor_cmd(
     """
     from coach.capture import doctor
 
-    checks = doctor.run_checks(self_test=not quick)
+    # The checks take seconds (nvidia-smi, ncu/nsys --version, a one-second nsys capture): say so first.
+    note = "checking the GPU tools" + ("" if quick else " (a few seconds; --quick skips the nsys test run)")
+    if err_console.is_terminal:
+        with err_console.status(note + "..."):
+            checks = doctor.run_checks(self_test=not quick)
+    else:
+        err_console.print(note + "...", highlight=False)
+        checks = doctor.run_checks(self_test=not quick)
     if as_json:
         print_json(doctor.report(checks))
         return

@@ -22,6 +22,7 @@ def ladder_cmd(
     live: bool = typer.Option(False, "--live", help="Measure now on this machine's GPU (needs torch, triton and cupy), then show."),
     out: Path | None = typer.Option(None, "--out", help="With --live: where the runner writes NAME/results.json (default: a temporary folder)."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+    brief: bool = typer.Option(False, "--brief", help="The rung table and the goal only (no peers, predictions or provenance)."),
 ) -> None:
     """Show each rung of a version ladder: its change, median time, achieved rate (GB/s, or TFLOP/s
     for a compute-bound ladder), % of the measured ceiling, speed-up over the previous rung and over
@@ -37,6 +38,8 @@ def ladder_cmd(
         coach ladder matmul/fp32 --size h200_8192
 
         coach ladder softmax --json
+
+        coach ladder matmul --brief
 
         coach ladder transpose --live --out /tmp/ladders
     """
@@ -68,7 +71,7 @@ def ladder_cmd(
         from coach.cli.output import console
 
         for table in tables:
-            _print_table(*table)
+            _print_table(*table, brief=brief)
         for line in missing:
             console.print(f"[yellow]not shown: {line}[/]")
 
@@ -99,17 +102,48 @@ def _measure_live(name: str, out: Path | None, size: str | None) -> Path:
     from coach.capture import ladder as runner
     from coach.ladders import load_definition, results_file
 
+    missing = _no_gpu()
+    if missing:  # before any folder exists or any child starts: one line, nothing left behind
+        raise CoachError(f"--live measures on this machine's GPU: {missing}; "
+                         f"without one, `coach ladder {name}` shows the recorded results")
+    temporary = out is None
     folder = out or Path(tempfile.mkdtemp(prefix="coach-ladder-"))
     try:
         rc = runner.main(["run", name, "--out", str(folder), *(["--size", size] if size else [])])
     except ImportError as err:
+        _remove_if_empty(folder, temporary)
         raise CoachError(f"--live needs torch, triton and cupy on a machine with a GPU ({err}); "
                          "pip install 'coach[gpu]'") from None
     defn = load_definition(name)
     path = folder / name / results_file(size or defn.main_size, defn.main_size)
     if rc != 0 or not path.is_file():
+        if _remove_if_empty(folder, temporary):
+            raise CoachError(f"measuring ladder {name!r} failed (see the messages above); nothing was measured")
         raise CoachError(f"measuring ladder {name!r} failed (see the messages above); partial results in {folder}")
     return path
+
+
+def _no_gpu() -> str | None:
+    """Why this machine cannot measure a ladder (no torch, no CUDA device), or None."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (pip install 'coach[gpu]')"
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is built without CUDA"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device (nvidia-smi lists the GPUs the driver sees)"
+    return None
+
+
+def _remove_if_empty(folder: Path, temporary: bool) -> bool:
+    """Remove a temporary results folder that holds no results file; True when removed."""
+    import shutil
+
+    if not temporary or any(folder.rglob("results*.json")):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
 
 
 def _as_json(defn, res, rows) -> dict[str, Any]:
@@ -143,10 +177,10 @@ def _as_json(defn, res, rows) -> dict[str, Any]:
     }
 
 
-def _print_table(defn, res, rows) -> None:
+def _print_table(defn, res, rows, brief: bool = False) -> None:
     from rich.table import Table
 
-    from coach.cli.output import console
+    from coach.cli.output import console, fit_table
     from coach.ladders import FLOPS, goal_verdict, percent_of
 
     compute = defn.unit == FLOPS
@@ -155,29 +189,34 @@ def _print_table(defn, res, rows) -> None:
         console.print("[bold yellow]synthetic results (a test fixture), not a measurement[/]")
     ceiling = _rate_text(res.ceiling_value, compute) if res.ceiling_value else "unknown"
     size = "" if res.size_name == defn.main_size else f", size {res.size_name}"
-    t = Table(title=f"{defn.title} on the {res.gpu}{size}",
-              caption=f"% of the measured {_ceiling_words(res.ceiling_name)} ceiling ({ceiling}"
-                      + (f": {res.ceiling_note}" if res.ceiling_note else "") + "); x: time ratios, "
-                      f"> 1 is faster (x prev: over the previous correct rung; x base: over {res.baseline})")
-    for col in ("#", "rung", "time", rate_col, "% ceil", "x prev", "x v0", "x base"):
-        t.add_column(col, justify="left" if col in ("#", "rung") else "right", no_wrap=col != "rung")
-    failures = []
+    caption = (f"% of the measured {_ceiling_words(res.ceiling_name)} ceiling ({ceiling}"
+               + (f": {res.ceiling_note}" if res.ceiling_note else "") + "); x: time ratios, "
+               f"> 1 is faster (x prev: over the previous correct rung; x base: over {res.baseline})")
+    table_rows, failures = [], []
     for row in rows:
         m = row.result
         if m is None or m.status != "ok":
             status = "not run" if m is None else m.status
-            t.add_row(row.rung.id, row.rung.title, f"[red]{status}[/]", "-", "-", "-", "-", "-")
+            table_rows.append([row.rung.id, row.rung.title, f"[red]{status}[/]", "-", "-", "-", "-", "-"])
             if m is not None:
                 failures.append(f"{row.rung.key}: {m.status}: {m.error}")
             continue
-        t.add_row(row.rung.id, row.rung.title, _time(m.time_s), show_rate(row.rate),
-                  _num(row.pct_of_ceiling, "{:.1f}"), _num(row.vs_previous, "{:.2f}"), _num(row.vs_first, "{:.1f}"),
-                  _num(row.vs_baseline, "{:.2f}"))
-    console.print(t)
+        table_rows.append([row.rung.id, row.rung.title, _time(m.time_s), show_rate(row.rate),
+                           _num(row.pct_of_ceiling, "{:.1f}"), _num(row.vs_previous, "{:.2f}"),
+                           _num(row.vs_first, "{:.1f}"), _num(row.vs_baseline, "{:.2f}")])
+    fit_table(f"{defn.title} on the {res.gpu}{size}",
+              [(c, "left" if c in ("#", "rung") else "right") for c in ("#", "rung", "time", rate_col, "% ceil",
+                                                                         "x prev", "x v0", "x base")],
+              table_rows, names=(1,), wrap=True, name_min=1)
+    console.print(f"[dim]{caption}[/]", highlight=False)
     for line in failures:
         console.print(f"[red]{line}[/]")
     failures.clear()
 
+    if brief:
+        verdict = goal_verdict(defn, rows, res.size_name)
+        console.print(f"goal: {defn.goal} ({'met' if verdict.last_met else 'not met'} by the last correct rung)")
+        return
     p = Table(title="Peers, same run")
     for col in ("peer", "time", rate_col, "% ceil"):
         p.add_column(col, justify="left" if col == "peer" else "right")

@@ -13,15 +13,36 @@ from coach.cli.output import console, print_json, progress
 TOP_FINDINGS = 3
 
 
+SORTS = ("total", "count", "avg", "median", "min", "max", "stddev", "name")
+
+
 @app.command("load")
 def load_cmd(
-    files: list[Path] = typer.Argument(..., help="Profiles: .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, PyTorch JSON, or folders of them."),
+    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Profiles: .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
+                                                                    "PyTorch JSON, or folders of them; - reads stdin."),
     as_json: bool = typer.Option(False, "--json", help="Write the summary as JSON on stdout."),
     top: int = typer.Option(10, "--top", min=1, help="How many kernels, API calls and ranges to list."),
+    kernel: str | None = typer.Option(None, "--kernel", metavar="REGEX", help="Only kernels whose name matches."),
+    nvtx: str | None = typer.Option(None, "--nvtx", metavar="REGEX",
+                                    help="Only the work launched inside NVTX ranges whose text matches."),
+    start: float | None = typer.Option(None, "--start", metavar="MS", help="Timeline: only events from MS "
+                                                                           "milliseconds after the first one."),
+    end: float | None = typer.Option(None, "--end", metavar="MS", help="Timeline: only events before MS milliseconds."),
+    sort: str = typer.Option("total", "--sort", metavar="|".join(SORTS),
+                             help="Order kernels (and API calls) by this column, largest first (name: A to Z)."),
+    stats: bool = typer.Option(False, "--stats", help="Timeline: the columns of nsys stats: count, total, "
+                                                      "avg, median, min, max and stddev per kernel and API call."),
+    brief: bool = typer.Option(False, "--brief", help="The kernels and the first findings only."),
+    csv: Path | None = typer.Option(None, "--csv", metavar="FILE", help="Write the kernel table (every row) as CSV."),
+    parquet: Path | None = typer.Option(None, "--parquet", metavar="FILE", help="Write the kernel table as Parquet."),
 ) -> None:
     """Read profiles and summarise them: top kernels, bandwidth, FLOP/s and occupancy for kernel
     profiles; GPU busy %, kernels, copies, API calls and NVTX ranges for timelines; and the first
     findings of the diagnosis.
+
+    Kernels with one short name but different template arguments are named apart by those
+    arguments. --csv and --parquet write the whole kernel table (all rows, every column, a path
+    column with several files); --json writes everything.
 
     Examples:
 
@@ -29,46 +50,77 @@ def load_cmd(
 
         coach load run.sqlite --json
 
-        coach load traces/h200/scenario-01-aos-particles/slow/ncu
+        coach load traces/h200/scenario-01/slow/ncu
+
+        coach load run.sqlite --kernel softmax --stats --sort max
+
+        coach load run.sqlite --nvtx 'step[12]' --csv kernels.csv
+
+        coach load run.sqlite --start 100 --end 250
+
+        coach load - < run.sqlite          (a profile on stdin: told apart by its content)
 
         coach load ranks/          (several timelines: one row per report, the slowest named)
     """
+    from coach.cli.output import stdin_paths, write_frame
+    from coach.errors import CoachError
     from coach.ingest import expand, load  # polars: imported only when the command runs
 
-    paths = expand(list(files))
-    if len(paths) > 1 and side_by_side(paths, as_json):
-        return
-    summaries = []
-    with progress("reading profiles", total=len(paths)) as advance:
-        for p in paths:
-            summaries.append(summarize(load(p), top))
-            advance()
+    if sort not in SORTS:
+        raise CoachError(f"--sort {sort!r}: use one of {', '.join(SORTS)}")
+    selecting = any(x is not None for x in (kernel, nvtx, start, end))
+    with stdin_paths(list(files)) as (given, shown):
+        paths = expand(given)
+        if len(paths) > 1 and not selecting and csv is None and parquet is None and side_by_side(paths, as_json):
+            return
+        summaries = []
+        with progress("reading profiles", total=len(paths)) as advance:
+            for p in paths:
+                s = summarize(load(p), top, kernel=kernel, nvtx=nvtx, start_ms=start, end_ms=end, sort=sort)
+                s["path"] = shown.get(s["path"], s["path"])
+                summaries.append(s)
+                advance()
+    if csv is not None or parquet is not None:
+        write_frame(kernel_frame(summaries), csv, parquet)
     if as_json:
         print_json([_jsonable(s) for s in summaries] if len(summaries) > 1 else _jsonable(summaries[0]))
         return
     for s in summaries:
-        show(s)
+        show(s, stats=stats, brief=brief)
 
 
-def summarize(profile: Any, top: int) -> dict[str, Any]:
-    """The summary of one profile, plus its first findings."""
+def summarize(profile: Any, top: int, *, kernel: str | None = None, nvtx: str | None = None,
+              start_ms: float | None = None, end_ms: float | None = None, sort: str = "total") -> dict[str, Any]:
+    """The summary of one profile (or of the part selected: ``coach.analyze.select``), plus its
+    first findings. ``all_kernels`` holds every kernel row, sorted; ``summary`` the top ones."""
     from coach.analyze.diagnose import diagnose  # noqa: PLC0415
+    from coach.analyze.select import select  # noqa: PLC0415
 
+    profile = select(profile, kernel=kernel, nvtx=nvtx, start_ms=start_ms, end_ms=end_ms)
     analysis = None
+    every = 1 << 62
     if profile.kind == "kernel-profile":
         from coach.analyze.kernel_summary import summarize_kernels  # noqa: PLC0415
 
-        body = summarize_kernels(profile, top)
+        body = summarize_kernels(profile, every)
+        body["kernels"] = _named(_sorted(body["kernels"], sort, "kernel"), "kernel_name")
+        all_kernels = body["kernels"]
+        body["kernels"] = all_kernels.head(top)
     elif profile.kind == "sanitizer-report":
         from coach.analyze.sanitizer_summary import summarize_report  # noqa: PLC0415
 
         body = summarize_report(profile, top)
+        all_kernels = None
     else:
         from coach.analyze.timeline import TimelineAnalysis  # noqa: PLC0415
         from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
 
         analysis = TimelineAnalysis(profile)  # one set of derived tables for the summary and the findings
-        body = summarize_timeline(profile, top, analysis=analysis)
+        body = summarize_timeline(profile, every, analysis=analysis)
+        all_kernels = _named(_sorted(body["top_kernels"], sort, "timeline"), "name")
+        body["top_kernels"] = all_kernels.head(top)
+        body["top_api"] = _sorted(body["top_api"], sort, "timeline").head(top)
+        body["nvtx"] = body["nvtx"].filter(pl_rank_in_domain() < top)
     findings = [f for f in diagnose(profile, analysis=analysis)
                 if f.estimated_saving_ns is not None or f.category != "other"]
     src = profile.source
@@ -80,7 +132,57 @@ def summarize(profile: Any, top: int) -> dict[str, Any]:
         "tool_version": src.tool_version,
         "summary": body,
         "findings": findings[:TOP_FINDINGS],
+        "all_kernels": all_kernels,
     }
+
+
+def pl_rank_in_domain():
+    import polars as pl  # noqa: PLC0415
+
+    return pl.int_range(pl.len()).over("domain")
+
+
+_SORT_COLUMNS = {"kernel": {"total": "total_ns", "count": "launches", "avg": "avg_ns", "name": "kernel_name"},
+                 "timeline": {"total": "total_ns", "count": "count", "avg": "avg_ns", "median": "median_ns",
+                              "min": "min_ns", "max": "max_ns", "stddev": "stddev_ns", "name": "name"}}
+
+
+def _sorted(frame: Any, sort: str, kind: str) -> Any:
+    from coach.errors import CoachError  # noqa: PLC0415
+
+    column = _SORT_COLUMNS[kind].get(sort)
+    if column is None:
+        raise CoachError(f"--sort {sort}: a kernel profile sorts by {', '.join(_SORT_COLUMNS['kernel'])} "
+                         "(median, min, max and stddev are over a timeline's launches)")
+    if sort == "total" or column not in frame.columns:
+        return frame  # the summary's own order: largest total first, ties by full name
+    descending = sort != "name"
+    tie = "name" if "name" in frame.columns else "kernel_name"
+    return frame.sort([column, tie], descending=[descending, False], nulls_last=True, maintain_order=True)
+
+
+def _named(frame: Any, column: str) -> Any:
+    """The frame with ``display_name``: the short name, with the distinguishing template arguments
+    where two kernels share it (``coach.analyze.names``)."""
+    import polars as pl  # noqa: PLC0415
+
+    from coach.analyze.names import display_names  # noqa: PLC0415
+
+    labels = display_names(frame[column].to_list(), frame["demangled_name"].to_list()) if frame.height else []
+    return frame.with_columns(display_name=pl.Series(labels, dtype=pl.Utf8))
+
+
+def kernel_frame(summaries: list[dict[str, Any]]) -> Any:
+    """Every kernel row of the summaries, one frame (a path column first where there are several)."""
+    import polars as pl  # noqa: PLC0415
+
+    from coach.errors import CoachError  # noqa: PLC0415
+
+    frames = [s["all_kernels"].with_columns(pl.lit(s["path"]).alias("path")).select("path", pl.exclude("path"))
+              for s in summaries if s["all_kernels"] is not None]
+    if not frames:
+        raise CoachError("--csv/--parquet write the kernel table: a compute-sanitizer report has none")
+    return frames[0].drop("path") if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
 
 
 def _jsonable(s: dict[str, Any]) -> dict[str, Any]:
@@ -88,21 +190,25 @@ def _jsonable(s: dict[str, Any]) -> dict[str, Any]:
 
     to_json = {"kernel-profile": kernel_summary.to_jsonable,
                "sanitizer-report": sanitizer_summary.to_jsonable}.get(s["kind"], timeline_summary.to_jsonable)
-    return {**s, "summary": to_json(s["summary"]), "findings": [f.to_dict() for f in s["findings"]]}
+    body = to_json(s["summary"])
+    for key in ("kernels", "top_kernels"):  # display_name is the table's; the JSON keeps its own fields
+        if key in body and isinstance(body[key], list):
+            body[key] = [{k: v for k, v in row.items() if k != "display_name"} for row in body[key]]
+    rest = {k: v for k, v in s.items() if k != "all_kernels"}
+    return {**rest, "summary": body, "findings": [f.to_dict() for f in s["findings"]]}
 
 
-def show(s: dict[str, Any]) -> None:
+def show(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None:
     from rich.markup import escape  # noqa: PLC0415 - kernel names and messages may hold brackets
 
-
     version = f" {s['tool_version']}" if s["tool_version"] else ""
-    console.print(f"\n[bold]{s['path']}[/]  [dim]{s['kind']}, {s['tool']}{version}[/]")
+    console.print(f"\n[bold]{escape(s['path'])}[/]  [dim]{s['kind']}, {s['tool']}{version}[/]")
     if s["kind"] == "kernel-profile":
-        _show_kernels(s["summary"])
+        _show_kernels(s["summary"], brief=brief)
     elif s["kind"] == "sanitizer-report":
         _show_sanitizer(s["summary"])
     else:
-        _show_timeline(s["summary"])
+        _show_timeline(s["summary"], stats=stats, brief=brief)
     if s["findings"]:
         console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
         for i, f in enumerate(s["findings"], 1):
@@ -111,40 +217,37 @@ def show(s: dict[str, Any]) -> None:
             console.print(f"  {i}. {scope}\\[{f.category}] {escape(f.title)}{gain}", highlight=False)
 
 
-def _table(title: str, columns: list[tuple[str, str]]):
-    from rich.table import Table  # noqa: PLC0415
+def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
+    from coach.cli.output import fit_table  # noqa: PLC0415
 
-    t = Table(title=title, title_justify="left", title_style="bold", header_style="dim", box=None, padding=(0, 1))
-    for name, justify in columns:
-        t.add_column(name, justify=justify, overflow="fold")
-    return t
-
-
-def _show_kernels(k: dict[str, Any]) -> None:
     dev = k["device"]
-    if dev.get("name"):
+    if dev.get("name") and not brief:
         peak = (f", Nsight Compute's DRAM peak {_rate(dev['memory_bandwidth_bytes_per_s'])}"
                 if dev.get("memory_bandwidth_bytes_per_s") else "")
         console.print(f"{dev['name']}, {dev.get('sm_count')} SMs{peak}; {k['launches']} launches profiled")
-    t = _table("Kernels by time", [("kernel", "left"), ("n", "right"), ("time", "right"), ("% time", "right"),
-                                   ("DRAM", "right"), ("% of peak", "right"), ("SM %", "right"), ("FLOP/s", "right"),
-                                   ("occup.", "right"), ("grid x block", "right")])
-    t.columns[0].min_width = 14
-    derived = False
+    columns = [("kernel", "left"), ("n", "right"), ("time", "right"), ("% time", "right"), ("DRAM", "right"),
+               ("% peak", "right"), ("SM %", "right"), ("FLOP/s", "right"), ("occup.", "right"),
+               ("grid x block", "right")]
+    rows, derived = [], False
     for r in k["kernels"].iter_rows(named=True):
         derived |= r.get("dram_rate_source") == "throughput %"
-        t.add_row(_short(r["kernel_name"], 40), str(r["launches"]), _time(r["total_ns"]), _pct(r["time_pct"]),
-                  _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]), _pct(r["sm_throughput_pct"]),
-                  _flops(r["flop_per_s"]), _pct(r["achieved_occupancy_pct"]), f"{r['grid_size']}x{r['block_size']}")
-    console.print(t)
-    note = "% of peak: of Nsight Compute's own DRAM peak."
+        rows.append([r.get("display_name") or r["kernel_name"], str(r["launches"]), _time(r["total_ns"]),
+                     _pct(r["time_pct"]), _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]),
+                     _pct(r["sm_throughput_pct"]), _flops(r["flop_per_s"]), _pct(r["achieved_occupancy_pct"]),
+                     f"{r['grid_size']}x{r['block_size']}"])
+    fit_table("Kernels by time", columns, rows, drop=("grid x block", "FLOP/s", "occup.", "SM %"))
+    if brief:
+        return
+    note = "% peak: of Nsight Compute's own DRAM peak."
     if derived:
         note += " DRAM: no byte count in the report; Nsight Compute's DRAM throughput x its peak."
     console.print(f"[dim]{note}[/]")
 
 
-def _show_timeline(s: dict[str, Any]) -> None:
+def _show_timeline(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None:
     from rich.markup import escape  # noqa: PLC0415
+
+    from coach.cli.output import fit_table  # noqa: PLC0415
 
     for warning in s.get("warnings", []):
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
@@ -154,27 +257,40 @@ def _show_timeline(s: dict[str, Any]) -> None:
         console.print(f"CUDA activity over {_time(s['window_ns'])}")
     for d in s["devices"].iter_rows(named=True):
         console.print(f"  GPU {d.get('device_id')}: busy {_pct(d.get('busy_pct'))} ({_time(d.get('busy_ns'))})")
-    t = _table("Kernels by time", [("kernel", "left"), ("count", "right"), ("total", "right"), ("avg", "right"), ("% kernel time", "right")])
-    for r in s["top_kernels"].iter_rows(named=True):
-        t.add_row(_short(r["name"] or r["demangled_name"]), str(r["count"]), _time(r["total_ns"]), _time(r["avg_ns"]), _pct(r["time_pct"]))
+    stat_cols = [("med", "right"), ("min", "right"), ("max", "right"), ("stddev", "right")] if stats else []
+
+    def stat_cells(r: dict[str, Any]) -> list[str]:
+        if not stats:
+            return []
+        # one instance has no spread: nsys stats prints 0, coach says so
+        sd = "-" if r["count"] < 2 else _time(r["stddev_ns"])
+        return [_time(r["median_ns"]), _time(r["min_ns"]), _time(r["max_ns"]), sd]
+
     if s["top_kernels"].height:
-        console.print(t)
+        rows = [[r.get("display_name") or r["name"] or r["demangled_name"], str(r["count"]), _time(r["total_ns"]),
+                 _time(r["avg_ns"]), *stat_cells(r), _pct(r["time_pct"])] for r in s["top_kernels"].iter_rows(named=True)]
+        fit_table("Kernels by time", [("kernel", "left"), ("count", "right"), ("total", "right"), ("avg", "right"),
+                                      *stat_cols, ("% time", "right")], rows, drop=("stddev", "min", "max", "% time"),
+                  name_min=30)
+    if brief:
+        return
     if s["memcpy"].height:
-        t = _table("Copies by kind", [("kind", "left"), ("count", "right"), ("bytes", "right"), ("time", "right"), ("rate", "right"), ("pageable", "right")])
+        rows = []
         for r in s["memcpy"].iter_rows(named=True):
             rate = r["gb_per_s"] * 1e9 if r["gb_per_s"] is not None else None
-            t.add_row(r["kind"], str(r["count"]), _bytes(r["bytes"]), _time(r["total_ns"]), _rate(rate), str(r["pageable"]))
-        console.print(t)
+            rows.append([r["kind"], str(r["count"]), _bytes(r["bytes"]), _time(r["total_ns"]), _rate(rate), str(r["pageable"])])
+        fit_table("Copies by kind", [("kind", "left"), ("count", "right"), ("bytes", "right"), ("time", "right"),
+                                     ("rate", "right"), ("pageable", "right")], rows, name_min=6)
     if s["top_api"].height:
-        t = _table("API calls by time", [("call", "left"), ("count", "right"), ("total", "right"), ("avg", "right")])
-        for r in s["top_api"].iter_rows(named=True):
-            t.add_row(r["name"], str(r["count"]), _time(r["total_ns"]), _time(r["avg_ns"]))
-        console.print(t)
+        rows = [[r["name"], str(r["count"]), _time(r["total_ns"]), _time(r["avg_ns"]), *stat_cells(r)]
+                for r in s["top_api"].iter_rows(named=True)]
+        fit_table("API calls by time", [("call", "left"), ("count", "right"), ("total", "right"), ("avg", "right"),
+                                        *stat_cols], rows, drop=("stddev", "min"))
     if s["nvtx"].height:
-        t = _table("NVTX ranges", [("range", "left"), ("domain", "left"), ("count", "right"), ("wall", "right"), ("GPU (projected)", "right")])
-        for r in s["nvtx"].iter_rows(named=True):
-            t.add_row(r["text"], r.get("domain") or "", str(r["count"]), _time(r["wall_ns"]), _time(r["proj_ns"]))
-        console.print(t)
+        rows = [[r["text"] or "", r.get("domain") or "", str(r["count"]), _time(r["wall_ns"]), _time(r["proj_ns"])]
+                for r in s["nvtx"].iter_rows(named=True)]
+        fit_table("NVTX ranges", [("range", "left"), ("domain", "left"), ("count", "right"), ("wall", "right"),
+                                  ("GPU (proj.)", "right")], rows, names=2, name_min=10)
 
 
 def _show_sanitizer(s: dict[str, Any]) -> None:
@@ -194,21 +310,24 @@ def _show_sanitizer(s: dict[str, Any]) -> None:
     console.print(f"compute-sanitizer {tool}: {', '.join(counts) or 'no totals printed'}{finished}")
     if s["by_line"].height:
         races = s["by_line"]["hazards"].fill_null(0).sum() > 0
-        tbl = _table("Errors by source line", [("kind", "left"), ("kernel", "left"), ("line", "left"),
-                                               ("records", "right"), ("threads", "right"), ("blocks", "right"),
-                                               *([("hazards", "right")] if races else [])])
+        from coach.cli.output import fit_table  # noqa: PLC0415
+
+        rows = []
         for r in s["by_line"].iter_rows(named=True):
             where = f"{Path(r['file']).name}:{r['line']}" if r.get("file") else "-"
-            tbl.add_row(_SANITIZER_KINDS.get(r["kind"], r["kind"]), _short(r.get("kernel") or "-", 40), where,
-                        str(r["count"]), str(r["threads"]), str(r["blocks"]),
-                        *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else []))
-        console.print(tbl)
+            rows.append([r.get("kernel") or "-", _SANITIZER_KINDS.get(r["kind"], r["kind"]), where,
+                         str(r["count"]), str(r["threads"]), str(r["blocks"]),
+                         *([f"{r['hazards']:,}" if r.get("hazards") else "-"] if races else [])])
+        fit_table("Errors by source line", [("kernel", "left"), ("kind", "left"), ("line", "left"),
+                                            ("records", "right"), ("threads", "right"), ("blocks", "right"),
+                                            *([("hazards", "right")] if races else [])], rows, name_min=12)
     if s["api_errors"].height:
-        tbl = _table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")])
-        for r in s["api_errors"].iter_rows(named=True):
-            tbl.add_row(r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})",
-                        str(r["count"]))
-        console.print(tbl)
+        from coach.cli.output import fit_table  # noqa: PLC0415
+
+        rows = [[r.get("api_call") or "-", f"{r.get('api_error') or '-'} ({r.get('api_error_code')})", str(r["count"])]
+                for r in s["api_errors"].iter_rows(named=True)]
+        fit_table("Failed CUDA calls", [("call", "left"), ("error", "left"), ("count", "right")], rows,
+                  names=(0, 1), wrap=True, name_min=1)
 
 
 _SANITIZER_KINDS = {"memory-access": "invalid access", "hardware-exception": "device fault",
@@ -219,10 +338,6 @@ _SANITIZER_KINDS = {"memory-access": "invalid access", "hardware-exception": "de
 
 def _count(n: int | None, word: str) -> str:
     return f"? {word}s" if n is None else f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
-def _short(name: str | None, width: int = 70) -> str:
-    return "" if name is None else name if len(name) <= width else name[: width - 1] + "…"
 
 
 #: A value the report lacks (never shown as 0).
@@ -292,23 +407,23 @@ def side_by_side(paths: list[Path], as_json: bool) -> bool:
 def print_side_by_side(result, as_json: bool) -> None:  # result: coach.analyze.multi.SideBySide
     """The per-report table (times in ms; --json has every column), the slowest report's row in
     bold, and the verdict."""
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
 
     if as_json:
         print_json({"reports": result.table.to_dicts(), "slowest": result.slowest, "measured_by": result.measured_by,
                     "reasons": result.reasons.to_dicts(), "verdict": result.verdict})
         return
-    table = Table(title="Reports side by side (times in ms)", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    from coach.cli.output import fit_table  # noqa: PLC0415
+
     columns = [c for c in _SIDE_BY_SIDE_COLUMNS if c in result.table.columns]
-    for c in columns:
-        header = _SIDE_BY_SIDE_COLUMNS[c]
-        table.add_column(header, justify="left" if c == "report" else "right", min_width=len(header))
+    rows = []
     for row in result.table.iter_rows(named=True):
-        style = "bold red" if row["report"] == result.slowest else None
-        table.add_row(*(escape(_side_by_side_cell(c, row[c])) for c in columns), style=style)
-    console.print(table)
+        cells = [_side_by_side_cell(c, row[c]) for c in columns]
+        mark = "[bold red]" if row["report"] == result.slowest else ""
+        rows.append([cells[0]] + [f"{mark}{escape(x)}[/]" if mark else escape(x) for x in cells[1:]])
+    fit_table("Reports side by side (times in ms; the slowest in red)",
+              [(_SIDE_BY_SIDE_COLUMNS[c], "left" if c == "report" else "right") for c in columns], rows,
+              drop=("span", "max gap", "sync", "gaps", "wall"), name_min=10)
     console.print(escape(result.verdict))
 
 

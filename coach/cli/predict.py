@@ -171,19 +171,20 @@ def gpus_cmd(
     if as_json:
         print_json(table.to_dicts())
         return
-    from rich.table import Table
+    from coach.cli.output import fit_table
 
-    t = Table(title="GPUs (datasheet, dense peaks)")
-    for col in ("id", "cc", "SMs", "DRAM TB/s", "FP32 TF/s", "TF32 TF/s", "BF16 TF/s", "FP8 TF/s",
-                "memory GB", "measured"):
-        t.add_column(col, justify="left" if col == "id" else "right")
+    rows = []
     for g in hw.gpus().values():
         m = hw.measured(g)
-        t.add_row(g.id, g.compute_capability or "-", _num(g.sm_count),
-                  _num(g.dram_bandwidth_bytes_per_s, 1e12), _num(g.peak_fp32_flop_per_s, 1e12),
-                  _num(g.peak_tf32_tensor_flop_per_s, 1e12), _num(g.peak_bf16_tensor_flop_per_s, 1e12),
-                  _num(g.peak_fp8_tensor_flop_per_s, 1e12), _num(g.dram_bytes, 1e9), m.date if m else "")
-    console.print(t)
+        rows.append([g.id, g.compute_capability or "-", _num(g.sm_count),
+                     _num(g.dram_bandwidth_bytes_per_s, 1e12), _num(g.peak_fp32_flop_per_s, 1e12),
+                     _num(g.peak_tf32_tensor_flop_per_s, 1e12), _num(g.peak_bf16_tensor_flop_per_s, 1e12),
+                     _num(g.peak_fp8_tensor_flop_per_s, 1e12), _num(g.dram_bytes, 1e9), str(m.date)[:10] if m else ""])
+    # an id is what --gpu takes: wrapped, never elided; the headers wrap at their spaces
+    fit_table("GPUs (datasheet, dense peaks; TF/s: TFLOP/s)",
+              [(c, "left" if c == "id" else "right") for c in ("id", "cc", "SMs", "DRAM TB/s", "FP32 TF/s", "TF32 TF/s",
+                                                               "BF16 TF/s", "FP8 TF/s", "memory GB", "measured")],
+              rows, names=tuple(range(10)), wrap=True, name_min=1, drop=("measured", "memory GB", "FP8 TF/s"))
 
 
 # --------------------------------------------------------------------------------------------

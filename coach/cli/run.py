@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from coach.cli.main import app
-from coach.cli.output import console, err_console
+from coach.cli.output import ask, console, err_console, print_json
 from coach.errors import CoachError
 
 _ARROW = {"down": "down", "up": "up", "same": "about the same"}
@@ -32,6 +32,7 @@ def run_cmd(
     live: bool = typer.Option(False, "--live", help="Record the scenario on this machine's GPU now, instead of reading traces/."),
     gpu: str | None = typer.Option(None, "--gpu", help="Which recorded GPU to show (a folder of traces/, e.g. h200)."),
     traces: Path | None = typer.Option(None, "--traces", help="A traces folder other than the project's."),
+    as_json: bool = typer.Option(False, "--json", help="Write the walk-through's content as JSON on stdout (no prompt)."),
 ) -> None:
     """Work through a debugging scenario from its recorded traces (or live, with --live).
 
@@ -43,6 +44,10 @@ def run_cmd(
         coach run scenario-01
 
         coach run 15 --no-interactive
+
+        coach run 7 --json
+
+    Off a terminal (a pipe, </dev/null) the answer is one line read from stdin, or none.
     """
     from coach import correctness, scenarios
 
@@ -52,12 +57,48 @@ def run_cmd(
     if correctness.is_correctness(scenario_id):  # a planted bug, recorded under compute-sanitizer
         from coach.cli.run_correctness import run as run_correctness
 
+        if as_json:
+            raise CoachError(f"{scenario_id}: --json is for the performance scenarios (01-20); "
+                             "a correctness scenario's recording is its results.json under traces/")
         run_correctness(scenario_id, live=live, interactive=not no_interactive, gpu=gpu, traces=traces)
         return
     scenario = scenarios.find(scenario_id)
     with ExitStack() as stack:
         recording = _record_live(scenario, stack) if live else _recorded(scenario, traces, gpu)
+        if as_json:
+            print_json(as_document(scenario, recording, live=live))
+            return
         _walk_through(scenario, recording, live=live, interactive=not no_interactive)
+
+
+def as_document(scenario: Any, recording: Any, *, live: bool) -> dict[str, Any]:
+    """What the walk-through shows, as data: the same rendered texts, evidence, diagnosis and the
+    before/after numbers (``coach.recordings.placeholder_values``, the numbers every page shows)."""
+    from coach.cli.profile import analyse
+    from coach.scenarios import render
+
+    values = recording.values()
+    results = recording.results
+    tool = {"ncu": "ncu", "nsys": "nsys", "kineto": "kineto"}[scenario.tool]
+    profile = recording.profile("slow", tool)
+    findings = None if profile is None else analyse(profile)["findings"]
+    keys = ("ms", "rate", "floor_ms", "pct_of_floor")
+    return {
+        "scenario": scenario.id, "title": scenario.title, "level": scenario.level, "tool": _TOOL_NAMES[scenario.tool],
+        "provenance": _provenance_line(results, live=live), "gpu": results.get("gpu"),
+        "recorded_at": results.get("recorded_at"),
+        "symptom": _reflow(render(scenario.symptom, values)), "question": scenario.question,
+        "rubric": {"strong": list(scenario.rubric.strong), "red_flags": list(scenario.rubric.red_flags)},
+        "evidence": results.get("evidence") or [],
+        "expected_first_rule": scenario.first_rule, "bottleneck": scenario.bottleneck.value,
+        "diagnosis": findings,
+        "fix": {"summary": _reflow(render(scenario.fix.summary, values)),
+                "details": _reflow(render(scenario.fix.details, values)),
+                "wrong_fix": _reflow(render(scenario.fix.wrong_fix, values)) if scenario.fix.wrong_fix else None},
+        "before_after": {v: {k: values.get(f"{v}_{k}") for k in keys} for v in ("slow", "fixed")},
+        "rate_unit": scenario.model.rate_unit, "speedup": values.get("speedup"), "min_speedup": scenario.min_speedup,
+        "narrative": str(scenario.narrative_path),
+    }
 
 
 def _recorded(scenario: Any, traces: Path | None, gpu: str | None) -> Any:
@@ -99,7 +140,7 @@ def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: boo
     _section("Your move")
     console.print(escape(scenario.question))
     if interactive:
-        answer = typer.prompt("your answer", default="", show_default=False)
+        answer = ask("your answer")
         if answer.strip():
             console.print("[dim]Compare your answer with what a strong one covers:[/]")
             for line in scenario.rubric.strong:
@@ -163,15 +204,17 @@ def _evidence_table(items: list[dict[str, Any]]) -> None:
     if not items:
         console.print("no evidence recorded")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("metric", "slow", "fixed", "expected", ""):
-        table.add_column(col, overflow="fold")
+    from coach.cli.output import fit_table
+
+    rows = []
     for item in items:
         moved = item.get("moved_as_expected")
         mark = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]n/a[/]"}[moved]
-        table.add_row(escape(item["label"]), _fmt(item.get("slow"), item.get("unit", "")),
-                      _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark)
-    console.print(table)
+        rows.append([item["label"], _fmt(item.get("slow"), item.get("unit", "")),
+                     _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark])
+    # names and values wrap at spaces only: a number and its unit may take two lines, never break
+    fit_table(None, [("metric", "left"), ("slow", "left"), ("fixed", "left"), ("expected", "left"), ("", "left")],
+              rows, names=(0, 1, 2, 3), wrap=True, name_min=1)
 
 
 def _diagnosis(scenario: Any, recording: Any) -> None:
@@ -193,13 +236,13 @@ def _before_after(scenario: Any, results: dict[str, Any], values: dict[str, Any]
     m = scenario.model
     variants = results.get("variants") or {}
     unit = (variants.get("slow") or {}).get("unit") or "run"
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("", f"time per {unit} (median)", m.rate_label, "floor", "% of floor"):
-        table.add_column(col, justify="right")
-    for variant in ("slow", "fixed"):
-        table.add_row(variant, _fmt(values.get(f"{variant}_ms"), "ms"), _si(values.get(f"{variant}_rate"), m.rate_unit),
-                      _fmt(values.get(f"{variant}_floor_ms"), "ms"), _fmt(values.get(f"{variant}_pct_of_floor"), "%"))
-    console.print(table)
+    from coach.cli.output import fit_table
+
+    rows = [[variant, _fmt(values.get(f"{variant}_ms"), "ms"), _si(values.get(f"{variant}_rate"), m.rate_unit),
+             _fmt(values.get(f"{variant}_floor_ms"), "ms"), _fmt(values.get(f"{variant}_pct_of_floor"), "%")]
+            for variant in ("slow", "fixed")]
+    fit_table(None, [("", "left"), (f"time per {unit} (median)", "right"), (m.rate_label, "right"), ("floor", "right"),
+                     ("% of floor", "right")], rows, names=(0, 1, 2, 3, 4), wrap=True, name_min=1)
     speedup = values.get("speedup")
     if isinstance(speedup, (int, float)):
         ok = speedup >= scenario.min_speedup

@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from coach.cli.output import console, err_console
+from coach.cli.output import ask, console, err_console
 from coach.errors import CoachError
 
 #: Lines of the buggy report shown as evidence: its first record and the summary.
@@ -143,7 +143,7 @@ def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool
     _section("Your move")
     console.print(escape(scenario.question))
     if interactive:
-        answer = typer.prompt("your answer", default="", show_default=False)
+        answer = ask("your answer")
         if answer.strip():
             console.print("[dim]Compare your answer with what a strong one covers:[/]")
             for line in scenario.rubric.strong:

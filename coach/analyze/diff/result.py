@@ -52,6 +52,11 @@ class Diff:
     memcpy: pl.DataFrame = field(default_factory=pl.DataFrame)
     values: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:  # Jupyter (coach.api)
+        from coach.api import diff_html
+
+        return diff_html(self)
+
     @property
     def fix_verdict(self) -> str | None:
         """The named fix's verdict: kernel fixes on the pair that saved the most time, fixes that merge
