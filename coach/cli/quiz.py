@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -91,6 +92,7 @@ def quiz_cmd(
             _say("Model answer:", "bold")
             _say(q.answer)
             _say(f"Sources: {'; '.join(q.sources)}", "dim")
+            _follow_ups(q)
     if as_json:
         print_json(results)
 
@@ -99,7 +101,7 @@ def _show(questions, as_json: bool) -> None:
     if as_json:
         print_json([{"id": q.id, "topic": q.topic, "level": q.level, "question": q.question, "answer": q.answer,
                      "signals": [c.label for c in q.signals], "red_flags": [c.label for c in q.red_flags],
-                     "sources": list(q.sources)} for q in questions])
+                     "sources": list(q.sources), "follow_ups": list(q.follow_ups)} for q in questions])
         return
     for q in questions:
         _say(f"\n{q.id}  {q.topic} · {q.level}", "bold")
@@ -107,11 +109,24 @@ def _show(questions, as_json: bool) -> None:
         _say(q.answer)
         _say(f"Strong signals: {'; '.join(c.label for c in q.signals)}", "green")
         _say(f"Red flags: {'; '.join(c.label for c in q.red_flags)}", "red")
+        _follow_ups(q)
+
+
+def _follow_ups(q) -> None:
+    """The questions an interviewer asks next, after the answer (design questions have them)."""
+    if q.follow_ups:
+        _say("Follow-ups an interviewer asks:", "bold")
+        for f in q.follow_ups:
+            _say(f"  - {f}")
 
 
 def _say(text: str, style: str = "") -> None:
-    """Print text as it is (it holds brackets such as tile[32][33], which are not markup)."""
-    console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
+    """Print text as it is (it holds brackets such as tile[32][33], which are not markup), its
+    paragraphs reflowed so that they wrap at word boundaries to the terminal's width."""
+    body = text.strip("\n")
+    lead, trail = text[: len(text) - len(text.lstrip("\n"))], text[len(text.rstrip("\n")):]
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", body)] if "\n" in body else [body]
+    console.print(lead + "\n\n".join(paragraphs) + trail, style=style or None, markup=False, highlight=False)
 
 
 def _result(q, text: str, grade) -> dict:
@@ -120,7 +135,8 @@ def _result(q, text: str, grade) -> dict:
             "found": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.found],
             "missed": [{"concept": c.id, "label": c.label} for c in grade.missed],
             "red_flags": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.flags],
-            "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources)}
+            "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources),
+            "follow_ups": list(q.follow_ups)}
 
 
 def _save(attempt) -> None:
