@@ -17,9 +17,9 @@ from coach.exercises.player import OWN_EXERCISES
 REQUIRED_TOPICS = {
     "perf-model", "execution-model", "coalescing", "shared-memory", "warp-level", "atomics", "streams",
     "tensor-cores", "hopper-blackwell", "triton", "profiling", "debugging", "training", "inference",
-    "design", "serving", "distributed",
+    "design", "serving", "distributed", "compilers",
 }
-MIN_QUESTIONS = {t: 7 for t in REQUIRED_TOPICS} | {"design": 8, "serving": 18, "distributed": 18}
+MIN_QUESTIONS = {t: 7 for t in REQUIRED_TOPICS} | {"design": 8, "serving": 18, "distributed": 18, "compilers": 18}
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +28,13 @@ def bank():
 
 
 def test_size_coverage_and_levels(bank):
-    assert len(bank.questions) >= 169
+    assert len(bank.questions) >= 188
     per_topic = Counter(q.topic for q in bank.questions)
     assert REQUIRED_TOPICS <= set(per_topic) == set(bank.topics)
     assert all(per_topic[t] >= n for t, n in MIN_QUESTIONS.items()), per_topic
     assert min(per_topic.values()) >= 7
     assert set(Counter(q.level for q in bank.questions)) == set(LEVELS)
-    for t in ("serving", "distributed"):  # junior to staff within each new topic
+    for t in ("serving", "distributed", "compilers"):  # junior to staff within each new topic
         assert {q.level for q in bank.questions if q.topic == t} == set(LEVELS), t
 
 

@@ -38,7 +38,7 @@ def test_quiz_rich_output_keeps_brackets(tmp_path):
 
 def test_quiz_topics_and_show(tmp_path):
     topics = json.loads(coach(tmp_path, "quiz", "--topics", "--json").stdout)
-    assert len(topics) >= 17 and sum(t["questions"] for t in topics) >= 169
+    assert len(topics) >= 18 and sum(t["questions"] for t in topics) >= 188
     assert next(t for t in topics if t["topic"] == "design")["questions"] >= 8
     shown = json.loads(coach(tmp_path, "quiz", "--show", "--topic", "atomics", "--level", "staff", "--json").stdout)
     assert [q["id"] for q in shown] == ["atom-06"]
