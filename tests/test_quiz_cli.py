@@ -40,6 +40,8 @@ def test_quiz_topics_and_show(tmp_path):
     topics = json.loads(coach(tmp_path, "quiz", "--topics", "--json").stdout)
     assert len(topics) >= 18 and sum(t["questions"] for t in topics) >= 188
     assert next(t for t in topics if t["topic"] == "design")["questions"] >= 8
+    listed = coach(tmp_path, "quiz", "--topics").stdout.splitlines()
+    assert listed[-1].split()[:2] == ["all", str(sum(t["questions"] for t in topics))]
     shown = json.loads(coach(tmp_path, "quiz", "--show", "--topic", "atomics", "--level", "staff", "--json").stdout)
     assert [q["id"] for q in shown] == ["atom-06"]
 

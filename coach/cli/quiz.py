@@ -52,8 +52,17 @@ def quiz_cmd(
         if as_json:
             print_json([{"topic": t, "title": bank.topics[t].title, "questions": n} for t, n in counts.items()])
         else:
+            from rich.table import Table
+
+            table = Table(box=None, show_header=False, pad_edge=False)
+            table.add_column(no_wrap=True)
+            table.add_column(justify="right")
+            table.add_column()
             for t, n in counts.items():
-                _say(f"{t:18} {n:3}  {bank.topics[t].title}")
+                table.add_row(t, str(n), bank.topics[t].title)
+            table.add_row("", "", "")
+            table.add_row("all", str(sum(counts.values())), f"questions in {len(counts)} topics")
+            console.print(table, markup=False, highlight=False)
         return
     if topic is not None and topic not in bank.topics:
         raise CoachError(f"--topic: unknown topic '{topic}'; use one of {', '.join(bank.topics)}")
