@@ -38,9 +38,24 @@ def test_quiz_rich_output_keeps_brackets(tmp_path):
 
 def test_quiz_topics_and_show(tmp_path):
     topics = json.loads(coach(tmp_path, "quiz", "--topics", "--json").stdout)
-    assert len(topics) >= 15 and sum(t["questions"] for t in topics) >= 135
+    assert len(topics) >= 22 and sum(t["questions"] for t in topics) >= 240
+    assert next(t for t in topics if t["topic"] == "design")["questions"] >= 8
+    listed = coach(tmp_path, "quiz", "--topics").stdout.splitlines()
+    assert listed[-1].split()[:2] == ["all", str(sum(t["questions"] for t in topics))]
     shown = json.loads(coach(tmp_path, "quiz", "--show", "--topic", "atomics", "--level", "staff", "--json").stdout)
     assert [q["id"] for q in shown] == ["atom-06"]
+
+
+def test_design_questions_show_their_follow_ups_after_the_answer(tmp_path):
+    shown = json.loads(coach(tmp_path, "quiz", "--show", "--topic", "design", "--count", "20", "--json").stdout)
+    assert len(shown) >= 8 and all(len(q["follow_ups"]) >= 3 for q in shown)
+    r = coach(tmp_path, "quiz", "--id", "design-06", "--no-save", "--answer", "GQA: 8 KV heads, so 2 x layers x kv heads.")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.index("Model answer:") < out.index("Sources:") < out.index("Follow-ups an interviewer asks:")
+    assert "  - How would multi-head latent attention" in out
+    plain = json.loads(coach(tmp_path, "quiz", "--id", "perf-01", "--show", "--json").stdout)
+    assert plain[0]["follow_ups"] == []
 
 
 @pytest.mark.parametrize("args, message", [

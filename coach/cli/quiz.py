@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -51,8 +52,17 @@ def quiz_cmd(
         if as_json:
             print_json([{"topic": t, "title": bank.topics[t].title, "questions": n} for t, n in counts.items()])
         else:
+            from rich.table import Table
+
+            table = Table(box=None, show_header=False, pad_edge=False)
+            table.add_column(no_wrap=True)
+            table.add_column(justify="right")
+            table.add_column()
             for t, n in counts.items():
-                _say(f"{t:18} {n:3}  {bank.topics[t].title}")
+                table.add_row(t, str(n), bank.topics[t].title)
+            table.add_row("", "", "")
+            table.add_row("all", str(sum(counts.values())), f"questions in {len(counts)} topics")
+            console.print(table, markup=False, highlight=False)
         return
     if topic is not None and topic not in bank.topics:
         raise CoachError(f"--topic: unknown topic '{topic}'; use one of {', '.join(bank.topics)}")
@@ -91,6 +101,7 @@ def quiz_cmd(
             _say("Model answer:", "bold")
             _say(q.answer)
             _say(f"Sources: {'; '.join(q.sources)}", "dim")
+            _follow_ups(q)
     if as_json:
         print_json(results)
 
@@ -99,7 +110,7 @@ def _show(questions, as_json: bool) -> None:
     if as_json:
         print_json([{"id": q.id, "topic": q.topic, "level": q.level, "question": q.question, "answer": q.answer,
                      "signals": [c.label for c in q.signals], "red_flags": [c.label for c in q.red_flags],
-                     "sources": list(q.sources)} for q in questions])
+                     "sources": list(q.sources), "follow_ups": list(q.follow_ups)} for q in questions])
         return
     for q in questions:
         _say(f"\n{q.id}  {q.topic} · {q.level}", "bold")
@@ -107,11 +118,24 @@ def _show(questions, as_json: bool) -> None:
         _say(q.answer)
         _say(f"Strong signals: {'; '.join(c.label for c in q.signals)}", "green")
         _say(f"Red flags: {'; '.join(c.label for c in q.red_flags)}", "red")
+        _follow_ups(q)
+
+
+def _follow_ups(q) -> None:
+    """The questions an interviewer asks next, after the answer (design questions have them)."""
+    if q.follow_ups:
+        _say("Follow-ups an interviewer asks:", "bold")
+        for f in q.follow_ups:
+            _say(f"  - {f}")
 
 
 def _say(text: str, style: str = "") -> None:
-    """Print text as it is (it holds brackets such as tile[32][33], which are not markup)."""
-    console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
+    """Print text as it is (it holds brackets such as tile[32][33], which are not markup), its
+    paragraphs reflowed so that they wrap at word boundaries to the terminal's width."""
+    body = text.strip("\n")
+    lead, trail = text[: len(text) - len(text.lstrip("\n"))], text[len(text.rstrip("\n")):]
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", body)] if "\n" in body else [body]
+    console.print(lead + "\n\n".join(paragraphs) + trail, style=style or None, markup=False, highlight=False)
 
 
 def _result(q, text: str, grade) -> dict:
@@ -120,7 +144,8 @@ def _result(q, text: str, grade) -> dict:
             "found": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.found],
             "missed": [{"concept": c.id, "label": c.label} for c in grade.missed],
             "red_flags": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.flags],
-            "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources)}
+            "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources),
+            "follow_ups": list(q.follow_ups)}
 
 
 def _save(attempt) -> None:

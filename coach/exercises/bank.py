@@ -6,6 +6,13 @@ topic's concepts (``[concepts.<id>]``: label, explain, synonyms, patterns; red f
 question, answer, signals, red_flags, sources). Concept ids are one namespace across all files, so a
 question, or a scenario's rubric, can name a concept from any topic.
 
+A question may also carry ``follow_ups`` (the questions an interviewer asks next, shown after the
+model answer) and ``numbers``: a worked answer whose figures come from hardware/. Each number is an
+expression over given values, earlier numbers and hardware fields (``h200.dram_bandwidth_bytes_per_s``,
+``h200.measured.dram_read_bandwidth_bytes_per_s``), and ``{name}`` in the question, answer or
+follow-ups is replaced by its value as ``coach numbers`` prints it (``coach.exercises.worked``). The
+text is filled in at load time, so a table that changes changes the answer with it.
+
 Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
 file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.
 """
@@ -14,12 +21,14 @@ from __future__ import annotations
 
 import random
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from coach.errors import InputError
 from coach.exercises.grading import Concept, Grade, grade
+from coach.exercises.worked import Number, WorkedError, render
 
 BANK_DIR = Path(__file__).resolve().parent / "data" / "bank"
 LEVELS = ("junior", "mid", "senior", "staff")
@@ -42,6 +51,9 @@ class Question:
     signals: tuple[Concept, ...]
     red_flags: tuple[Concept, ...]
     sources: tuple[str, ...]
+    follow_ups: tuple[str, ...] = ()  # what an interviewer asks next, shown after the model answer
+    #: For a worked answer filled from hardware/: each number by name (``coach.exercises.worked``).
+    numbers: Mapping[str, Number] = field(default_factory=dict, compare=False, repr=False)
 
     def grade(self, text: str) -> Grade:
         return grade(text, self.signals, self.red_flags)
@@ -97,11 +109,18 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
 
 def _question(path: Path, topic: str, raw: dict, concepts: dict[str, Concept]) -> Question:
     qid = raw.get("id", "?")
+    allowed = {"id", "level", "question", "answer", "signals", "red_flags", "sources", "follow_ups", "numbers"}
+    if unknown := set(raw) - allowed:
+        raise InputError(path, f"question {qid!r} has unknown keys {sorted(unknown)}")
     required = ("id", "level", "question", "answer", "signals", "red_flags")
     if missing := [k for k in required if not raw.get(k)]:
         raise InputError(path, f"question {qid!r} lacks {', '.join(missing)}")
     if raw["level"] not in LEVELS:
         raise InputError(path, f"question {qid!r}: level {raw['level']!r} is not one of {', '.join(LEVELS)}")
+    follow_ups = raw.get("follow_ups", [])
+    if not isinstance(follow_ups, list) or not all(isinstance(f, str) and f.strip().endswith("?")
+                                                       for f in follow_ups):
+        raise InputError(path, f"question {qid!r}: follow_ups must be a list of questions, each ending in '?'")
 
     def refs(key: str, want_flag: bool) -> tuple[Concept, ...]:
         out = []
@@ -113,8 +132,17 @@ def _question(path: Path, topic: str, raw: dict, concepts: dict[str, Concept]) -
             out.append(concepts[cid])
         return tuple(out)
 
-    return Question(qid, topic, raw["level"], raw["question"].strip(), raw["answer"].strip(),
-                    refs("signals", False), refs("red_flags", True), tuple(raw.get("sources", ())))
+    texts = [raw["question"].strip(), raw["answer"].strip(), *(f.strip() for f in follow_ups)]
+    numbers: dict[str, Number] = {}
+    sources = list(raw.get("sources", ()))
+    if "numbers" in raw:
+        try:
+            texts, numbers, cited = render(texts, raw["numbers"])
+        except WorkedError as err:
+            raise InputError(path, f"question {qid!r}: {err}") from None
+        sources += [c for c in cited if c not in sources]
+    return Question(qid, topic, raw["level"], texts[0], texts[1], refs("signals", False), refs("red_flags", True),
+                    tuple(sources), tuple(texts[2:]), numbers)
 
 
 @lru_cache(maxsize=4)
