@@ -50,6 +50,12 @@ WIDEST_IDEAL_SECTORS_PER_REQUEST = 16.0
 # sectors per request is coalesced for any width of 4 bytes or more.
 NARROW_IDEAL_SECTORS_PER_REQUEST = 4.0
 
+# A warp's request touches at most one 32-byte sector per thread (an aligned access of up to 16 bytes,
+# or 32 on Blackwell, lies in one sector): 32. L2's counts of L1TEX traffic above that per request
+# cannot be the global accesses alone: local-memory traffic goes the same way (the H200's
+# data-indexed per-thread array gives 260 write sectors per global store request; tests/data/wild_ncu).
+MAX_SECTORS_PER_REQUEST = 32.0
+
 #: Where a launch's sectors are read from: the L1 counts, else the L2 counts of L1TEX traffic.
 SECTOR_SOURCES = {"load": ("global_load_sectors", "l1_to_l2_read_sectors"),
                   "store": ("global_store_sectors", "l1_to_l2_write_sectors")}
@@ -81,6 +87,11 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
                              [_METRIC[l1], _METRIC[l2]])
     sectors, at_l2 = launch[column], column == l2
     per_request = sectors / requests
+    if at_l2 and per_request > MAX_SECTORS_PER_REQUEST:
+        return cannot_decide(
+            SPEC, launch, f"L2's counts give {per_request:.0f} sectors per global {op} request, more than any global "
+            f"access can touch ({MAX_SECTORS_PER_REQUEST:.0f}, one per thread): they hold other traffic too "
+            "(local memory: spills or a dynamically indexed array)", [_METRIC[l1]])
     ideal_per_request = launch.get(f"ideal_{op}_sectors_per_request") if not at_l2 else None
     width_known = ideal_per_request is not None and ideal_per_request > 0
     if width_known:
