@@ -97,7 +97,10 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     points = sync_points(a)
     if points.is_empty() or a.gaps.is_empty():
         return []
-    bubbles = gaps_in_loader(a, returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
+    # only gaps between GPU operations: before the first and after the last one the capture starts or
+    # ends (a profiler's window opened or closed around synchronize() calls), no queue drained there
+    between = a.gaps.filter(pl.col("position") == "between")
+    bubbles = gaps_in_loader(a, returned_into(between, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
     loading = bubbles.filter("in_loader")  # the loop waited for its next batch: the input pipeline's gaps
     bubbles = bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader")
     saving_ns, per_device = largest_group(bubbles, "device_id", pl.col("gap_ns") - LAUNCH_LATENCY_NS)
