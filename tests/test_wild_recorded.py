@@ -114,13 +114,18 @@ def test_steady_healthy_windows_have_nothing_above_a_few_percent(case):
     assert all(f.estimated_gain_pct < 5 for f in findings(KINETO / f"{case}.json.gz"))
 
 
-@pytest.mark.xfail(strict=True, reason="nsys records the whole program: start-up and the warm-up steps lie between "
-                   "GPU work, and the gaps after the first synchronisations are claimed by host-sync (up to 88%) "
-                   "instead of the DataLoader or GPU-idle findings")
-@pytest.mark.parametrize("case,rule", [("host_python_bound", "gpu-idle-gaps"), ("compile_from_start", "warmup-in-profile"),
-                                       ("multiprocess_sync", "host-sync")])
+@pytest.mark.parametrize("case,rule", [("host_python_bound", "gpu-idle-gaps"), ("compile_from_start", "warmup-in-profile")])
 def test_whole_program_captures_lead_with_the_programs_bottleneck(case, rule):
+    """Under nsys the whole program is recorded: the uploads and the seconds of building the model
+    before the first kernel are set-up, not gaps host-sync or GPU-idle claim (before that was fixed
+    host-sync led both, with 65% and 88%)."""
     assert top(NSYS / f"{case}.sqlite").rule_id == rule
+
+
+@pytest.mark.xfail(strict=True, reason="the four processes' one-time module loading (266 ms, 24%) outranks their "
+                   "host synchronisation (200 ms, 18%) in a whole-program capture; the prediction was for the loop")
+def test_the_multiprocess_capture_leads_with_host_synchronisation():
+    assert top(NSYS / "multiprocess_sync.sqlite").rule_id == "host-sync"
 
 
 # --------------------------------------------------------------------------------------------
