@@ -219,3 +219,32 @@ def test_triton_vector_add_is_at_its_dram_roof_in_every_collection():
     for c in ("basic", "metrics"):
         [f] = [f for f in by_kernel(NCU / f"triton_kernels.{c}.ncu-rep")["vector_add"] if f.rule_id == "speed-of-light"]
         assert "at 9" in f.title and f.estimated_gain_pct < 15, c
+
+
+# --------------------------------------------------------------------------------------------
+# What the readers say about the recordings themselves
+# --------------------------------------------------------------------------------------------
+
+
+def test_an_ncu_report_names_the_nsight_compute_that_recorded_it():
+    for name in ("memory_patterns.basic", "triton_kernels.metrics", "healthy_gemm.full"):
+        assert load(NCU / f"{name}.ncu-rep").source.tool_version == "2025.3.1.0", name
+
+
+def test_a_sqlite_export_counts_its_devices_as_it_lists_them(capsys):
+    import json
+
+    from coach.cli import main as coach_main
+
+    coach_main(["load", str(NSYS / "multiprocess_sync.sqlite"), "--json"])
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["counts"]["devices"] == len(summary["devices"]) == 1
+
+
+def test_inductor_launches_read_with_their_grids():
+    """torch 2.11's profiler writes Triton launch grids as lists ([4096, 1, 1]); the "grid(100,)" text of
+    older versions is tested on a labelled synthetic trace (test_ingest_kineto)."""
+    import polars as pl
+
+    triton = load(KINETO / "compile_steady.json.gz").kernels.filter(pl.col("name").str.starts_with("triton_"))
+    assert triton.height and triton["grid_x"].null_count() == 0 and set(triton["grid_y"]) == {1}
