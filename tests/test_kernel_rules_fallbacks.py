@@ -89,3 +89,19 @@ def test_a_profile_saved_before_a_column_existed_gets_it_on_reading(report, tmp_
     again = load(folder)
     assert again.launches["l1_to_l2_read_sectors"].to_list() == report.launches["l1_to_l2_read_sectors"].to_list()
     assert again.launches["l1_to_l2_read_sectors"][0] == pytest.approx(67_108_864)
+
+
+def test_with_only_the_source_counters_their_sector_totals_decide(report):
+    """Neither L1 nor L2 per-request counts (a SourceCounters-only collection): the source counters'
+    L2 sectors of global accesses against their coalesced ideal find the strided copy, not its twin."""
+    findings = diagnose(without(report, L1_SECTORS, L2_FROM_L1))
+    strided = [f for f in by_launch(findings, 0) if f.rule_id == "uncoalesced-global-access"]
+    assert [f.details["sectors_from"] for f in strided] == ["source counters"]
+    assert strided[0].details["sectors_per_ideal"] > 1.25
+    assert not [f for f in by_launch(findings, 1) if "uncoalesced" in f.rule_id]
+
+
+def test_sector_counts_without_request_counts_say_so(report):
+    findings = diagnose(without(report, r"^l1tex__t_requests_pipe_lsu_mem_global_op_ld", r"inst_executed_op_global_ld"))
+    notes = [f for f in by_launch(findings, 0) if f.rule_id == "not-checked:uncoalesced-global-access"]
+    assert notes and "no count of global load requests" in notes[0].message

@@ -226,7 +226,7 @@ def test_recorded_synchronised_loop_is_not_launch_bound():
     assert (a.launches.height, shorter.height, waited.height, after_sync.height) == (6000, 3375, 1481, 606)
     assert launch_bound.bound_launches(a).is_empty()
     findings = run_all(tl)
-    assert [(f.rule_id, f.estimated_saving_ns) for f in findings] == [("host-sync", 79746473), ("gpu-idle-gaps", 68868152)]
+    assert [(f.rule_id, f.estimated_saving_ns) for f in findings] == [("host-sync", 79560911), ("gpu-idle-gaps", 68868152)]
 
 
 def test_launch_bound_quiet_when_kernels_outlast_their_launch(kineto):
@@ -248,15 +248,17 @@ def test_launch_bound_needs_correlation_ids():
 def test_host_sync_fires_on_item_calls(kineto):
     [f] = run(host_sync, kineto)
     e = evidence(f)
-    assert (e["sync_points"], e["scalar_reads"], e["host_blocked_ns"], e["gpu_idle_after_sync_ns"]) == (4, 3, 741870, 838029)
-    assert f.estimated_saving_ns == 838029 - 3 * host_sync.LAUNCH_LATENCY_NS
+    # the two gaps between operations a synchronisation returned into (550.6 us and 89.8 us); the last
+    # cudaDeviceSynchronize returns into the capture's trailing edge, where no queue drained
+    assert (e["sync_points"], e["scalar_reads"], e["host_blocked_ns"], e["gpu_idle_after_sync_ns"]) == (4, 3, 741870, 640384)
+    assert f.estimated_saving_ns == 640384 - 2 * host_sync.LAUNCH_LATENCY_NS
     assert "3 x cudaStreamSynchronize, 1 x cudaDeviceSynchronize" in f.message
 
 
 def test_host_sync_without_copy_sizes(kineto):
     tl = dataclasses.replace(kineto, memcpy=kineto.memcpy.with_columns(bytes=pl.lit(None, pl.Int64)))
     [f] = run(host_sync, tl)
-    assert evidence(f)["scalar_reads"] == 0 and f.estimated_saving_ns == 808029
+    assert evidence(f)["scalar_reads"] == 0 and f.estimated_saving_ns == 620384
 
 
 def test_host_sync_quiet_for_one_final_synchronize():

@@ -14,6 +14,12 @@ excess: on the H200 strided copy of tests/data they give 32.0 sectors per load r
 L1, and 4.0 for its coalesced twin. Without the bytes-per-sector metric the access width is unknown:
 more sectors than the widest access needs is uncoalesced whatever the width; fewer but more than a
 4-byte access needs cannot be decided, and the rule says so instead of staying silent.
+
+Where the report has neither (a SourceCounters-only collection), the source counters' own totals
+decide: the L2 sectors the kernel's global instructions touched (``memory_l2_theoretical_sectors_global``)
+against the sectors they would touch coalesced (``..._ideal``, which Nsight Compute computes from each
+instruction's access width): on the H200 strided copy 75.5 M against 16.8 M, on its float4 twin 16.8 M
+against 16.8 M. They count loads and stores together.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ SPEC = RuleSpec(
     name="Uncoalesced global access",
     category=Bottleneck.MEMORY_ACCESS,
     table="launches",
-    requires=("duration_ns", "global_load_requests"),
-    requires_one_of=(("global_load_sectors", "l1_to_l2_read_sectors"),),
+    requires=("duration_ns",),
+    requires_one_of=(("global_load_sectors", "l1_to_l2_read_sectors", "l2_global_sectors"),),
     optional=("global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
               "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct", "l2_global_sectors",
               "l2_global_sectors_ideal", "l1_to_l2_write_sectors"),
@@ -50,6 +56,12 @@ WIDEST_IDEAL_SECTORS_PER_REQUEST = 16.0
 # sectors per request is coalesced for any width of 4 bytes or more.
 NARROW_IDEAL_SECTORS_PER_REQUEST = 4.0
 
+# A warp's request touches at most one 32-byte sector per thread (an aligned access of up to 16 bytes,
+# or 32 on Blackwell, lies in one sector): 32. L2's counts of L1TEX traffic above that per request
+# cannot be the global accesses alone: local-memory traffic goes the same way (the H200's
+# data-indexed per-thread array gives 260 write sectors per global store request; tests/data/wild_ncu).
+MAX_SECTORS_PER_REQUEST = 32.0
+
 #: Where a launch's sectors are read from: the L1 counts, else the L2 counts of L1TEX traffic.
 SECTOR_SOURCES = {"load": ("global_load_sectors", "l1_to_l2_read_sectors"),
                   "store": ("global_store_sectors", "l1_to_l2_write_sectors")}
@@ -62,6 +74,11 @@ _METRIC = {"global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.su
 
 
 def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
+    if all(launch.get(c) is None for op in SECTOR_SOURCES.values() for c in op):
+        return _from_source_counters(launch, ctx)  # the requirement leaves only the source counters' totals
+    if launch.get("global_load_requests") is None:
+        return [cannot_decide(SPEC, launch, "the report has sector counts but no count of global load requests",
+                              ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])]
     out = []
     for op in ("load", "store"):
         f = _one(op, launch, ctx)
@@ -81,6 +98,11 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
                              [_METRIC[l1], _METRIC[l2]])
     sectors, at_l2 = launch[column], column == l2
     per_request = sectors / requests
+    if at_l2 and per_request > MAX_SECTORS_PER_REQUEST:
+        return cannot_decide(
+            SPEC, launch, f"L2's counts give {per_request:.0f} sectors per global {op} request, more than any global "
+            f"access can touch ({MAX_SECTORS_PER_REQUEST:.0f}, one per thread): they hold other traffic too "
+            "(local memory: spills or a dynamically indexed array)", [_METRIC[l1]])
     ideal_per_request = launch.get(f"ideal_{op}_sectors_per_request") if not at_l2 else None
     width_known = ideal_per_request is not None and ideal_per_request > 0
     if width_known:
@@ -146,3 +168,33 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
         ncu=ncu,
         details=details,
     )
+
+
+def _from_source_counters(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
+    """The source counters' L2 sectors of global accesses against their coalesced ideal (loads and
+    stores together)."""
+    sectors, ideal = launch.get("l2_global_sectors"), launch.get("l2_global_sectors_ideal")
+    if sectors is None or not ideal:
+        return [cannot_decide(SPEC, launch, "the report has the source counters' sectors but not their coalesced "
+                              "ideal", ["memory_l2_theoretical_sectors_global_ideal"])]
+    ratio = sectors / ideal
+    if ratio <= EXCESS_RATIO:
+        return []
+    excess = sectors - ideal
+    weight = ctx.memory_weight(launch)
+    saving = launch["duration_ns"] * weight * excess / sectors
+    return [finding(
+        SPEC, launch, title=f"Uncoalesced global access: {ratio:.1f}x the sectors a coalesced access needs",
+        message=(f"The kernel's global loads and stores touch {fmt_count(sectors)} L2 sectors where {fmt_count(ideal)} "
+                 f"would do coalesced ({fmt_count(excess)} excess), by Nsight Compute's source counters (the report "
+                 "has no per-request sector counts, so loads and stores are counted together)."),
+        next_step=("Make consecutive threads touch consecutive addresses: index with threadIdx.x in the fastest-moving "
+                   "dimension, turn arrays of structs into structs of arrays, or stage the access through shared "
+                   "memory. The source view (coach source) names the lines with the excess sectors."),
+        evidence=[ev("l2_global_sectors", sectors, "sector", f"{fmt_count(ideal)} (fully coalesced)", EXCESS_RATIO * ideal)],
+        saving_ns=saving,
+        gain_model=(f"time x {weight:.2f} (memory share) x excess/total global sectors ({fmt_count(excess)}/"
+                    f"{fmt_count(sectors)}): the same work with every access coalesced; saves {fmt_time(saving)}"),
+        ncu=ctx.ncu("UncoalescedGlobalAccess", "MemoryCacheAccessPattern"),
+        details={"op": "load+store", "sectors_per_ideal": ratio, "excess_sectors": excess, "sectors_from": "source counters"},
+    )]

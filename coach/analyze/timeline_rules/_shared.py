@@ -95,6 +95,19 @@ def largest_group(frame: pl.DataFrame, by: str, value: str | pl.Expr) -> tuple[f
     return (float(per["saving_ns"][0]) if per.height else 0.0), per
 
 
+def after_set_up(gaps: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
+    """The gaps between GPU operations that end after their device's first kernel. Before it a device
+    has had only copies and memsets: the program uploading its weights and data while it builds its
+    model, optimiser and data pipeline (seconds of host work under a whole-program capture), which is
+    start-up, not the loop. A device without kernels keeps all its gaps."""
+    if gaps.is_empty() or kernels.is_empty():
+        return gaps
+    first = kernels.group_by("device_id").agg(_first_kernel_ns=pl.col("start_ns").min())
+    return (gaps.join(first, on="device_id", how="left", maintain_order="left", nulls_equal=True)
+            .filter(pl.col("_first_kernel_ns").is_null() | (pl.col("end_ns") > pl.col("_first_kernel_ns")))
+            .drop("_first_kernel_ns"))
+
+
 def within_window(saving_ns: float, window_ns: float) -> float:
     """No fix saves more than the profiled window."""
     return min(saving_ns, float(window_ns)) if window_ns else saving_ns

@@ -25,7 +25,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, idle_gaps, interval_join, merge_intervals
-from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, ns, reportable, share_pct
+from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, after_set_up, ns, reportable, share_pct
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
 from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
 from coach.analyze.timeline_rules.launch_bound import bound_launches
@@ -76,7 +76,7 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
         api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
                                   how="anti", nulls_equal=True)
         gaps = host_activity_in_gaps(idle_gaps(a.busy, a.window), api, a.timeline.nvtx)
-    gaps = gaps.filter(pl.col("position") == "between").with_row_index("_gap")
+    gaps = after_set_up(gaps.filter(pl.col("position") == "between"), a.timeline.kernels).with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),
                             "overlap").group_by("_gap").agg(one_time_ns=pl.col("overlap_ns").sum())

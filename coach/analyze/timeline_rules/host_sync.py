@@ -20,7 +20,7 @@ import polars as pl
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, derived, interval_join, with_launch_call
 from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
-from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
+from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, after_set_up, base_api_name, largest_group, ns, reportable,
                                                   share_pct, within_window)
 
 SPEC = RuleSpec(
@@ -97,7 +97,12 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     points = sync_points(a)
     if points.is_empty() or a.gaps.is_empty():
         return []
-    bubbles = gaps_in_loader(a, returned_into(a.gaps, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
+    # only gaps between GPU operations: before the first and after the last one the capture starts or
+    # ends (a profiler's window opened or closed around synchronize() calls), no queue drained there;
+    # and only after the device's first kernel: before it the program was setting up (uploads, then
+    # seconds of building the model and the data pipeline), see after_set_up
+    between = after_set_up(a.gaps.filter(pl.col("position") == "between"), a.timeline.kernels)
+    bubbles = gaps_in_loader(a, returned_into(between, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
     loading = bubbles.filter("in_loader")  # the loop waited for its next batch: the input pipeline's gaps
     bubbles = bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader")
     saving_ns, per_device = largest_group(bubbles, "device_id", pl.col("gap_ns") - LAUNCH_LATENCY_NS)

@@ -35,9 +35,18 @@ LOADING_CALLS = r"^(cu(Module|Library)Load|hipModuleLoad)"
 # Code compiled at run time reaches the driver as an image in memory: Triton's launcher
 # (backends/nvidia/driver.c), CuPy's RawModule and ElementwiseKernel (NVRTC) and TorchInductor (through
 # Triton) load it with cuModuleLoadData(Ex). Kernels built ahead of time (PyTorch's own, cuBLAS) are
-# registered fat binaries that lazy loading brings in with cuLibraryLoadData instead.
-RUN_TIME_LOAD_CALLS = r"^(cu|hip)ModuleLoadData(Ex)?$"
+# registered fat binaries that lazy loading brings in with cuLibraryLoadData instead. Under Nsight
+# Systems 2025.3 the loads of Triton 3.6's kernels (torch 2.11's Inductor, on the H200:
+# tests/data/wild_nsys/compile_*.sqlite) are named cuModuleLoad, the load of a module file: code
+# loaded from a file at run time, not a registered fat binary, is run-time code as well.
+RUN_TIME_LOAD_CALLS = r"^(cu|hip)ModuleLoad(Data(Ex)?)?$"
 COMPILE = "compiling before cuModuleLoadData"
+# torch.compile's own phases, which the PyTorch profiler records as host ranges (torch/_dynamo's
+# dynamo_timed): "entire_frame_compile" around a frame's whole compilation, "<step> (dynamo_timed)"
+# inside it. A trace that starts before the first call holds them (tests/data/wild_kineto/
+# compile_from_start.json.gz: 3.24 s of entire_frame_compile under torch 2.11); a warm one does not.
+COMPILE_RANGES = r"^(entire_frame_compile|_compile\.compile_inner( \(dynamo_timed\))?)$"
+TORCH_COMPILE = "torch.compile (Dynamo and Inductor)"
 
 # A launch call ten times the steady-state cost (one launch latency, ~10 us on the H200) is not
 # launch overhead. On a kernel's first launch it is module loading: the H200 recordings show first
@@ -58,7 +67,11 @@ def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
         .filter(pl.struct("pid", "name").is_first_distinct() & (pl.col("launch_ns") >= SLOW_FIRST_LAUNCH_NS))
         .select("pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", name="api_name")
     )
-    return pl.concat([loads, run_time_compilation(a), first_launches]).sort("start_ns")
+    nvtx = a.timeline.nvtx
+    compiling = (nvtx.filter(pl.col("text").str.contains(COMPILE_RANGES))
+                 .select("pid", "tid", "start_ns", "end_ns", name=pl.lit(TORCH_COMPILE))
+                 if nvtx.height and "text" in nvtx.columns else loads.clear())
+    return pl.concat([loads, run_time_compilation(a), first_launches, compiling], how="vertical_relaxed").sort("start_ns")
 
 
 def run_time_compilation(a: TimelineAnalysis) -> pl.DataFrame:
@@ -104,7 +117,7 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     durations = calls["dur_ns"]
     by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     names = ", ".join(f"{n} x {name} ({ns(t)})" for name, n, t in by_name.iter_rows())
-    compile_ns = int(calls.filter(pl.col("name") == COMPILE)["dur_ns"].sum())
+    compile_ns = int(calls.filter(pl.col("name").is_in([COMPILE, TORCH_COMPILE]))["dur_ns"].sum())
     return [Finding(
         rule_id=SPEC.id,
         category=SPEC.category,
