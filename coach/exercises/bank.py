@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from coach.errors import InputError
-from coach.exercises.grading import Concept, Grade, grade
+from coach.exercises.grading import Concept, Grade, Quantity, grade
 
 BANK_DIR = Path(__file__).resolve().parent / "data" / "bank"
 LEVELS = ("junior", "mid", "senior", "staff")
@@ -78,7 +78,7 @@ class Bank:
 
 
 def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
-    allowed = {"label", "explain", "synonyms", "patterns", "example"}
+    allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity"}
     if unknown := set(raw) - allowed:
         raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
     for key in ("label", "explain"):
@@ -87,9 +87,19 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
     example = raw.get("example", "")
     if cid.startswith(RED_FLAG_PREFIX) and not example:
         raise InputError(path, f"red flag {cid!r} needs an example sentence that shows the misconception")
+    quantity = raw.get("quantity")
     try:
+        if quantity is not None:
+            if not isinstance(quantity, dict) or not isinstance(quantity.get("value"), (int, float)):
+                raise ValueError(f"concept {cid!r}: quantity needs a table with a number value (and unit, tolerance)")
+            if unknown_q := set(quantity) - {"value", "unit", "tolerance"}:
+                raise ValueError(f"concept {cid!r}: quantity has unknown keys {sorted(unknown_q)}")
+            quantity = Quantity(float(quantity["value"]), str(quantity.get("unit", "")),
+                                float(quantity.get("tolerance", 0.1)))
         concept = Concept(cid, raw["label"].strip(), raw["explain"].strip(),
-                          tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())))
+                          tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())),
+                          paraphrases=tuple(raw.get("paraphrases", ())), example=example,
+                          polarity=raw.get("polarity", "positive"), quantity=quantity)
     except (ValueError, TypeError) as err:
         raise InputError(path, str(err)) from None
     return concept, example
