@@ -77,11 +77,11 @@ _CONNECTORS = frozenset(
     "through within after before during because since so if then when while whereas although though "
     "unless until and or but it its they them their this that these those we i you he she which who "
     "what each every all both is are was were be been being am has have had do does did will would can "
-    "could should may might must shall need needs not no never only more less fewer most instead rather "
+    "could should may might must shall need needs not no never only instead rather "
     "as there here how why where make makes made get gets "
     "use uses using keep keeps let lets give gives go goes take takes".split()
 ) | {"=", "->", "=>", ":", "<", ">", "~", "≈"}
-_SENTENCE_END = re.compile(r"(?<![0-9])[.!?]+(?=\s|$)|[;\n]\s*|\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<![0-9])[.!?;]+(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d+[.)])\s)|(?<=[^a-z,\s])[ \t]*\n")
 _CLAUSE_END = re.compile(r",|\bbut\b|\bwhereas\b|\balthough\b|\bthough\b|\bbecause\b|\bsince\b|\bwhile\b|\bso\b")
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?|->|=>|[=:<>~≈]")
 _CONTRACTIONS = re.compile(
@@ -224,8 +224,7 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
     out = []
     for part in _SENTENCE_END.split(_normalise(text)):
         part = " ".join(part.split())
-        spaced = re.sub(r"[-_/+*(),\[\]{}\"|^]", lambda m: "," if m.group() == "," else " ", part)
-        spaced = spaced.replace(",", ", ")
+        spaced = re.sub(r"[-_/+*()\[\]{}\"|^]", " ", part)  # same length as part: offsets hold in both
         cuts = [m.start() for m in _CLAUSE_END.finditer(spaced)]
         words, every = [], []
         for m in _WORD.finditer(spaced):
@@ -311,7 +310,7 @@ class Concept:
 
         ``honour_negation=False`` (the old behaviour for signals) also accepts a negated mention.
         """
-        m = best(_analyse(text, (self,)), self)
+        m = best(_analyse(text, (self,)), self, asserted_only=False)
         if m is None or (honour_negation and m.negated):
             return None
         return m.quote
@@ -365,15 +364,29 @@ def _cue(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for s in phrase_stems(text) if s not in FRAMING and len(s) > 1))
 
 
+_CUES: dict[int, tuple[Concept, list[tuple[tuple[str, ...], float]]]] = {}
+
+
 def _cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
+    """The loose cues of a concept (worked out once per concept object)."""
+    hit = _CUES.get(id(concept))
+    if hit is not None and hit[0] is concept:
+        return hit[1]
+    cues = _work_out_cues(concept)
+    _CUES[id(concept)] = (concept, cues)
+    return cues
+
+
+def _work_out_cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
     """The loose cues of a concept, each with the share of its weight a sentence must hold."""
     flag = concept.id.startswith("rf-") or concept.example != ""
     share = LOOSE_SHARE_FLAG if flag else LOOSE_SHARE
     texts = list(concept.paraphrases)
     if concept.example:
         texts.append(concept.example)
-    if flag:  # a strong answer uses a red flag's words to reject it: only its stated forms count
-        return [(c, share) for c in dict.fromkeys(_cue(t) for t in texts) if len(c) >= 3]
+    if flag:  # a strong answer uses a red flag's words to reject it: only its stated forms count, a clause at a time
+        clauses = [p for t in texts for p in re.split(r"[,;:]|\bso\b|\bbecause\b|\bwhich\b|\bbut\b", t)]
+        return [(c, share) for c in dict.fromkeys(_cue(t) for t in clauses) if len(c) >= 3]
     if concept.loose_label:
         label = concept.label
         texts += [p for p in re.split(r"[:;()]", label) if p.strip()]
@@ -389,8 +402,12 @@ def _clause_bounds(sent: _Sentence, lo: int, hi: int) -> tuple[int, int]:
     return first, last
 
 
-def _negation(sent: _Sentence, lo: int, hi: int, own: set[str]) -> tuple[bool, bool]:
-    """(negated, dismissed) for the match at characters lo..hi of the sentence."""
+def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: int = 0) -> tuple[bool, bool]:
+    """(negated, dismissed) for the match at characters lo..hi of the sentence.
+
+    Negations are counted: two cancel ("it is not true that X cannot ..."), and a cue that holds a
+    negation itself ("cannot profile Triton") is asserted where the answer holds as many.
+    """
     c_lo, c_hi = _clause_bounds(sent, lo, hi)
     words = sent.words
     before = [w.stem for w in words if w.clause == c_lo and w.end <= lo][-NEGATION_WINDOW:]
@@ -401,11 +418,11 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str]) -> tuple[bool, b
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
-    negated = dismissed or not _NEGATIONS.isdisjoint(before + inside + after)
+    count = sum(s in _NEGATIONS for s in before + inside + after)
     # "X instead of Y" / "X rather than Y": X is asserted, though "instead" follows it.
-    if not dismissed and not _NEGATIONS.isdisjoint(after) and _NEGATIONS.isdisjoint(before + inside) \
-            and set(after) & {"instead", "rather"}:
-        negated = False
+    if set(after) & {"instead", "rather"} and not _NEGATIONS & set(before + inside):
+        count = 0
+    negated = dismissed or (count % 2) != (cue_negations % 2)
     return negated, dismissed
 
 
@@ -437,9 +454,9 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             for i, j in _phrase_spans(stems, phrase):
                 lo, hi = sent.words[i].start, sent.words[j].end
                 neg, dis = _negation(sent, lo, hi, set(phrase))
-                out.append(Match(sent.text[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi)))
+                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi)))
         for pat in concept.patterns:
-            for m in re.finditer(pat, sent.text):
+            for m in re.finditer(pat, sent.raw):
                 if m.group().strip():
                     neg, dis = _negation(sent, m.start(), m.end(), set())
                     out.append(Match(m.group().strip(), k, m.start(), m.end(), neg, dis, False,
@@ -449,12 +466,18 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
 
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
-    for cue, share in _cues(concept):
+    for full, share in _cues(concept):
+        cue = tuple(s for s in full if s not in _NEGATIONS)
+        negs = len(full) - len(cue)
+        if len(cue) < 2:
+            continue
         total = sum(_weight(s) for s in cue)
         need = total * share
         span = max(8, 3 * len(cue))
         for k, sent in enumerate(sentences):
             idx = [i for i, w in enumerate(sent.words) if w.stem in cue]
+            if len(idx) < 2:
+                continue
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
@@ -464,8 +487,8 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                     if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
                         lo = sent.words[idx[a]].start
                         hi = sent.words[idx[b]].end
-                        neg, dis = _negation(sent, lo, hi, set(cue))
-                        out.append(Match(sent.text[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
+                        neg, dis = _negation(sent, lo, hi, set(cue), negs)
+                        out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
                         break
     return out
 
@@ -480,7 +503,7 @@ def _quantities(text: str, concept: Concept) -> list[Match]:
             if unit and q.unit and not _same_unit(unit, q.unit):
                 continue
             if q.value and abs(value - q.value) <= q.tolerance * abs(q.value):
-                out.append(Match(sent.raw[lo:hi].strip(), k, 0, 0))
+                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, *_negation(sent, lo, hi, set())))
     return out
 
 
@@ -519,6 +542,8 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
     for c in concepts:
         collect(c)
     matches = {cid: _all_matches(text, sentences, c) for cid, c in leaves.items()}
+    if _is_list(text):
+        return _Analysis(text, sentences, matches, frozenset(range(len(sentences))))
     listed = set()
     for k, sent in enumerate(sentences):
         exact = [m for ms in matches.values() for m in ms if m.sentence == k and not m.loose]
@@ -531,11 +556,28 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
             listed.add(k)
         elif spans >= 3 and 2 * len(connectors) < spans:
             listed.add(k)
-        elif spans >= 2 and len(connectors) <= 0.25 * len(content):
+        elif spans >= 2 and not [i for i in connectors if not _in_brackets(sent.raw, sent.all_words[i].start)]:
             listed.add(k)
         elif _fragments_bare(sent.raw):
             listed.add(k)
     return _Analysis(text, sentences, matches, frozenset(listed))
+
+
+def _is_list(text: str) -> bool:
+    """Whether a whole answer is a list of short terms: three or more fragments (between commas,
+    semicolons, line ends and full stops), none longer than five words, and at most one connecting
+    word for every two fragments."""
+    text = re.sub(r"\([^()]*\)", " ", _normalise(text))
+    frags = [f.split() for f in re.split(r"[,;\n]|(?<![0-9])[.!?]+(?=\s|$)", text)]
+    frags = [f for f in frags if any(re.search(r"[a-z]", w) for w in f)]
+    if len(frags) < 3 or any(len(f) > 5 for f in frags):
+        return False
+    joins = sum(w in _CONNECTORS for f in frags for w in f)
+    return joins <= len(frags) / 2
+
+
+def _in_brackets(text: str, pos: int) -> bool:
+    return text.count("(", 0, pos) > text.count(")", 0, pos)
 
 
 def _fragments_bare(text: str) -> bool:
@@ -560,20 +602,23 @@ def _disjoint(spans: set[frozenset[int]]) -> int:
     return n
 
 
-def best(analysis: _Analysis, concept: Concept) -> Match | None:
-    """The match that best asserts ``concept``: asserted before negated, exact before loose."""
-    ms = [m for m in _leaf_matches(analysis, concept) if m.sentence not in analysis.listed]
+def best(analysis: _Analysis, concept: Concept, *, asserted_only: bool = True) -> Match | None:
+    """The match that best asserts ``concept``: asserted before negated, exact before loose; with
+    ``asserted_only``, none from a sentence that asserts nothing."""
+    ms = [m for m in _leaf_matches(analysis, concept, asserted_only)
+          if not (asserted_only and m.sentence in analysis.listed)]
     if not ms:
         return None
     return sorted(ms, key=lambda m: (m.negated, m.loose, m.sentence, m.lo))[0]
 
 
-def _leaf_matches(analysis: _Analysis, concept: Concept) -> list[Match]:
+def _leaf_matches(analysis: _Analysis, concept: Concept, asserted_only: bool = True) -> list[Match]:
     ms = list(analysis.matches.get(concept.id, []))
     if concept.polarity == "negative":  # found where the phrases are denied
         ms = [Match(m.quote, m.sentence, m.lo, m.hi, not m.negated, False, m.loose, m.words) for m in ms]
     if concept.keywords:
-        asserted = [(k, w) for k, s in enumerate(analysis.sentences) if k not in analysis.listed for w in s.words]
+        asserted = [(k, w) for k, s in enumerate(analysis.sentences)
+                    if not (asserted_only and k in analysis.listed) for w in s.words]
         hits = []
         for key in concept.keywords:
             st = canon(stem(key))
@@ -588,12 +633,14 @@ def _leaf_matches(analysis: _Analysis, concept: Concept) -> list[Match]:
             k, w = hits[0][1], hits[0][2]
             ms.append(Match(", ".join(h[0] for h in hits), k, w.start, w.end))
     if concept.parts:
-        quotes = [m for p in concept.parts if (m := best(analysis, p)) is not None and not m.negated]
+        quotes = [m for p in concept.parts
+                  if (m := best(analysis, p, asserted_only=asserted_only)) is not None and not m.negated]
         if len(quotes) >= concept.min_parts:
             ms.append(Match("; ".join(dict.fromkeys(m.quote for m in quotes)), quotes[0].sentence, quotes[0].lo,
                             quotes[0].hi, False, False, all(m.loose for m in quotes)))
         else:
-            denied = [m for p in concept.parts if (m := best(analysis, p)) is not None and m.dismissed]
+            denied = [m for p in concept.parts
+                      if (m := best(analysis, p, asserted_only=asserted_only)) is not None and m.dismissed]
             ms += denied
     return ms
 
@@ -672,17 +719,16 @@ class Grade:
             return c.label.rstrip(".")
 
         lines = [f"+ {label(h.concept)}: you said \"{h.quote}\". {why(h.concept)}".rstrip() for h in self.found]
-        lines += [f"! contradiction: {label(h.concept)}: you said \"{h.quote}\", but it matters here. "
-                  f"{why(h.concept)}".rstrip() for h in self.contradicted]
-        lines += [f"! red flag: {label(h.concept)}: you said \"{h.quote}\". Why it is wrong: {why(h.concept)}".rstrip()
-                  if h.concept.explain else f"! red flag: {label(h.concept)}: you said \"{h.quote}\"."
-                  for h in self.flags]
         listed = {h.concept.id for h in self.listed}
+        contradicted = {h.concept.id for h in self.contradicted}
         for c in self.missed:
             if c.id in listed:
                 lines.append(f"- listed, not explained: {label(c)}. Say what it is and why it applies here.")
-            elif c.id not in {h.concept.id for h in self.contradicted}:
+            elif c.id not in contradicted:
                 lines.append(f"- missing: {label(c)}. {why(c)}".rstrip())
+        lines += [f"! contradiction: {label(h.concept)}: you said \"{h.quote}\", but it matters here. "
+                  f"{why(h.concept)}".rstrip() for h in self.contradicted]
+        lines += [f"! red flag: {label(h.concept)}: you said \"{h.quote}\". {why(h.concept)}".rstrip() for h in self.flags]
         lines += list(self.notes)
         if self.verdict == "unsure":
             lines.append("? The grader cannot tell whether this answer makes enough of the points above: mark "
@@ -721,3 +767,19 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
             flags.append(Hit(c, m.quote, m.loose))
     return Grade(tuple(found), tuple(missed), tuple(flags), contradicted=tuple(contra), listed=tuple(listed),
                  words=len(answer.split()))
+
+
+def self_mark(concepts: tuple[Concept, ...] | list[Concept], ask, show=print) -> list[str] | None:
+    """Where the grader cannot tell: the person marks which rubric points their answer made.
+
+    Shows the points numbered, reads "1 3" (or nothing, to skip) through ``ask``, and returns the ids
+    of the points marked, or None if skipped. The caller records them apart from the automatic score.
+    """
+    if not concepts:
+        return None
+    show("Mark yourself against the rubric: which of these did your answer make?")
+    for i, c in enumerate(concepts, 1):
+        show(f"  {i}) {c.label.rstrip('.')}")
+    reply = ask("Numbers of the points you made (e.g. '1 3'), or empty to skip:", multiline=False)
+    picked = sorted({int(n) for n in re.findall(r"\d+", reply) if 1 <= int(n) <= len(concepts)})
+    return [concepts[i - 1].id for i in picked] if reply.strip() else None
