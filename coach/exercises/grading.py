@@ -379,7 +379,7 @@ def _cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
 
 def _work_out_cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
     """The loose cues of a concept, each with the share of its weight a sentence must hold."""
-    flag = concept.id.startswith("rf-") or concept.example != ""
+    flag = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
     share = LOOSE_SHARE_FLAG if flag else LOOSE_SHARE
     texts = list(concept.paraphrases)
     if concept.example:
@@ -473,10 +473,11 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             continue
         total = sum(_weight(s) for s in cue)
         need = total * share
+        numbers = {s for s in cue if s[0].isdigit()}  # a number is the claim: it must be there
         span = max(8, 3 * len(cue))
         for k, sent in enumerate(sentences):
             idx = [i for i, w in enumerate(sent.words) if w.stem in cue]
-            if len(idx) < 2:
+            if len(idx) < 2 or not numbers <= {sent.words[i].stem for i in idx}:
                 continue
             for a in range(len(idx)):
                 got: dict[str, int] = {}

@@ -99,7 +99,7 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
             out.append(RubricLine(text, None, "empty"))
             continue
         out.append(RubricLine(text, Concept(cid, claim, explain, parts=tuple(parts), min_parts=1,
-                                            loose_label=False, example=text if red_flags else ""), how))
+                                            loose_label=False), how))
     return out
 
 
@@ -131,7 +131,7 @@ def _own(cid: str, claim: str, red_flag: bool) -> Concept | None:
     if not cues and not phrases:
         return None
     return Concept(f"{cid}-own", claim, "", tuple(phrases), paraphrases=tuple(dict.fromkeys(cues)),
-                   loose_label=False, example="" if not red_flag else claim)
+                   loose_label=False, example="" if not red_flag else core)
 
 
 def _quantities(cid: str, claim: str) -> list[Concept]:
