@@ -150,7 +150,7 @@ _CANON = {stem(a): stem(b) for a, b in (
     ("lower", "reduce"), ("decrease", "reduce"), ("cut", "reduce"), ("fewer", "reduce"), ("less", "reduce"),
     ("shrink", "reduce"), ("drop", "reduce"), ("smaller", "small"), ("tiny", "small"),
     ("lane", "thread"), ("lanes", "thread"), ("adjacent", "consecutive"), ("neighbouring", "consecutive"),
-    ("neighboring", "consecutive"), ("contiguous", "consecutive"), ("successive", "consecutive"),
+    ("neighboring", "consecutive"), ("successive", "consecutive"),
     ("sequential", "consecutive"),
     ("chunk", "sector"), ("piece", "sector"), ("pieces", "sector"),
     ("math", "compute"), ("arithmetic", "compute"), ("flops", "flop"), ("flop", "flop"),
@@ -402,6 +402,10 @@ def _clause_bounds(sent: _Sentence, lo: int, hi: int) -> tuple[int, int]:
     return first, last
 
 
+_DENIAL = re.compile(r"\b(?:not true|untrue|false|wrong|a myth|not the case|a misconception|incorrect|nonsense)"
+                     r"(?: to say)? that\b")
+
+
 def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: int = 0) -> tuple[bool, bool]:
     """(negated, dismissed) for the match at characters lo..hi of the sentence.
 
@@ -419,6 +423,8 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
     count = sum(s in _NEGATIONS for s in before + inside + after)
+    if _DENIAL.search(sent.raw[:lo]) and not any(s in _NEGATIONS for s in before):
+        count += 1  # "it is not true that ...", "it's a myth that ..." deny the rest of the sentence
     # "X instead of Y" / "X rather than Y": X is asserted, though "instead" follows it.
     if set(after) & {"instead", "rather"} and not _NEGATIONS & set(before + inside):
         count = 0
@@ -458,14 +464,28 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
         for pat in concept.patterns:
             for m in re.finditer(pat, sent.raw):
                 if m.group().strip():
-                    neg, dis = _negation(sent, m.start(), m.end(), set())
+                    # a pattern holds its own negations ("can ?not ... triton"): only what is around it counts
+                    neg, dis = _negation(sent, m.start(), m.end(), {w.stem for w in sent.words
+                                                                    if m.start() <= w.start and w.end <= m.end()})
+                    neg = neg or bool(_DENIAL.search(m.group()))
                     out.append(Match(m.group().strip(), k, m.start(), m.end(), neg, dis, False,
                                      _covered(sent, m.start(), m.end())))
     return out
 
 
+def _shortest(matches: list[Match]) -> list[Match]:
+    """Of matches that end at the same word, the shortest: "not true that cannot X" is "cannot X", denied."""
+    keep: dict[tuple[int, int], Match] = {}
+    for m in matches:
+        key = (m.sentence, m.hi)
+        if key not in keep or m.lo > keep[key].lo:
+            keep[key] = m
+    return list(keep.values())
+
+
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
+    strict = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
     for full, share in _cues(concept):
         cue = tuple(s for s in full if s not in _NEGATIONS)
         negs = len(full) - len(cue)
@@ -484,7 +504,11 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                 for b in range(a, len(idx)):
                     if idx[b] - idx[a] > span:
                         break
-                    got.setdefault(sent.words[idx[b]].stem, idx[b])
+                    w = sent.words[idx[b]]
+                    if strict and (w.clause != sent.words[idx[a]].clause  # a misconception is stated in one clause,
+                                   or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
+                        continue
+                    got.setdefault(w.stem, idx[b])
                     if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
                         lo = sent.words[idx[a]].start
                         hi = sent.words[idx[b]].end
@@ -523,7 +547,7 @@ class _Analysis:
 
 
 def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
-    found = _exact(sentences, concept)
+    found = _shortest(_exact(sentences, concept))
     if concept.quantity is not None:
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
@@ -553,7 +577,7 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
         distinct = {frozenset(m.words) for m in exact}
         spans = _disjoint(distinct)
         content = [w for w in sent.all_words if not w.connector]
-        if not any(w.connector for w in sent.all_words):
+        if spans >= 2 and not any(w.connector for w in sent.all_words):
             listed.add(k)
         elif spans >= 3 and 2 * len(connectors) < spans:
             listed.add(k)

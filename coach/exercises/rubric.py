@@ -65,7 +65,7 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
         cid = f"{prefix}-{'flag' if red_flags else 'strong'}-{i + 1}"
         ids = next((v for start, v in (mapped or {}).items() if starts_with(text, start)), None) or []
         given_why = next((v for start, v in (why or {}).items() if starts_with(text, start)), "")
-        claim, reason = _claim(text)
+        claim, reason = _claim(text) if red_flags else (" ".join(text.split()).rstrip("."), "")
         concepts = [bank.concept(c) for c in ids]
         how = "mapped" if concepts else ""
         if not concepts:
@@ -114,8 +114,16 @@ def _claim(text: str) -> tuple[str, str]:
 
 
 def _own(cid: str, claim: str, red_flag: bool) -> Concept | None:
-    """The claim in its own words: each alternative a loose cue (a red flag's without its qualifier)."""
+    """The claim in its own words: each alternative a loose cue (a red flag's without its qualifier).
+
+    A red flag that names code ("laid out [thread][bin]", "torch.cuda.empty_cache()") is the code
+    itself: an answer must write it, since its words alone also fit the right answer."""
     core = _QUALIFIER.split(claim, maxsplit=1)[0] if red_flag else claim
+    code = re.findall(r"(?:\[[^\]\s]+\]){2,}", core) if red_flag else []  # an index order: [thread][bin]
+    if code:
+        patterns = tuple(r"\s*".join(re.escape(c) for c in re.findall(r"\w+|[^\w\s]", tok)) for tok in code)
+        return Concept(f"{cid}-own", claim, "", patterns=tuple(p.replace("\\_", "_").lower() for p in patterns),
+                       loose_label=False)
     alternatives = [a.strip() for a in re.split(r",\s*(?:or\s+)?|\s+or\s+|;\s*", core) if a.strip()]
     cues, phrases = [], []
     for alt in alternatives:
@@ -128,6 +136,8 @@ def _own(cid: str, claim: str, red_flag: bool) -> Concept | None:
         cues.append(core)
     if not red_flag and len(phrase_stems(claim)) >= 3:
         cues.append(claim)
+    if red_flag and not cues and not phrases and len(phrase_stems(claim)) >= 3:
+        cues.append(claim)  # a claim of one word ("blames coalescing ..."): stated as the line states it
     if not cues and not phrases:
         return None
     return Concept(f"{cid}-own", claim, "", tuple(phrases), paraphrases=tuple(dict.fromkeys(cues)),
