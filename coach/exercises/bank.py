@@ -6,6 +6,27 @@ topic's concepts (``[concepts.<id>]``: label, explain, synonyms, patterns; red f
 question, answer, signals, red_flags, sources). Concept ids are one namespace across all files, so a
 question, or a scenario's rubric, can name a concept from any topic.
 
+Claims (what question authors can add; every field beyond label, explain and synonyms is optional,
+and a concept written with only those is graded well: its label, the clauses of its explanation and
+its longer synonyms are matched loosely, in other words, besides its exact synonyms)::
+
+    [concepts.littles-law]
+    label = "Little's law: bytes in flight = bandwidth x latency"
+    explain = "To sustain bandwidth B with latency L, about B x L bytes must be outstanding."
+    synonyms = ["little's law", "bytes in flight"]        # exact phrases, in order, small gaps allowed
+    patterns = ['sectors?\\s*/\\s*request']            # regular expressions, where a phrase cannot say it
+    paraphrases = ["enough requests must be outstanding to cover the round trip"]  # plain words, loose
+    polarity = "negative"   # only where the answer *denies* the phrases ("occupancy is not the goal")
+    quantity = { value = 265, unit = "blocks", tolerance = 0.1 }   # a number the answer must state
+    example = "..."         # red flags (rf-*): a sentence stating the misconception; required
+
+A claim counts only where a sentence asserts it: negation and "not relevant / doesn't matter /
+irrelevant" flip it, and a bare list of terms asserts nothing (``coach.exercises.grading``). A red
+flag is matched strictly (its synonyms, its paraphrases and example almost whole, in one clause, in
+order): write its synonyms as the misconception is said ("higher occupancy is always better"),
+never as a bare term a right answer also uses. Its ``explain`` says why it is wrong; feedback
+quotes it.
+
 Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
 file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.
 """

@@ -579,7 +579,7 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
         content = [w for w in sent.all_words if not w.connector]
         if spans >= 2 and not any(w.connector for w in sent.all_words):
             listed.add(k)
-        elif spans >= 3 and 2 * len(connectors) < spans:
+        elif spans >= 3 and 2 * len(connectors) < spans and len(connectors) <= 1:
             listed.add(k)
         elif spans >= 2 and not [i for i in connectors if not _in_brackets(sent.raw, sent.all_words[i].start)]:
             listed.add(k)
@@ -661,7 +661,7 @@ def _leaf_matches(analysis: _Analysis, concept: Concept, asserted_only: bool = T
         quotes = [m for p in concept.parts
                   if (m := best(analysis, p, asserted_only=asserted_only)) is not None and not m.negated]
         if len(quotes) >= concept.min_parts:
-            ms.append(Match("; ".join(dict.fromkeys(m.quote for m in quotes)), quotes[0].sentence, quotes[0].lo,
+            ms.append(Match("; ".join(dict.fromkeys(q for m in quotes for q in m.quote.split("; "))), quotes[0].sentence, quotes[0].lo,
                             quotes[0].hi, False, False, all(m.loose for m in quotes)))
         else:
             denied = [m for p in concept.parts
