@@ -494,6 +494,8 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
         total = sum(_weight(s) for s in cue)
         need = total * share
         numbers = {s for s in cue if s[0].isdigit()}  # a number is the claim: it must be there
+        if strict and numbers:
+            need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
         span = max(8, 3 * len(cue))
         for k, sent in enumerate(sentences):
             idx = [i for i, w in enumerate(sent.words) if w.stem in cue]
