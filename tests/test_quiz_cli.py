@@ -24,7 +24,8 @@ def test_quiz_grades_and_records(tmp_path):
     assert [f["concept"] for f in res["found"]] == ["arithmetic-intensity", "roofline-min", "ridge-point",
                                                     "bound-classification"]
     assert [f["concept"] for f in res["red_flags"]] == ["rf-fewer-flops-memory-bound"]
-    assert res["feedback"][-1] == "score 3/4 (4 signals found, 1 red flag)"
+    assert res["feedback"][-1] == "score 3/4 (4 signals found, 1 red flag): fail"
+    assert res["verdict"] == "fail"
     progress = json.loads(coach(tmp_path, "progress", "--json").stdout)
     assert progress["attempts"] == 1 and progress["by_topic"][0]["best"] == 0.75
 

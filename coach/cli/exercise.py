@@ -64,15 +64,20 @@ def exercise_cmd(
     ask = _with_hints(exercise.hints, _source(answer, answers_file), err_console if as_json else console)
     show = (lambda line: None) if as_json else (lambda line: console.print(line, highlight=False, soft_wrap=True,
                                                                           markup=False))
-    if not as_json:
-        console.print(f"{exercise.scenario_id}: {exercise.title}", style="bold", markup=False, highlight=False)
+    if not as_json:  # the title names the answer: it comes with the feedback, after the last answer
+        console.print(exercise.scenario_id, style="bold", markup=False, highlight=False)
     from coach.exercises.player import play
 
     result = play(exercise, ask, show)
+    marked = None
+    if result.rubric.verdict == "unsure" and not as_json and not (answer or answers_file):
+        from coach.exercises.grading import self_mark
+
+        marked = self_mark(exercise.signals, ask, show)
     if not no_save:
         from coach.cli.progress import save
 
-        save([_attempt(result)])
+        save([_attempt(result, marked)])
     if as_json:
         print_json(_as_dict(result))
 
@@ -108,16 +113,16 @@ def _as_dict(result) -> dict:
                     "correct": LETTERS[p.point.correct], "chosen": None if p.choice is None else LETTERS[p.choice],
                     "choice_correct": p.choice_correct, "text": p.text, "feedback": list(p.feedback)}
                    for p in result.points],
-        "rubric": {"score": result.rubric.score, "max_score": result.rubric.max_score,
+        "rubric": {"score": result.rubric.score, "max_score": result.rubric.max_score, "verdict": result.rubric.verdict,
                    "found": [{"line": h.concept.label, "quote": h.quote} for h in result.rubric.found],
                    "missed": [c.label for c in result.rubric.missed],
                    "red_flags": [{"line": h.concept.label, "quote": h.quote} for h in result.rubric.flags],
-                   "not_graded": [r.text for r in ex.rubric_flags if r.concept is None]},
+                   "contradicted": [{"line": h.concept.label, "quote": h.quote} for h in result.rubric.contradicted]},
         "feedback": list(result.feedback),
     }
 
 
-def _attempt(result):
+def _attempt(result, self_marked=None):
     from coach.exercises.player import LETTERS
     from coach.exercises.progress import Attempt
 
@@ -127,4 +132,6 @@ def _attempt(result):
                    details={"choices_right": sum(p.choice_correct for p in result.points),
                             "rubric_found": [h.concept.label for h in result.rubric.found],
                             "rubric_missed": [c.label for c in result.rubric.missed],
-                            "red_flags": [h.concept.label for h in result.rubric.flags]})
+                            "red_flags": [h.concept.label for h in result.rubric.flags],
+                            "verdict": result.rubric.verdict,
+                            **({"self_marked": self_marked} if self_marked is not None else {})})

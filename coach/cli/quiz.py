@@ -43,7 +43,7 @@ def quiz_cmd(
 
         coach quiz --topics
     """
-    from coach.exercises.answers import source
+    from coach.exercises.answers import interactive, source
     from coach.exercises.bank import LEVELS, load_bank
 
     bank = load_bank()
@@ -92,12 +92,18 @@ def quiz_cmd(
             _say(q.question)
         text = ask(f"Your answer to {q.id}:")
         grade = q.grade(text)
-        results.append(_result(q, text, grade))
-        if not no_save:  # each answer is committed as soon as it is graded
-            _save(_attempt(q, text, grade))
+        marked = None
         if not as_json:
             for line in grade.feedback():
-                _say(line, {"+": "green", "-": "yellow", "!": "red"}.get(line[0], "bold"))
+                _say(line, {"+": "green", "-": "yellow", "!": "red", "?": "magenta"}.get(line[0], "bold"))
+            if grade.verdict == "unsure" and ask is interactive:
+                from coach.exercises.grading import self_mark
+
+                marked = self_mark(q.signals, ask, _say)
+        results.append(_result(q, text, grade) | {"self_marked": marked})
+        if not no_save:  # each answer is committed as soon as it is graded
+            _save(_attempt(q, text, grade, marked))
+        if not as_json:
             _say("Model answer:", "bold")
             _say(q.answer)
             _say(f"Sources: {'; '.join(q.sources)}", "dim")
@@ -140,10 +146,12 @@ def _say(text: str, style: str = "") -> None:
 
 def _result(q, text: str, grade) -> dict:
     return {"id": q.id, "topic": q.topic, "level": q.level, "question": q.question, "your_answer": text,
-            "score": grade.score, "max_score": grade.max_score,
+            "score": grade.score, "max_score": grade.max_score, "verdict": grade.verdict,
             "found": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.found],
             "missed": [{"concept": c.id, "label": c.label} for c in grade.missed],
             "red_flags": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote} for h in grade.flags],
+            "contradicted": [{"concept": h.concept.id, "label": h.concept.label, "quote": h.quote}
+                             for h in grade.contradicted],
             "feedback": grade.feedback(), "model_answer": q.answer, "sources": list(q.sources),
             "follow_ups": list(q.follow_ups)}
 
@@ -154,9 +162,13 @@ def _save(attempt) -> None:
     save([attempt])
 
 
-def _attempt(q, text: str, grade):
+def _attempt(q, text: str, grade, self_marked=None):
+    """The attempt as recorded: the automatic score, and apart from it any self-marking."""
     from coach.exercises.progress import Attempt
 
+    details = {"found": [h.concept.id for h in grade.found], "missed": [c.id for c in grade.missed],
+               "red_flags": [h.concept.id for h in grade.flags], "level": q.level, "verdict": grade.verdict}
+    if self_marked is not None:
+        details["self_marked"] = self_marked
     return Attempt(kind="quiz", item=q.id, topic=q.topic, score=grade.score, max_score=grade.max_score, answer=text,
-                   details={"found": [h.concept.id for h in grade.found], "missed": [c.id for c in grade.missed],
-                            "red_flags": [h.concept.id for h in grade.flags], "level": q.level})
+                   details=details)

@@ -13,6 +13,27 @@ expression over given values, earlier numbers and hardware fields (``h200.dram_b
 follow-ups is replaced by its value as ``coach numbers`` prints it (``coach.exercises.worked``). The
 text is filled in at load time, so a table that changes changes the answer with it.
 
+Claims (what question authors can add; every field beyond label, explain and synonyms is optional,
+and a concept written with only those is graded well: its label, the clauses of its explanation and
+its longer synonyms are matched loosely, in other words, besides its exact synonyms)::
+
+    [concepts.littles-law]
+    label = "Little's law: bytes in flight = bandwidth x latency"
+    explain = "To sustain bandwidth B with latency L, about B x L bytes must be outstanding."
+    synonyms = ["little's law", "bytes in flight"]        # exact phrases, in order, small gaps allowed
+    patterns = ['sectors?\\s*/\\s*request']            # regular expressions, where a phrase cannot say it
+    paraphrases = ["enough requests must be outstanding to cover the round trip"]  # plain words, loose
+    polarity = "negative"   # only where the answer *denies* the phrases ("occupancy is not the goal")
+    quantity = { value = 265, unit = "blocks", tolerance = 0.1 }   # a number the answer must state
+    example = "..."         # red flags (rf-*): a sentence stating the misconception; required
+
+A claim counts only where a sentence asserts it: negation and "not relevant / doesn't matter /
+irrelevant" flip it, and a bare list of terms asserts nothing (``coach.exercises.grading``). A red
+flag is matched strictly (its synonyms, its paraphrases and example almost whole, in one clause, in
+order): write its synonyms as the misconception is said ("higher occupancy is always better"),
+never as a bare term a right answer also uses. Its ``explain`` says why it is wrong; feedback
+quotes it.
+
 Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
 file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.
 """
@@ -27,7 +48,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from coach.errors import InputError
-from coach.exercises.grading import Concept, Grade, grade
+from coach.exercises.grading import Concept, Grade, Quantity, grade
 from coach.exercises.worked import Number, WorkedError, render
 
 BANK_DIR = Path(__file__).resolve().parent / "data" / "bank"
@@ -90,7 +111,7 @@ class Bank:
 
 
 def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
-    allowed = {"label", "explain", "synonyms", "patterns", "example"}
+    allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity"}
     if unknown := set(raw) - allowed:
         raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
     for key in ("label", "explain"):
@@ -99,9 +120,19 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
     example = raw.get("example", "")
     if cid.startswith(RED_FLAG_PREFIX) and not example:
         raise InputError(path, f"red flag {cid!r} needs an example sentence that shows the misconception")
+    quantity = raw.get("quantity")
     try:
+        if quantity is not None:
+            if not isinstance(quantity, dict) or not isinstance(quantity.get("value"), (int, float)):
+                raise ValueError(f"concept {cid!r}: quantity needs a table with a number value (and unit, tolerance)")
+            if unknown_q := set(quantity) - {"value", "unit", "tolerance"}:
+                raise ValueError(f"concept {cid!r}: quantity has unknown keys {sorted(unknown_q)}")
+            quantity = Quantity(float(quantity["value"]), str(quantity.get("unit", "")),
+                                float(quantity.get("tolerance", 0.1)))
         concept = Concept(cid, raw["label"].strip(), raw["explain"].strip(),
-                          tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())))
+                          tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())),
+                          paraphrases=tuple(raw.get("paraphrases", ())), example=example,
+                          polarity=raw.get("polarity", "positive"), quantity=quantity)
     except (ValueError, TypeError) as err:
         raise InputError(path, str(err)) from None
     return concept, example

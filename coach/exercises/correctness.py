@@ -80,11 +80,12 @@ def build(scenario: CorrectnessScenario, *, values: Mapping[str, Any] | None = N
     values = recorded_values(scenario) if values is None else dict(values)
     extras = _extras(scenario) if extras is None else extras
     rng = random.Random(scenario.number)
-    mapped = _mapping(scenario, extras, bank)
+    mapped, why = _mapping(scenario, extras, bank)
+    default_why = f"The bug here is {CLASS_WORDS[scenario.error_class]}; this does not find or fix it."
     strong = resolve(tuple(render(t, values) for t in scenario.rubric.strong), bank, red_flags=False, mapped=mapped,
-                     prefix=scenario.id)
+                     prefix=scenario.id, why=why)
     flags = resolve(tuple(render(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True, mapped=mapped,
-                    prefix=scenario.id)
+                    prefix=scenario.id, why=why, default_why=default_why)
     points = [_look_first(scenario, rng), _meaning(scenario, values, rng),
               _fix(scenario, values, others, rng, extras.get("fix_distractors", ())), _verify(scenario, rng)]
     points += [_extra(scenario, i, raw, bank) for i, raw in enumerate(extras.get("decision", []))]

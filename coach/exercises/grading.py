@@ -1,24 +1,39 @@
-"""Grade a free-text answer by the concepts it names, not by its wording.
+"""Grade a free-text answer by the claims it makes, not by the words it contains.
 
-A ``Concept`` is one idea a good answer names ("accesses are coalesced") or one misconception a
-weak answer shows ("more threads are always faster"), written as a few synonym phrases and,
-where a phrase cannot say it, regular expressions. An answer is graded against the strong signals
-and red flags of a question or scenario rubric: the score is the number of signals found minus
-the number of red flags shown, and the feedback says for each concept what was matched (quoting
-the answer) or what was missing, and why it matters.
+A ``Concept`` is one claim a good answer makes ("accesses are coalesced") or one misconception a
+weak answer states ("more threads are always faster"). It is written as synonym phrases, regular
+expressions, and optionally plain-language ``paraphrases`` (whole sentences a candidate might say
+instead), an ``example`` of the misconception, a ``polarity`` and a ``quantity``. An answer is graded
+against the strong signals and red flags of a question or scenario rubric.
 
-Matching tolerates wording without a language model:
+A claim counts only where a sentence *asserts* it:
 
-* case, accents, punctuation, hyphens and slashes are ignored ("128-byte" = "128 byte");
-* words are reduced to a crude stem, the same way in the phrase and in the answer, so plurals and
-  the usual verb endings match ("coalesced" = "coalescing" = "coalesce", "bytes" = "byte");
-* filler words are dropped and a phrase's words must appear in order within one sentence, with at
-  most ``MAX_GAP`` other words between consecutive ones ("reads from the shared memory tile"
-  matches "shared memory");
-* a red flag that the answer negates ("occupancy is *not* the goal") does not count: a negation
-  word within ``NEGATION_WINDOW`` words before the match, between its words ("many FLOPs is not
-  necessarily compute-bound") or right after it ("... is not the goal"), within the same clause,
-  cancels it. Strong signals ignore negation: "the loads are not coalesced" still names coalescing.
+* **Wording.** Case, accents, punctuation and hyphens are ignored; words are reduced to a crude stem
+  the same way in the phrase and in the answer ("coalesced" = "coalescing"); contractions read as
+  negations ("doesn't" = "does not"); a small thesaurus of plain words maps onto the rubric's terms
+  ("on-chip scratchpad" = "shared memory", "round trip" = "latency", "bigger" = "larger").
+* **Exact and loose matches.** A synonym matches when its words appear in order within one sentence,
+  at most ``MAX_GAP`` other words apart. A label, a paraphrase, an example or a longer synonym also
+  matches *loosely* when most of its informative words (``LOOSE_SHARE`` of their weight) occur close
+  together in one sentence, in any order: this is how an answer in plain words is recognised.
+* **Negation.** A "not", "no", "never", "without", "instead of" ... near the match, or a dismissal
+  after it in the same clause ("... is not relevant", "doesn't matter", "is irrelevant", "won't
+  help"), flips the claim: a negated red flag is the right idea, not the misconception; a negated
+  signal is not a signal, and a dismissed one ("the ridge point is not relevant") is a contradiction
+  that fails the answer. A concept with ``polarity = "negative"`` is the other way round: it is
+  found only where the answer denies its phrases.
+* **Assertion.** A sentence made only of rubric terms, with no word that connects them into a
+  statement ("launch overhead capture replay static shapes"), asserts nothing, and neither does a
+  sentence that strings three or more terms together with almost no such word. Their matches are
+  reported as "listed, not explained" and earn nothing.
+* **Quantities.** A concept with a ``quantity`` (value, unit, relative tolerance) is found where the
+  answer states that number in a compatible unit: "265 blocks", "~57 KB", "1.4x" (see
+  ``coach.exercises.quantity.mentions``).
+
+The score is the signals found minus the red flags shown; the ``verdict`` is ``pass`` (no red flag,
+no contradiction, at least ``PASS_SHARE`` of the signals), ``fail``, or ``unsure`` where the answer
+says something relevant but the grader cannot decide: then the person is asked to mark themselves
+against the rubric, and that mark is kept apart from the automatic score.
 
 A concept written as a sentence (a scenario's rubric line) can instead be found by its key words
 (``keywords``, ``min_keywords``) or by naming enough of several concepts (``parts``, ``min_parts``);
@@ -27,6 +42,7 @@ A concept written as a sentence (a scenario's rubric line) can instead be found 
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -36,19 +52,41 @@ from functools import lru_cache
 #: counting). Two lets a qualifier in ("shared-memory tile reads" for "shared memory reads"); more
 #: starts joining words from unrelated clauses.
 MAX_GAP = 2
-#: How far back (in words, same sentence) a negation cancels a red flag: "is not always" and
-#: "doesn't really mean that" fit; a "not" in an earlier clause mostly does not.
+#: How far back (in words, same clause) a negation reaches: "is not always", "doesn't really mean".
 NEGATION_WINDOW = 4
-#: Negations right after a match also cancel it: "maximising occupancy is not the goal".
+#: Negations right after a match also flip it: "maximising occupancy is not the goal".
 NEGATION_AFTER = 2
+#: Share of a loose cue's informative weight an answer sentence must hold for a loose match.
+LOOSE_SHARE = 0.65
+#: A red flag's loose cue must be held almost whole: a strong answer discusses the same words with
+#: the opposite claim, and a wrong flag costs more than a missed one.
+LOOSE_SHARE_FLAG = 0.85
+#: Share of the signals an answer must make (and no red flag, no contradiction) to pass.
+PASS_SHARE = 0.4
 
 _STOPWORDS = frozenset(
     "a an the of to is are was were be been being by for in on at it its that this these those and "
     "or as with from into so which there their they we i you your our do does did just very also "
     "here has have had will would should could can may might".split()
 )
-_SENTENCE_END = re.compile(r"[.!?;]+(?=\s|$)|\n\s*\n")
-_WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
+#: Words that connect terms into a statement: a sentence with none of them (outside its matched
+#: terms) is a list. Articles, prepositions, pronouns, auxiliaries, conjunctions, and the symbols of
+#: a terse note ("x = y", "a -> b", "fix: SoA").
+_CONNECTORS = frozenset(
+    "a an the of to in on at by for with from into onto over under than per via about across between "
+    "through within after before during because since so if then when while whereas although though "
+    "unless until and or but it its they them their this that these those we i you he she which who "
+    "what each every all both is are was were be been being am has have had do does did will would can "
+    "could should may might must shall need needs not no never only instead rather "
+    "as there here how why where make makes made get gets "
+    "use uses using keep keeps let lets give gives go goes take takes".split()
+) | {"=", "->", "=>", ":", "<", ">", "~", "≈"}
+_SENTENCE_END = re.compile(r"(?<![0-9])[.!?;]+(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d+[.)])\s)|(?<=[^a-z,\s])[ \t]*\n")
+_CLAUSE_END = re.compile(r",|\bbut\b|\bwhereas\b|\balthough\b|\bthough\b|\bbecause\b|\bsince\b|\bwhile\b|\bso\b")
+_WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?|->|=>|[=:<>~≈]")
+_CONTRACTIONS = re.compile(
+    r"\b(?:doesnt|dont|didnt|isnt|arent|wasnt|werent|wont|wouldnt|cant|cannot|couldnt|shouldnt|hasnt|havent|"
+    r"hadnt|neednt|mustnt|aint)\b")
 
 
 def stem(word: str) -> str:
@@ -76,12 +114,65 @@ def stem(word: str) -> str:
     return w
 
 
-#: Words that cancel a red flag (stemmed like the answer's words).
-_NEGATIONS = frozenset(
-    stem(w)
-    for w in "not no never isnt arent wasnt doesnt dont didnt wont cannot cant neither nor without instead "
-    "rather myth misconception wrong false unlike".split()
-)
+#: Words that flip the claim they govern (stemmed like the answer's words).
+_NEGATIONS = frozenset(stem(w) for w in "not no never neither nor without instead rather myth misconception "
+                       "unlike nothing none".split())
+#: Words that flip a claim from after it in the same clause, with a negation ("is not relevant",
+#: "doesn't matter", "won't help") or on their own ("is irrelevant", "is negligible").
+_DISMISS_AFTER_NOT = frozenset(stem(w) for w in (
+    "relevant matter matters important issue problem bottleneck help helps apply applies needed necessary "
+    "cause reason point change changes affect factor fault limit limiting concern real true thing case "
+    "required useful bother").split())
+_DISMISS = frozenset(stem(w) for w in (
+    "irrelevant negligible unimportant pointless unnecessary useless overrated myth wrong false nonsense "
+    "immaterial moot").split())
+#: Words before a claim that dismiss it: "ignore X", "forget X", "no need for X".
+_DISMISS_BEFORE = frozenset(stem(w) for w in "ignore forget".split())
+
+# Plain words onto the rubric's terms, applied to both sides before matching (multi-word first).
+_PHRASES = [(re.compile(p), r) for p, r in (
+    (r"\bon[- ]chip (?:scratch ?pad|buffer|memory)\b", "shared memory"),
+    (r"\bscratch ?pad\b", "shared memory"), (r"\bsmem\b", "shared memory"),
+    (r"\bnsight compute\b", "ncu"), (r"\bnsight systems\b", "nsys"), (r"\bround[- ]trips?\b", "latency"), (r"\bin[- ]flight\b", "inflight"), (r"\boutstanding\b", "inflight"),
+    (r"\bmemory (?:speed|rate)\b", "bandwidth"), (r"\bbytes? per second\b", "bandwidth"),
+    (r"\bmath (?:units?|rate|throughput)\b", "compute"), (r"\bwarp slots?\b", "occupancy"),
+    (r"\bmain memory\b", "dram"), (r"\bdevice memory\b", "dram"), (r"\bglobal memory\b", "dram"),
+    (r"\bhbm\d?e?\b", "dram"), (r"\bvram\b", "dram"),
+    (r"\bgroups? of 32(?: threads)?\b", "warp"), (r"\b32 threads\b", "warp"),
+    (r"\bfloat4\b", "vector 16 byte"), (r"\bint4 vector\b", "vector"),
+    (r"\bthe cpu\b", "host"), (r"\bcpu side\b", "host"),
+    (r"\bfused?\b", "fuse"), (r"\bmerg(?:e|ed|ing)\b", "combine"),
+)]
+_CANON = {stem(a): stem(b) for a, b in (
+    ("bigger", "larger"), ("greater", "larger"), ("wider", "wide"), ("widest", "wide"), ("raise", "increase"),
+    ("raising", "increase"), ("higher", "increase"), ("boost", "increase"), ("grow", "increase"),
+    ("grows", "increase"), ("rises", "increase"), ("rise", "increase"), ("more", "increase"),
+    ("lower", "reduce"), ("decrease", "reduce"), ("cut", "reduce"), ("fewer", "reduce"), ("less", "reduce"),
+    ("shrink", "reduce"), ("drop", "reduce"), ("smaller", "small"), ("tiny", "small"),
+    ("lane", "thread"), ("lanes", "thread"), ("adjacent", "consecutive"), ("neighbouring", "consecutive"),
+    ("neighboring", "consecutive"), ("successive", "consecutive"),
+    ("sequential", "consecutive"),
+    ("chunk", "sector"), ("piece", "sector"), ("pieces", "sector"),
+    ("math", "compute"), ("arithmetic", "compute"), ("flops", "flop"), ("flop", "flop"),
+    ("fast", "speed"), ("faster", "speed"), ("quicker", "speed"), ("speedup", "speed"), ("slow", "slow"),
+    ("slower", "slow"), ("serialize", "serialise"), ("serialized", "serialise"), ("serialised", "serialise"),
+    ("queue", "serialise"), ("queues", "serialise"), ("turns", "serialise"),
+    ("privatize", "privatise"), ("privatized", "privatise"), ("minimize", "minimise"), ("maximize", "maximise"),
+    ("optimize", "optimise"), ("optimized", "optimise"), ("synchronize", "synchronise"),
+    ("synchronizes", "synchronise"), ("synchronization", "synchronisation"), ("initialized", "initialise"),
+    ("uninitialized", "uninitialise"), ("uninitialised", "uninitialise"), ("quantize", "quantise"),
+    ("quantized", "quantise"), ("quantization", "quantisation"), ("vectorized", "vectorise"),
+    ("utilization", "utilisation"), ("behavior", "behaviour"), ("specialization", "specialisation"),
+    ("amortize", "amortise"), ("materialize", "materialise"), ("materializes", "materialise"),
+    ("wait", "wait"), ("waits", "wait"), ("stall", "wait"), ("stalls", "wait"), ("idle", "idle"), ("idles", "idle"),
+    ("empty", "idle"), ("busy", "busy"), ("reuse", "reuse"), ("reused", "reuse"),
+    ("multiprocessor", "sm"), ("multiprocessors", "sm"), ("sms", "sm"),
+    ("weights", "weight"), ("parameters", "parameter"), ("params", "parameter"), ("param", "parameter"),
+    ("delay", "latency"), ("delays", "latency"), ("record", "capture"), ("recorded", "capture"),
+    ("resubmit", "replay"), ("rerun", "replay"), ("launch", "launch"), ("submission", "launch"),
+    ("mask", "mask"), ("masked", "mask"),
+    ("outputs", "output"), ("results", "output"), ("errors", "error"),
+)}
 
 
 def fold(text: str) -> str:
@@ -93,64 +184,121 @@ def fold(text: str) -> str:
     return text
 
 
+def _normalise(text: str) -> str:
+    """Folded text with contractions as "not" and the thesaurus's phrases replaced."""
+    text = _CONTRACTIONS.sub("not", fold(text))
+    text = re.sub(r"\b(?:not|never) forget\b", "remember", text)
+    for pattern, repl in _PHRASES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def canon(word_stem: str) -> str:
+    return _CANON.get(word_stem, word_stem)
+
+
 @dataclass(frozen=True)
 class _Word:
     stem: str
-    start: int  # character offsets in the folded sentence, to quote the answer back
+    start: int  # character offsets in the sentence text, to quote the answer back
     end: int
+    clause: int  # index of the clause within the sentence
+    connector: bool  # a word that connects terms into a statement
 
 
 @dataclass(frozen=True)
 class _Sentence:
-    text: str  # folded
+    text: str  # normalised, symbols spaced out
     words: tuple[_Word, ...]  # stop words removed
+    all_words: tuple[_Word, ...]  # every word and connector symbol
+    raw: str = ""  # normalised, symbols kept (for numbers and units)
+
+    @property
+    def connectors(self) -> tuple[_Word, ...]:
+        return tuple(w for w in self.all_words if w.connector)
 
 
 @lru_cache(maxsize=1024)
 def _sentences(text: str) -> tuple[_Sentence, ...]:
     """The text split into sentences of stemmed words (cached: an answer is graded against many concepts)."""
     out = []
-    for part in _SENTENCE_END.split(fold(text)):
+    for part in _SENTENCE_END.split(_normalise(text)):
         part = " ".join(part.split())
-        spaced = re.sub(r"[-_/+=*(),\[\]{}<>\"|~^]", " ", part)
-        words = tuple(
-            _Word(stem(m.group()), m.start(), m.end()) for m in _WORD.finditer(spaced) if m.group() not in _STOPWORDS
-        )
+        spaced = re.sub(r"[-_/+*()\[\]{}\"|^]", " ", part)  # same length as part: offsets hold in both
+        cuts = [m.start() for m in _CLAUSE_END.finditer(spaced)]
+        words, every = [], []
+        for m in _WORD.finditer(spaced):
+            raw = m.group()
+            if raw == ":" and m.end() >= len(spaced.rstrip()):
+                continue
+            clause = sum(c <= m.start() for c in cuts)
+            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS)
+            every.append(w)
+            if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
+                words.append(w)
         if words:
-            out.append(_Sentence(part, words))
+            out.append(_Sentence(spaced, tuple(words), tuple(every), part))
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def phrase_stems(phrase: str) -> tuple[str, ...]:
-    """The stems a phrase is matched by: folded, filler words dropped, each word stemmed."""
+    """The stems a phrase is matched by: normalised, filler words dropped, each word stemmed."""
     return tuple(w.stem for s in _sentences(phrase) for w in s.words)
+
+
+#: Words of a rubric line or label that frame the claim rather than make it: never loose cue words.
+FRAMING = frozenset(phrase_stems(
+    "believing believes thinking thinks assuming assumes treating treats expecting expects calling calls "
+    "reading reads saying says claims claiming proposing proposes concluding concludes sees checks knows "
+    "notices explains names finds uses tries adds reaches blames looks compares estimates predicts "
+    "answering answer making idea always something someone thing things kernel kernels gpu gpus code "
+    "candidate whole just only even also such other another without every each way ways means mean "
+    "actually really basically simply"
+)) - {"without"}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number a claim states: value in ``unit`` (see ``coach.exercises.quantity``), within a relative tolerance."""
+
+    value: float
+    unit: str = ""
+    tolerance: float = 0.1
 
 
 @dataclass(frozen=True)
 class Concept:
-    """One idea to look for in an answer."""
+    """One claim to look for in an answer."""
 
     id: str
     label: str  # how feedback names it: "coalesced global access"
     explain: str  # why it matters (a signal) or why it is wrong (a red flag)
     synonyms: tuple[str, ...] = ()  # phrases, matched as described in the module docstring
-    patterns: tuple[str, ...] = ()  # regular expressions over the folded sentence text
+    patterns: tuple[str, ...] = ()  # regular expressions over the normalised sentence text
     #: Key words for a concept written as a sentence (a scenario rubric line that names no concept of
-    #: the bank): it is found when at least ``min_keywords`` of them occur anywhere in the answer.
+    #: the bank): it is found when at least ``min_keywords`` of them occur in asserted sentences.
     keywords: tuple[str, ...] = ()
     min_keywords: int = 0
     #: Concepts of which at least ``min_parts`` must be found (a rubric line that names several).
     parts: tuple[Concept, ...] = ()
     min_parts: int = 0
+    #: Plain-language sentences that make the same claim, matched loosely (see the module docstring).
+    paraphrases: tuple[str, ...] = ()
+    example: str = ""  # a red flag: a sentence that states the misconception (also matched loosely)
+    polarity: str = "positive"  # "negative": found only where the answer denies the phrases
+    quantity: Quantity | None = None
+    loose_label: bool = True  # whether the label itself is a loose cue
 
     def __post_init__(self) -> None:
-        if not (self.synonyms or self.patterns or self.keywords or self.parts):
+        if not (self.synonyms or self.patterns or self.keywords or self.parts or self.paraphrases or self.quantity):
             raise ValueError(f"concept {self.id!r} has neither synonyms, patterns, keywords nor parts")
         if self.keywords and not 0 < self.min_keywords <= len(self.keywords):
             raise ValueError(f"concept {self.id!r}: min_keywords must be between 1 and {len(self.keywords)}")
         if self.parts and not 0 < self.min_parts <= len(self.parts):
             raise ValueError(f"concept {self.id!r}: min_parts must be between 1 and {len(self.parts)}")
+        if self.polarity not in ("positive", "negative"):
+            raise ValueError(f"concept {self.id!r}: polarity must be 'positive' or 'negative'")
         for p in self.patterns:
             re.compile(p)
         for s in self.synonyms:
@@ -158,33 +306,130 @@ class Concept:
                 raise ValueError(f"concept {self.id!r}: synonym {s!r} has no words left after folding")
 
     def find(self, text: str, *, honour_negation: bool = False) -> str | None:
-        """The words of ``text`` that name this concept, or None."""
-        return find_in(_sentences(text), self, honour_negation=honour_negation)
+        """The words of ``text`` that assert this concept, or None.
+
+        ``honour_negation=False`` (the old behaviour for signals) also accepts a negated mention.
+        """
+        m = best(_analyse(text, (self,)), self, asserted_only=False)
+        if m is None or (honour_negation and m.negated):
+            return None
+        return m.quote
 
 
-def find_in(sentences: tuple[_Sentence, ...], concept: Concept, *, honour_negation: bool) -> str | None:
-    for sent in sentences:
-        stems = [w.stem for w in sent.words]
-        for syn in concept.synonyms:
-            phrase = phrase_stems(syn)
-            for i, j in _phrase_spans(stems, phrase):
-                lo, hi = sent.words[i].start, sent.words[j].end
-                if not (honour_negation and _negated(sent, lo, hi, set(phrase))):
-                    return sent.text[lo:hi].strip()
-        for pat in concept.patterns:
-            for m in re.finditer(pat, sent.text):
-                if m.group().strip() and not (honour_negation and _negated(sent, m.start(), m.end(), set())):
-                    return m.group().strip()
-    if concept.keywords:
-        present = {w.stem for sent in sentences for w in sent.words}
-        hits = [k for k in concept.keywords if stem(k) in present]
-        if len(hits) >= concept.min_keywords:
-            return ", ".join(hits)
-    if concept.parts:
-        quotes = [q for p in concept.parts if (q := find_in(sentences, p, honour_negation=honour_negation))]
-        if len(quotes) >= concept.min_parts:
-            return "; ".join(quotes)
-    return None
+# --------------------------------------------------------------------------------------------
+# Matching
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    quote: str  # the answer's own words
+    sentence: int
+    lo: int  # character span in the sentence
+    hi: int
+    negated: bool = False
+    dismissed: bool = False  # negated by "not relevant", "doesn't matter", "irrelevant"
+    loose: bool = False
+    words: frozenset[int] = frozenset()  # word indices (in sentence.all_words) the match covers
+
+
+@lru_cache(maxsize=1)
+def _weights() -> dict[str, float]:
+    """Informativeness of a stem: inverse document frequency over the bank's concept texts."""
+    from coach.exercises.bank import load_bank  # noqa: PLC0415 - the bank imports this module
+
+    try:
+        bank = load_bank()
+    except Exception:  # noqa: BLE001 - without a bank every word weighs the same
+        return {}
+    docs = [set(phrase_stems(" ".join((c.label, c.explain, *c.synonyms)))) for c in bank.concepts.values()]
+    n = len(docs)
+    df: dict[str, int] = {}
+    for d in docs:
+        for s in d:
+            df[s] = df.get(s, 0) + 1
+    return {s: math.log((n + 1) / (k + 0.5)) for s, k in df.items()}
+
+
+def _weight(s: str) -> float:
+    w = _weights()
+    if not w:
+        return 1.0
+    return max(0.3, w.get(s, math.log((len(w) + 1) / 0.5) if w else 1.0))
+
+
+@lru_cache(maxsize=8192)
+def _cue(text: str) -> tuple[str, ...]:
+    """A loose cue's informative stems, in order, without framing words and repeats."""
+    return tuple(dict.fromkeys(s for s in phrase_stems(text) if s not in FRAMING and len(s) > 1))
+
+
+_CUES: dict[int, tuple[Concept, list[tuple[tuple[str, ...], float]]]] = {}
+
+
+def _cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
+    """The loose cues of a concept (worked out once per concept object)."""
+    hit = _CUES.get(id(concept))
+    if hit is not None and hit[0] is concept:
+        return hit[1]
+    cues = _work_out_cues(concept)
+    _CUES[id(concept)] = (concept, cues)
+    return cues
+
+
+def _work_out_cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
+    """The loose cues of a concept, each with the share of its weight a sentence must hold."""
+    flag = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
+    share = LOOSE_SHARE_FLAG if flag else LOOSE_SHARE
+    texts = list(concept.paraphrases)
+    if concept.example:
+        texts.append(concept.example)
+    if flag:  # a strong answer uses a red flag's words to reject it: only its stated forms count, a clause at a time
+        clauses = [p for t in texts for p in re.split(r"[,;:]|\bso\b|\bbecause\b|\bwhich\b|\bbut\b", t)]
+        return [(c, share) for c in dict.fromkeys(_cue(t) for t in clauses) if len(c) >= 3]
+    if concept.loose_label:
+        label = concept.label
+        texts += [p for p in re.split(r"[:;()]", label) if p.strip()]
+        if not flag:  # the explanation says the claim again in other words, a clause at a time
+            texts += [p for p in re.split(r"[:;,.]|\bso\b|\bbut\b|\bwhich\b", concept.explain) if len(p.split()) >= 3]
+    texts += [s for s in concept.synonyms if len(phrase_stems(s)) >= 3]
+    return [(c, share) for c in dict.fromkeys(_cue(t) for t in texts) if len(c) >= 2]
+
+
+def _clause_bounds(sent: _Sentence, lo: int, hi: int) -> tuple[int, int]:
+    clauses = {w.clause for w in sent.all_words if lo <= w.start < hi}
+    first, last = (min(clauses), max(clauses)) if clauses else (0, 0)
+    return first, last
+
+
+_DENIAL = re.compile(r"\b(?:not true|untrue|false|wrong|a myth|not the case|a misconception|incorrect|nonsense)"
+                     r"(?: to say)? that\b")
+
+
+def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: int = 0) -> tuple[bool, bool]:
+    """(negated, dismissed) for the match at characters lo..hi of the sentence.
+
+    Negations are counted: two cancel ("it is not true that X cannot ..."), and a cue that holds a
+    negation itself ("cannot profile Triton") is asserted where the answer holds as many.
+    """
+    c_lo, c_hi = _clause_bounds(sent, lo, hi)
+    words = sent.words
+    before = [w.stem for w in words if w.clause == c_lo and w.end <= lo][-NEGATION_WINDOW:]
+    inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
+    after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
+    after = after_all[:NEGATION_AFTER]
+    dismissed = (any(s in _DISMISS for s in after_all + inside) or any(s in _DISMISS_BEFORE for s in before))
+    for i, s in enumerate(after_all):
+        if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
+            dismissed = True
+    count = sum(s in _NEGATIONS for s in before + inside + after)
+    if _DENIAL.search(sent.raw[:lo]) and not any(s in _NEGATIONS for s in before):
+        count += 1  # "it is not true that ...", "it's a myth that ..." deny the rest of the sentence
+    # "X instead of Y" / "X rather than Y": X is asserted, though "instead" follows it.
+    if set(after) & {"instead", "rather"} and not _NEGATIONS & set(before + inside):
+        count = 0
+    negated = dismissed or (count % 2) != (cue_negations % 2)
+    return negated, dismissed
 
 
 def _phrase_spans(stems: list[str], phrase: tuple[str, ...]):
@@ -194,7 +439,7 @@ def _phrase_spans(stems: list[str], phrase: tuple[str, ...]):
             continue
         pos = start
         for p in phrase[1:]:
-            window = stems[pos + 1 : pos + 2 + MAX_GAP]
+            window = stems[pos + 1: pos + 2 + MAX_GAP]
             if p not in window:
                 break
             pos = pos + 1 + window.index(p)
@@ -202,25 +447,247 @@ def _phrase_spans(stems: list[str], phrase: tuple[str, ...]):
             yield start, pos
 
 
-def _negated(sent: _Sentence, lo: int, hi: int, own: set[str]) -> bool:
-    """Whether a negation governs the match at characters lo..hi of the sentence.
+def _covered(sent: _Sentence, lo: int, hi: int) -> frozenset[int]:
+    return frozenset(i for i, w in enumerate(sent.all_words) if lo <= w.start and w.end <= hi)
 
-    Looks NEGATION_WINDOW words back and NEGATION_AFTER words on ("... is not the goal"), never across
-    a comma, and at words inside the match that are not the phrase's own ("is not necessarily").
-    """
-    clause_lo = sent.text.rfind(",", 0, lo) + 1
-    clause_hi = sent.text.find(",", hi)
-    clause_hi = len(sent.text) if clause_hi < 0 else clause_hi
-    before = [w.stem for w in sent.words if clause_lo <= w.start and w.end <= lo][-NEGATION_WINDOW:]
-    inside = [w.stem for w in sent.words if lo <= w.start and w.end <= hi and w.stem not in own]
-    after = [w.stem for w in sent.words if hi <= w.start and w.end <= clause_hi][:NEGATION_AFTER]
-    return not _NEGATIONS.isdisjoint(before + inside + after)
+
+def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
+    out = []
+    for k, sent in enumerate(sentences):
+        stems = [w.stem for w in sent.words]
+        for syn in concept.synonyms:
+            phrase = phrase_stems(syn)
+            for i, j in _phrase_spans(stems, phrase):
+                lo, hi = sent.words[i].start, sent.words[j].end
+                neg, dis = _negation(sent, lo, hi, set(phrase))
+                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi)))
+        for pat in concept.patterns:
+            for m in re.finditer(pat, sent.raw):
+                if m.group().strip():
+                    # a pattern holds its own negations ("can ?not ... triton"): only what is around it counts
+                    neg, dis = _negation(sent, m.start(), m.end(), {w.stem for w in sent.words
+                                                                    if m.start() <= w.start and w.end <= m.end()})
+                    neg = neg or bool(_DENIAL.search(m.group()))
+                    out.append(Match(m.group().strip(), k, m.start(), m.end(), neg, dis, False,
+                                     _covered(sent, m.start(), m.end())))
+    return out
+
+
+def _shortest(matches: list[Match]) -> list[Match]:
+    """Of matches that end at the same word, the shortest: "not true that cannot X" is "cannot X", denied."""
+    keep: dict[tuple[int, int], Match] = {}
+    for m in matches:
+        key = (m.sentence, m.hi)
+        if key not in keep or m.lo > keep[key].lo:
+            keep[key] = m
+    return list(keep.values())
+
+
+def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
+    out = []
+    strict = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
+    for full, share in _cues(concept):
+        cue = tuple(s for s in full if s not in _NEGATIONS)
+        negs = len(full) - len(cue)
+        if len(cue) < 2:
+            continue
+        total = sum(_weight(s) for s in cue)
+        need = total * share
+        numbers = {s for s in cue if s[0].isdigit()}  # a number is the claim: it must be there
+        if strict and numbers:
+            need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
+        span = max(8, 3 * len(cue))
+        for k, sent in enumerate(sentences):
+            idx = [i for i, w in enumerate(sent.words) if w.stem in cue]
+            if len(idx) < 2 or not numbers <= {sent.words[i].stem for i in idx}:
+                continue
+            for a in range(len(idx)):
+                got: dict[str, int] = {}
+                for b in range(a, len(idx)):
+                    if idx[b] - idx[a] > span:
+                        break
+                    w = sent.words[idx[b]]
+                    if strict and (w.clause != sent.words[idx[a]].clause  # a misconception is stated in one clause,
+                                   or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
+                        continue
+                    got.setdefault(w.stem, idx[b])
+                    if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
+                        lo = sent.words[idx[a]].start
+                        hi = sent.words[idx[b]].end
+                        neg, dis = _negation(sent, lo, hi, set(cue), negs)
+                        out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
+                        break
+    return out
+
+
+def _quantities(text: str, concept: Concept) -> list[Match]:
+    from coach.exercises.quantity import mentions  # noqa: PLC0415
+
+    q = concept.quantity
+    out = []
+    for k, sent in enumerate(_sentences(text)):
+        for value, unit, lo, hi in mentions(sent.raw):
+            if unit and q.unit and not _same_unit(unit, q.unit):
+                continue
+            if q.value and abs(value - q.value) <= q.tolerance * abs(q.value):
+                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, *_negation(sent, lo, hi, set())))
+    return out
+
+
+def _same_unit(a: str, b: str) -> bool:
+    from coach.exercises.quantity import dimension  # noqa: PLC0415
+
+    return dimension(a) == dimension(b)
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    text: str
+    sentences: tuple[_Sentence, ...]
+    matches: dict[str, list[Match]]  # concept id -> every match, negated or not
+    listed: frozenset[int]  # sentences that assert nothing (bare lists of terms)
+
+
+def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
+    found = _shortest(_exact(sentences, concept))
+    if concept.quantity is not None:
+        found += _quantities(text, concept)
+    if not any(not m.negated for m in found):
+        found += _loose(sentences, concept)
+    return found
+
+
+def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
+    sentences = _sentences(text)
+    leaves: dict[str, Concept] = {}
+
+    def collect(c: Concept) -> None:
+        leaves.setdefault(c.id, c)
+        for p in c.parts:
+            collect(p)
+
+    for c in concepts:
+        collect(c)
+    matches = {cid: _all_matches(text, sentences, c) for cid, c in leaves.items()}
+    if _is_list(text):
+        return _Analysis(text, sentences, matches, frozenset(range(len(sentences))))
+    listed = set()
+    for k, sent in enumerate(sentences):
+        exact = [m for ms in matches.values() for m in ms if m.sentence == k and not m.loose]
+        covered = set().union(*(m.words for m in exact)) if exact else set()
+        connectors = [i for i, w in enumerate(sent.all_words) if w.connector and i not in covered]
+        distinct = {frozenset(m.words) for m in exact}
+        spans = _disjoint(distinct)
+        content = [w for w in sent.all_words if not w.connector]
+        if spans >= 2 and not any(w.connector for w in sent.all_words):
+            listed.add(k)
+        elif spans >= 3 and 2 * len(connectors) < spans and len(connectors) <= 1:
+            listed.add(k)
+        elif spans >= 2 and not [i for i in connectors if not _in_brackets(sent.raw, sent.all_words[i].start)]:
+            listed.add(k)
+        elif _fragments_bare(sent.raw):
+            listed.add(k)
+    return _Analysis(text, sentences, matches, frozenset(listed))
+
+
+def _is_list(text: str) -> bool:
+    """Whether a whole answer is a list of short terms: three or more fragments (between commas,
+    semicolons, line ends and full stops), none longer than five words, and at most one connecting
+    word for every two fragments."""
+    text = re.sub(r"\([^()]*\)", " ", _normalise(text))
+    frags = [f.split() for f in re.split(r"[,;\n]|(?<![0-9])[.!?]+(?=\s|$)", text)]
+    frags = [f for f in frags if any(re.search(r"[a-z]", w) for w in f)]
+    if len(frags) < 3 or any(len(f) > 5 for f in frags):
+        return False
+    joins = sum(w in _CONNECTORS for f in frags for w in f)
+    return joins <= len(frags) / 2
+
+
+def _in_brackets(text: str, pos: int) -> bool:
+    return text.count("(", 0, pos) > text.count(")", 0, pos)
+
+
+def _fragments_bare(text: str) -> bool:
+    """Whether a sentence is a comma list of bare terms: four or more fragments (asides in brackets
+    and bare numbers aside), three quarters of them without a connecting word."""
+    text = re.sub(r"\([^()]*\)", " ", text)
+    frags = [f for f in text.split(",") if re.search(r"[a-z]", f)]
+    if len(frags) < 4:
+        return False
+    bare = sum(not any(w in _CONNECTORS for w in re.findall(r"[a-z]+|[=:<>~]|->", f)) for f in frags)
+    return bare >= 0.75 * len(frags)
+
+
+def _disjoint(spans: set[frozenset[int]]) -> int:
+    """How many non-overlapping term spans a sentence holds."""
+    taken: set[int] = set()
+    n = 0
+    for s in sorted(spans, key=lambda s: (min(s) if s else 0, -len(s))):
+        if s and not (s & taken):
+            taken |= s
+            n += 1
+    return n
+
+
+def best(analysis: _Analysis, concept: Concept, *, asserted_only: bool = True) -> Match | None:
+    """The match that best asserts ``concept``: asserted before negated, exact before loose; with
+    ``asserted_only``, none from a sentence that asserts nothing."""
+    ms = [m for m in _leaf_matches(analysis, concept, asserted_only)
+          if not (asserted_only and m.sentence in analysis.listed)]
+    if not ms:
+        return None
+    return sorted(ms, key=lambda m: (m.negated, m.loose, m.sentence, m.lo))[0]
+
+
+def _leaf_matches(analysis: _Analysis, concept: Concept, asserted_only: bool = True) -> list[Match]:
+    ms = list(analysis.matches.get(concept.id, []))
+    if concept.polarity == "negative":  # found where the phrases are denied
+        ms = [Match(m.quote, m.sentence, m.lo, m.hi, not m.negated, False, m.loose, m.words) for m in ms]
+    if concept.keywords:
+        asserted = [(k, w) for k, s in enumerate(analysis.sentences)
+                    if not (asserted_only and k in analysis.listed) for w in s.words]
+        hits = []
+        for key in concept.keywords:
+            st = canon(stem(key))
+            for k, w in asserted:
+                if w.stem == st:
+                    sent = analysis.sentences[k]
+                    neg, _ = _negation(sent, w.start, w.end, {st})
+                    if not neg:
+                        hits.append((key, k, w))
+                        break
+        if len(hits) >= concept.min_keywords:
+            k, w = hits[0][1], hits[0][2]
+            ms.append(Match(", ".join(h[0] for h in hits), k, w.start, w.end))
+    if concept.parts:
+        quotes = [m for p in concept.parts
+                  if (m := best(analysis, p, asserted_only=asserted_only)) is not None and not m.negated]
+        if len(quotes) >= concept.min_parts:
+            ms.append(Match("; ".join(dict.fromkeys(q for m in quotes for q in m.quote.split("; "))), quotes[0].sentence, quotes[0].lo,
+                            quotes[0].hi, False, False, all(m.loose for m in quotes)))
+        else:
+            denied = [m for p in concept.parts
+                      if (m := best(analysis, p, asserted_only=asserted_only)) is not None and m.dismissed]
+            ms += denied
+    return ms
+
+
+def find_in(sentences: tuple[_Sentence, ...], concept: Concept, *, honour_negation: bool) -> str | None:
+    """Kept for callers of the first version: the quote that names ``concept`` in already split text."""
+    text = "\n\n".join(s.text for s in sentences)
+    return concept.find(text, honour_negation=honour_negation)
+
+
+# --------------------------------------------------------------------------------------------
+# Grades
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Hit:
     concept: Concept
     quote: str  # the answer's own words that matched
+    loose: bool = False  # matched by its plain-language cue, not by a term
 
 
 @dataclass(frozen=True)
@@ -231,10 +698,13 @@ class Grade:
     missed: tuple[Concept, ...]
     flags: tuple[Hit, ...]
     notes: tuple[str, ...] = field(default=())  # extra feedback lines from the caller
+    contradicted: tuple[Hit, ...] = ()  # signals the answer dismisses or denies
+    listed: tuple[Hit, ...] = ()  # signals only listed, in a sentence that asserts nothing
+    words: int = 0  # length of the answer
 
     @property
     def score(self) -> int:
-        """Strong signals named minus red flags shown."""
+        """Strong signals asserted minus red flags shown."""
         return len(self.found) - len(self.flags)
 
     @property
@@ -246,19 +716,57 @@ class Grade:
         """The score as a share of the best possible, clipped to 0..1 (for progress and plans)."""
         return max(0, self.score) / self.max_score if self.max_score else 0.0
 
+    @property
+    def needed(self) -> int:
+        """Signals an answer must assert to pass."""
+        return max(1, math.ceil(PASS_SHARE * self.max_score)) if self.max_score else 0
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail`` or ``unsure`` (the grader cannot tell: the person marks themselves)."""
+        if self.flags or self.contradicted:
+            return "fail"
+        if len(self.found) >= self.needed:
+            return "pass"
+        near = len(self.found) + len(self.listed)
+        if self.found and len(self.found) == self.needed - 1 and self.words >= 25 and near >= self.needed:
+            return "unsure"
+        return "fail"
+
     def feedback(self) -> list[str]:
-        """One line per concept: what was matched (quoted) or missed, and why it matters."""
+        """One line per concept: what was asserted (quoted) or missed, and why it matters; no sentence twice."""
+        said: set[str] = set()
+
+        def why(c: Concept) -> str:
+            fresh = [s for s in _split_sentences(c.explain) if s not in said]
+            said.update(fresh)
+            return " ".join(fresh)
+
         def label(c: Concept) -> str:
             return c.label.rstrip(".")
 
-        lines = [f"+ {label(h.concept)}: you said \"{h.quote}\". {h.concept.explain}".rstrip() for h in self.found]
-        lines += [f"- missing: {label(c)}. {c.explain}".rstrip() for c in self.missed]
-        lines += [f"! red flag: {label(h.concept)}: you said \"{h.quote}\". {h.concept.explain}".rstrip()
-                  for h in self.flags]
+        lines = [f"+ {label(h.concept)}: you said \"{h.quote}\". {why(h.concept)}".rstrip() for h in self.found]
+        listed = {h.concept.id for h in self.listed}
+        contradicted = {h.concept.id for h in self.contradicted}
+        for c in self.missed:
+            if c.id in listed:
+                lines.append(f"- listed, not explained: {label(c)}. Say what it is and why it applies here.")
+            elif c.id not in contradicted:
+                lines.append(f"- missing: {label(c)}. {why(c)}".rstrip())
+        lines += [f"! contradiction: {label(h.concept)}: you said \"{h.quote}\", but it matters here. "
+                  f"{why(h.concept)}".rstrip() for h in self.contradicted]
+        lines += [f"! red flag: {label(h.concept)}: you said \"{h.quote}\". {why(h.concept)}".rstrip() for h in self.flags]
         lines += list(self.notes)
+        if self.verdict == "unsure":
+            lines.append("? The grader cannot tell whether this answer makes enough of the points above: mark "
+                         "yourself against the rubric (your mark is kept apart from this score).")
         lines.append(f"score {self.score}/{self.max_score} ({_count(len(self.found), 'signal')} found, "
-                     f"{_count(len(self.flags), 'red flag')})")
+                     f"{_count(len(self.flags), 'red flag')}): {self.verdict}")
         return lines
+
+
+def _split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s.strip()]
 
 
 def _count(n: int, noun: str) -> str:
@@ -266,14 +774,39 @@ def _count(n: int, noun: str) -> str:
 
 
 def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept]) -> Grade:
-    """Grade ``answer``: which strong signals it names and which red flags (not negated) it shows."""
-    sentences = _sentences(answer)
-    found, missed, flags = [], [], []
+    """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states."""
+    analysis = _analyse(answer, tuple(signals) + tuple(red_flags))
+    found, missed, flags, contra, listed = [], [], [], [], []
     for c in signals:
-        quote = find_in(sentences, c, honour_negation=False)
-        (found.append(Hit(c, quote)) if quote is not None else missed.append(c))
+        m = best(analysis, c)
+        if m is not None and not m.negated:
+            found.append(Hit(c, m.quote, m.loose))
+            continue
+        missed.append(c)
+        if m is not None and m.dismissed:
+            contra.append(Hit(c, m.quote, m.loose))
+        elif any(not x.negated for x in _leaf_matches(analysis, c)):
+            q = next(x.quote for x in _leaf_matches(analysis, c) if not x.negated)
+            listed.append(Hit(c, q))
     for c in red_flags:
-        quote = find_in(sentences, c, honour_negation=True)
-        if quote is not None:
-            flags.append(Hit(c, quote))
-    return Grade(tuple(found), tuple(missed), tuple(flags))
+        m = best(analysis, c)
+        if m is not None and not m.negated:
+            flags.append(Hit(c, m.quote, m.loose))
+    return Grade(tuple(found), tuple(missed), tuple(flags), contradicted=tuple(contra), listed=tuple(listed),
+                 words=len(answer.split()))
+
+
+def self_mark(concepts: tuple[Concept, ...] | list[Concept], ask, show=print) -> list[str] | None:
+    """Where the grader cannot tell: the person marks which rubric points their answer made.
+
+    Shows the points numbered, reads "1 3" (or nothing, to skip) through ``ask``, and returns the ids
+    of the points marked, or None if skipped. The caller records them apart from the automatic score.
+    """
+    if not concepts:
+        return None
+    show("Mark yourself against the rubric: which of these did your answer make?")
+    for i, c in enumerate(concepts, 1):
+        show(f"  {i}) {c.label.rstrip('.')}")
+    reply = ask("Numbers of the points you made (e.g. '1 3'), or empty to skip:", multiline=False)
+    picked = sorted({int(n) for n in re.findall(r"\d+", reply) if 1 <= int(n) <= len(concepts)})
+    return [concepts[i - 1].id for i in picked] if reply.strip() else None

@@ -189,11 +189,13 @@ def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others
     values = recorded_values(scenario) if values is None else dict(values)
     extras = _extras(scenario) if extras is None else extras
     rng = random.Random(scenario.number)  # the same letters every time for a scenario
-    mapped = _mapping(scenario, extras, bank)
+    mapped, why = _mapping(scenario, extras, bank)
+    default_why = (f"The evidence points to {BOTTLENECK_WORDS[scenario.bottleneck]}; this does not act on it, so "
+                   "it would not remove the time the profile shows.")
     strong = resolve(tuple(render(t, values) for t in scenario.rubric.strong), bank, red_flags=False,
-                     mapped=mapped, prefix=scenario.id)
+                     mapped=mapped, prefix=scenario.id, why=why)
     flags = resolve(tuple(render(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True,
-                    mapped=mapped, prefix=scenario.id)
+                    mapped=mapped, prefix=scenario.id, why=why, default_why=default_why)
     points = [_look_first(scenario, rng), _meaning(scenario, values, rng),
               _fix(scenario, values, others, rng, extras.get("fix_distractors", ())), _gain(scenario, values, rng)]
     points += [_extra(scenario, i, raw, bank) for i, raw in enumerate(extras.get("decision", []))]
@@ -239,7 +241,7 @@ def _look_first(scenario: Scenario, rng: random.Random) -> DecisionPoint:
 
 
 def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
-    lines = []
+    lines, moves = [], []
     for e in scenario.evidence:
         recorded = values.get(f"slow_{e.name}")
         unit = f" {e.unit}" if e.unit else ""
@@ -249,33 +251,100 @@ def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) 
             seen = f"expected between {e.slow_range[0]:g} and {e.slow_range[1]:g}{unit} in the slow version"
         else:
             seen = "measured on the slow version"
-        moves = {"down": "should fall after the fix", "up": "should rise after the fix",
-                 "same": "should stay about the same after the fix"}[e.direction]
-        lines.append(f"- {e.label}: {seen}; it {moves}")
+        lines.append(f"- {e.label}: {seen}")
+        # Which way each number moves after the fix is part of the answer: shown after it, never in the prompt.
+        moves.append(f"{e.label} {_MOVES[e.direction]}")
     pool = _KERNEL_CLASSES if scenario.bottleneck in _KERNEL_CLASSES else _TIMELINE_CLASSES
-    wrong = rng.sample([b for b in pool if b is not scenario.bottleneck], 3)
+    near = [b for b in _NEAR.get(scenario.bottleneck, ()) if b in pool and b is not scenario.bottleneck]
+    rest = [b for b in pool if b is not scenario.bottleneck and b not in near]
+    wrong = (near + rng.sample(rest, len(rest)))[:3]
     choices, correct = _shuffle(BOTTLENECK_WORDS[scenario.bottleneck], [BOTTLENECK_WORDS[b] for b in wrong], rng)
     prompt = "The profile of the slow version shows:\n" + "\n".join(lines) + "\nWhat do these numbers point to, and what do they mean?"
     why = (f"The evidence points to {BOTTLENECK_WORDS[scenario.bottleneck]} ({scenario.bottleneck.value}); the rule that "
            f"should rank first is {scenario.first_rule}.")
+    if moves:
+        why += " After the fix: " + "; ".join(moves) + "."
     return DecisionPoint("meaning", prompt, choices, correct, why)
+
+
+_MOVES = {"down": "falls", "up": "rises", "same": "stays about the same"}
 
 
 def _fix(scenario: Scenario, values: Mapping[str, Any], others: Sequence[Scenario], rng: random.Random,
          distractors: Sequence[str] = ()) -> DecisionPoint:
+    """Which fix: against wrong fixes a half-right candidate would pick for *this* problem: the exercise
+    file's, the scenario's own tempting wrong fix, the fixes of scenarios whose bottleneck is a near
+    miss of this one (same topic, or a neighbouring class), then the generic tempting fixes of the class."""
     def filled(text: str) -> str:
         return _unfilled(render(text, values))
 
     wrong_fix = filled(scenario.fix.wrong_fix) if scenario.fix.wrong_fix else ""
     wrong = list(distractors) or ([_proposal(wrong_fix)] if wrong_fix else [])
-    same_kind = [o for o in others if o.id != scenario.id and o.tool == scenario.tool]
-    wrong += [_unfilled(o.fix.summary) for o in sorted(same_kind, key=lambda o: o.number)[:2]]
+    topic = BOTTLENECK_TOPICS[scenario.bottleneck]
+    near = set(_NEAR.get(scenario.bottleneck, ()))
+    related = [o for o in others if o.id != scenario.id and o.bottleneck is not scenario.bottleneck
+               and (BOTTLENECK_TOPICS[o.bottleneck] == topic or o.bottleneck in near)]
+    wrong += list(_TEMPTING.get(scenario.bottleneck, ()))
+    wrong += [_unfilled(o.fix.summary) for o in sorted(related, key=lambda o: o.number)]
     wrong += list(_FIX_DISTRACTORS)
     choices, correct = _shuffle(filled(scenario.fix.summary), wrong[:3], rng)
     why = filled(scenario.fix.details).strip()
     if wrong_fix:
         why += f"\nWhy not the tempting alternative: {wrong_fix.strip()}"
     return DecisionPoint("fix", "Which fix do you make?", choices, correct, why)
+
+
+#: Bottleneck classes a half-right reading of the same evidence lands on (for choices and fixes).
+_NEAR: dict[Bottleneck, tuple[Bottleneck, ...]] = {
+    Bottleneck.DRAM: (Bottleneck.MEMORY_ACCESS, Bottleneck.LATENCY, Bottleneck.CACHE),
+    Bottleneck.MEMORY_ACCESS: (Bottleneck.DRAM, Bottleneck.CACHE, Bottleneck.LATENCY),
+    Bottleneck.CACHE: (Bottleneck.DRAM, Bottleneck.MEMORY_ACCESS, Bottleneck.SHARED_MEMORY),
+    Bottleneck.SHARED_MEMORY: (Bottleneck.CACHE, Bottleneck.MEMORY_ACCESS, Bottleneck.OCCUPANCY),
+    Bottleneck.LOCAL_MEMORY: (Bottleneck.OCCUPANCY, Bottleneck.CACHE, Bottleneck.MEMORY_ACCESS),
+    Bottleneck.FMA: (Bottleneck.TENSOR, Bottleneck.SFU, Bottleneck.FP64),
+    Bottleneck.TENSOR: (Bottleneck.FMA, Bottleneck.DRAM, Bottleneck.OCCUPANCY),
+    Bottleneck.SFU: (Bottleneck.FMA, Bottleneck.DIVERGENCE, Bottleneck.LATENCY),
+    Bottleneck.FP64: (Bottleneck.FMA, Bottleneck.TENSOR, Bottleneck.SFU),
+    Bottleneck.DIVERGENCE: (Bottleneck.SFU, Bottleneck.OCCUPANCY, Bottleneck.LATENCY),
+    Bottleneck.ATOMICS: (Bottleneck.DRAM, Bottleneck.MEMORY_ACCESS, Bottleneck.LATENCY),
+    Bottleneck.LATENCY: (Bottleneck.OCCUPANCY, Bottleneck.DRAM, Bottleneck.MEMORY_ACCESS),
+    Bottleneck.OCCUPANCY: (Bottleneck.LATENCY, Bottleneck.DRAM, Bottleneck.TAIL),
+    Bottleneck.TAIL: (Bottleneck.OCCUPANCY, Bottleneck.LATENCY, Bottleneck.LAUNCH),
+    Bottleneck.LAUNCH: (Bottleneck.TAIL, Bottleneck.LATENCY, Bottleneck.OCCUPANCY),
+    Bottleneck.IDLE: (Bottleneck.HOST_SYNC, Bottleneck.HOST_BOUND, Bottleneck.TRANSFER),
+    Bottleneck.HOST_SYNC: (Bottleneck.IDLE, Bottleneck.HOST_BOUND, Bottleneck.TRANSFER),
+    Bottleneck.PAGEABLE: (Bottleneck.TRANSFER, Bottleneck.NO_OVERLAP, Bottleneck.HOST_SYNC),
+    Bottleneck.NO_OVERLAP: (Bottleneck.PAGEABLE, Bottleneck.TRANSFER, Bottleneck.HOST_SYNC),
+    Bottleneck.TRANSFER: (Bottleneck.PAGEABLE, Bottleneck.NO_OVERLAP, Bottleneck.IDLE),
+    Bottleneck.ALLOCATOR: (Bottleneck.HOST_SYNC, Bottleneck.IDLE, Bottleneck.HOST_BOUND),
+    Bottleneck.HOST_BOUND: (Bottleneck.IDLE, Bottleneck.HOST_SYNC, Bottleneck.TRANSFER),
+    Bottleneck.MEASUREMENT: (Bottleneck.HOST_SYNC, Bottleneck.IDLE, Bottleneck.HOST_BOUND),
+}
+#: Fixes that a half-right candidate proposes for each class: they act on the right neighbourhood
+#: but not on what limits the kernel.
+_TEMPTING: dict[Bottleneck, tuple[str, ...]] = {
+    Bottleneck.MEMORY_ACCESS: ("Stage the data through shared memory first, then compute from there",
+                               "Use wider (16-byte) loads of the same layout"),
+    Bottleneck.DRAM: ("Tile the kernel through shared memory", "Raise occupancy so more loads are in flight"),
+    Bottleneck.SHARED_MEMORY: ("Read and write global memory directly and drop the shared-memory tile",
+                               "Unroll the loops so more shared-memory loads are in flight"),
+    Bottleneck.LOCAL_MEMORY: ("Lower -maxrregcount so more warps fit", "Add __launch_bounds__ to stop the spills"),
+    Bottleneck.DIVERGENCE: ("Compute every branch for every element, branch-free", "Make the most expensive branch cheaper"),
+    Bottleneck.ATOMICS: ("Use wider loads so each thread reads more per instruction",
+                         "Replace atomicAdd with a plain read-modify-write"),
+    Bottleneck.LATENCY: ("Use larger blocks with the same work per thread", "Move the data to shared memory first"),
+    Bottleneck.OCCUPANCY: ("Make blocks smaller so more of them fit", "Unroll the inner loop"),
+    Bottleneck.TAIL: ("Make the arithmetic of each block cheaper", "Launch the last block's work as a separate kernel"),
+    Bottleneck.LAUNCH: ("Vectorise each kernel's loads", "Raise each kernel's occupancy"),
+    Bottleneck.TENSOR: ("Hand-tune an FP32 tiled SGEMM", "Cast everything to FP16 without checking range"),
+    Bottleneck.HOST_SYNC: ("Replace .item() with print(loss)", "Raise the batch size"),
+    Bottleneck.PAGEABLE: ("Pass non_blocking=True and keep ordinary host memory", "Use a bigger batch"),
+    Bottleneck.NO_OVERLAP: ("Pin the host memory", "Synchronise after each chunk to keep buffers safe"),
+    Bottleneck.ALLOCATOR: ("Call torch.cuda.empty_cache() every iteration", "Use cudaMallocAsync with default settings"),
+    Bottleneck.HOST_BOUND: ("Raise the batch size", "Add threads in the training process for the NumPy work"),
+    Bottleneck.MEASUREMENT: ("Add torch.cuda.synchronize() after the call and keep the same timed region",
+                             "Tune the kernel's block size on the reported number"),
+}
 
 
 def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
@@ -441,26 +510,33 @@ def _extra(scenario: Scenario, i: int, raw: Mapping[str, Any], bank: Bank) -> De
         raise CoachError(f"{where}: {err}") from None
 
 
-def _mapping(scenario: Scenario, extras: Mapping[str, Any], bank: Bank) -> dict[str, list[str]]:
+def _mapping(scenario: Any, extras: Mapping[str, Any], bank: Bank) -> tuple[dict[str, list[str]], dict[str, str]]:
     """The exercise file's rubric mapping, checked: each entry names a line that exists, with bank
-    concepts of the line's kind (signals for strong lines, red flags for red-flag lines)."""
-    out = {}
+    concepts of the line's kind (signals for strong lines, red flags for red-flag lines) and/or a
+    ``why`` (the reason feedback gives for the line). Returns (line start -> concepts, line start -> why)."""
+    out, why = {}, {}
     for i, entry in enumerate(extras.get("rubric", [])):
         where = f"{scenario.id} exercise rubric entry {i + 1}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("line"), str) or not entry.get("concepts"):
-            raise CoachError(f"{where}: needs line = \"<first words of a rubric line>\" and concepts = [...]")
+        if (not isinstance(entry, dict) or not isinstance(entry.get("line"), str)
+                or not (entry.get("concepts") or entry.get("why"))):
+            raise CoachError(f"{where}: needs line = \"<first words of a rubric line>\" and concepts = [...] or why = \"...\"")
+        if unknown := sorted(set(entry) - {"line", "concepts", "why"}):
+            raise CoachError(f"{where}: unknown key '{unknown[0]}' (known: concepts, line, why)")
         strong = [t for t in scenario.rubric.strong if starts_with(t, entry["line"])]
         flag = [t for t in scenario.rubric.red_flags if starts_with(t, entry["line"])]
         if not strong and not flag:
             raise CoachError(f"{where}: no rubric line of {scenario.id} starts with '{entry['line']}'")
-        for cid in entry["concepts"]:
+        for cid in entry.get("concepts", []):
             if cid not in bank.concepts:
                 raise CoachError(f"{where}: unknown concept '{cid}'")
             if cid.startswith(RED_FLAG_PREFIX) != bool(flag):
                 raise CoachError(f"{where}: '{cid}' is a {'red flag' if cid.startswith(RED_FLAG_PREFIX) else 'signal'}, "
                                  f"but the line is a {'red flag' if flag else 'strong signal'}")
-        out[entry["line"]] = list(entry["concepts"])
-    return out
+        if entry.get("concepts"):
+            out[entry["line"]] = list(entry["concepts"])
+        if isinstance(entry.get("why"), str) and entry["why"].strip():
+            why[entry["line"]] = entry["why"].strip()
+    return out, why
 
 
 def _extras(scenario: Scenario) -> dict[str, Any]:
@@ -514,12 +590,10 @@ def play(exercise: Exercise, ask: Callable[..., str], show: Callable[[str], None
         results.append(result)
     texts = "\n\n".join(r.text for r in results if r.text)
     rubric = grade(texts, exercise.signals, exercise.red_flags)
-    feedback = ["Against the scenario's rubric:"] + rubric.feedback()[:-1]
-    unresolved = [r.text for r in exercise.rubric_flags if r.concept is None]
-    feedback += [f"  (not graded automatically) avoid: {t}" for t in unresolved]
+    feedback = [f"The scenario: {exercise.title}.", "Against the scenario's rubric:"] + rubric.feedback()[:-1]
     scored = ExerciseResult(exercise, tuple(results), rubric)
     feedback.append(f"score {scored.score}/{scored.max_score}: {sum(r.choice_correct for r in results)}/{len(results)} "
-                    f"choices right, rubric {rubric.score}/{rubric.max_score}")
+                    f"choices right, rubric {rubric.score}/{rubric.max_score} ({rubric.verdict})")
     for line in feedback:
         show(line)
     return replace(scored, feedback=tuple(feedback))

@@ -69,3 +69,58 @@ def parse(text: str, want: Unit) -> float:
                 raise QuantityError(f"{text!r} is in {name}, but the answer is in {want.name}")
             return value * factor / want.factor
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers inside free text: "265 blocks on 132 SMs", "about 1.4x", "~57 KB", "3,350 GB/s"
+# --------------------------------------------------------------------------------------------
+
+#: Counted things and ratios, by the dimension a claim compares them in (besides ``_UNITS``).
+_COUNTS = {
+    "x": "ratio", "times": "ratio", "fold": "ratio",
+    "block": "blocks", "blocks": "blocks", "cta": "blocks", "ctas": "blocks",
+    "sm": "sms", "sms": "sms", "wave": "waves", "waves": "waves", "warp": "warps", "warps": "warps",
+    "thread": "threads", "threads": "threads", "register": "registers", "registers": "registers",
+    "sector": "sectors", "sectors": "sectors", "kernel": "kernels", "kernels": "kernels",
+    "launch": "launches", "launches": "launches", "tile": "tiles", "tiles": "tiles", "bank": "banks",
+    "banks": "banks", "way": "ways", "flop/b": "intensity", "gb/s": "bandwidth", "tb/s": "bandwidth",
+    "tflop/s": "flops", "tflops": "flops",
+}
+_MENTION = re.compile(
+    r"(?<![\w.])(?:~|about |around |roughly |approx\.? |nearly |almost )?"
+    r"((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)\s*(k\b|thousand\b|million\b|billion\b)?\s*"
+    r"(x(?![a-z0-9])|×|times\b|fold\b|%|percent\b|[a-z]+/[a-z]+|[a-z]+)?")
+
+
+def dimension(name: str) -> str:
+    """The dimension of a unit or counted thing ("ms" -> time, "blocks" -> blocks); "" if unknown."""
+    key = fold(name).strip().lower().replace("×", "x")
+    if key in _COUNTS:
+        return _COUNTS[key]
+    if key in _UNITS:
+        return _UNITS[key][0]
+    if key.endswith("s") and key[:-1] in _COUNTS:
+        return _COUNTS[key[:-1]]
+    return ""
+
+
+def mentions(text: str) -> list[tuple[float, str, int, int]]:
+    """Every number in ``text`` with the unit or counted thing after it: (value in that unit, unit, start, end).
+
+    Values of units in ``_UNITS`` are given in the dimension's base unit (seconds, bytes, ...), so
+    "57 KB" and "57,000 bytes" compare equal; counted things ("265 blocks") and ratios ("1.4x") as
+    written. A number without a unit comes back with unit "".
+    """
+    out = []
+    for m in _MENTION.finditer(fold(text)):
+        value = float(m.group(1).replace(",", ""))
+        if m.group(2):
+            value *= _SCALE_WORDS[m.group(2)]
+        unit = (m.group(3) or "").replace("×", "x")
+        end = m.end() if unit else m.end(2) if m.group(2) else m.end(1)
+        if unit and unit not in _UNITS and not dimension(unit):
+            unit, end = "", m.end(2) if m.group(2) else m.end(1)
+        if unit in _UNITS:
+            value *= _UNITS[unit][1]
+        out.append((value, unit, m.start(), end))
+    return out
