@@ -12,9 +12,24 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 # Piped or captured output has no terminal width to follow: use a width that fits a kernel table
-# rather than Rich's 80 columns. A terminal, or $COLUMNS, still decides where there is one.
-_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-console = Console(width=_WIDTH)
+# rather than Rich's 80 columns. A terminal, or $COLUMNS, still decides where there is one. Decided
+# at each print, not at import: the same process (a notebook, a test) may change $COLUMNS later.
+PIPED_WIDTH = 120
+
+
+class _Console(Console):
+    @property
+    def size(self):  # noqa: ANN201 - Rich's ConsoleDimensions
+        columns = os.environ.get("COLUMNS", "")
+        self._width = int(columns) if columns.isdigit() else (None if self.file.isatty() else PIPED_WIDTH)
+        return Console.size.fget(self)
+
+    @size.setter
+    def size(self, new_size) -> None:  # noqa: ANN001
+        Console.size.fset(self, new_size)
+
+
+console = _Console()
 err_console = Console(stderr=True)
 
 
