@@ -233,6 +233,7 @@ def test_cli_errors_are_one_line(tmp_path):
     ("softmax", 4 * 32768 * 4096),            # read and write every bf16
     ("layernorm", 4 * 32768 * 4096 + 4 * 4096),  # and weight, bias once
     ("gemv", 2 * 28672 * 8192 + 2 * 8192 + 2 * 28672),  # W once, x, y
+    ("decode_attention", 2 * 32 * 8 * 8192 * 128 * 2 + 2 * 32 * 32 * 128 * 2),  # K, V once; Q, O
 ])
 def test_bytes_models_at_the_h200_size(name, expected):
     pytest.importorskip("torch")
