@@ -9,9 +9,8 @@ online softmax does between blocks, done once between splits).
 
 Why: rung 01 had 256 programs for 132 SMs. The split count is the power of two that gives at least
 PROGRAMS_PER_SM = 16 programs per SM (``split_len``): 16 splits of 512 keys at the main size, a grid
-of 256 x 16 = 4096
-programs, enough to give every SM several resident programs (as many as registers and shared
-memory allow) for several waves, and so many loads in flight at once. Each program reads 256 KB of
+of 256 x 16 = 4096 programs, enough to give every SM several resident programs (as many as registers
+and shared memory allow) for several waves, and so many loads in flight at once. Each program reads 256 KB of
 K and V; the partial results add 2 x 4096 x 4 x (128 + 2) x 4 bytes = 17 MB of traffic (1.6% of the
 cache) and one more launch of a few microseconds.
 

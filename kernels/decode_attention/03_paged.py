@@ -5,7 +5,8 @@ cache (``k_pages``, ``v_pages``: a pool of pages of PAGE = 16 tokens, shape (pag
 in shuffled order) through ``block_table[b, i]``, the page of tokens i * PAGE ... (i + 1) * PAGE - 1
 of sequence b (vLLM's PagedAttention layout, with a page's tokens of one KV head together as
 FlashInfer's "HND" layout keeps them). For each key block the kernel first loads the table entries
-of its keys (BLOCK_N / PAGE = 4 distinct pages per block, an L1 hit after the first), then each key's
+of its keys (BLOCK_N / PAGE = 4 distinct pages per block: 64 keys asking for 4 neighbouring int32, one
+sector), then each key's
 row at page * H_kv * PAGE * D + head * PAGE * D + (key % PAGE) * D. The split math and the combine
 kernel are rung 02's.
 

@@ -19,8 +19,8 @@ Why: in rungs 00-03 a program issues the loads of one block and waits ~1 us for 
 math; the only bytes in flight are those of the programs that happen to be waiting. Little's law at
 4.2 TB/s and ~0.7-1 us of loaded DRAM latency asks for 3-4 MB in flight, 23-32 KB per SM; with
 stages in flight, each resident program keeps (stages - 1) x 2 x BLOCK_N x 256 bytes outstanding (32 KB
-at 64 keys and 2 stages ahead) whatever it is computing. The cost is shared memory: stages x 2 x
-BLOCK_N x D x 2 bytes (96 KB at 64 keys and 3 stages), which limits the programs per SM.
+at 64 keys and 2 stages, 64 KB at 3) whatever it is computing. The cost is shared memory: those
+buffers and a few KB more (70 KB at 64 keys and 3 stages), which limits the programs per SM.
 
 The 16-byte loads themselves are not new: Triton vectorised every rung's K and V loads already
 (each row is 128 contiguous bf16 starting at a multiple of 256 bytes), so this rung changes when the
@@ -39,7 +39,8 @@ import triton
 import triton.language as tl
 
 #: The configurations tried: one warpgroup over 32-128 keys, 2-4 stages (64 keys x 4 stages and
-#: 128 x 3 are 128 and 192 KB of the 227 KB of shared memory a block may have), and 8 warps over 128.
+#: 128 x 3 hold 96 and 128 KB of K and V buffers, of the 227 KB of shared memory a block may have), and
+#: 8 warps over 128.
 CONFIGS = [
     triton.Config({"BLOCK_N": 32}, num_warps=4, num_stages=4),
     triton.Config({"BLOCK_N": 64}, num_warps=4, num_stages=2),
