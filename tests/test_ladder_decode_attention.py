@@ -1,6 +1,6 @@
 """The decode-attention ladder's problem on the CPU: the paged copy of the KV cache holds the
 contiguous one's values where the block table says, the float64 reference agrees with PyTorch's
-SDPA (GQA and the lower-right causal mask of several query tokens), the split rule gives the
+SDPA and FlexAttention (GQA and the lower-right causal mask of several query tokens), the split rule gives the
 documented grid, and every configuration rung 04's autotuner may choose is correct, not only the one
 the interpreter keeps."""
 
@@ -50,6 +50,17 @@ def test_the_reference_agrees_with_sdpa_through_the_runners_check(peer, queries)
                                  lambda: None, None)
     assert record["status"] == "ok", record.get("error")
     assert all(c["rel_err"] < 1e-2 for c in record["checks"])
+
+
+@pytest.mark.parametrize("queries", [1, 2])
+def test_the_flex_attention_peer_calls_it_with_gqa_and_the_lower_right_mask(queries, monkeypatch):
+    """Uncompiled here (torch.compile on the CPU takes about a minute); the call, its block mask and
+    enable_gqa are what is checked, through the runner's check."""
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)
+    size = {**SMALL, "queries": queries}
+    record = runner.measure_item(torch, PROBLEM, lambda: runner.prepare_peer(PROBLEM, "torch.flex_attention"), size,
+                                 "cpu", 5, lambda: None, None)
+    assert record["status"] == "ok", record.get("error")
 
 
 def test_a_wrong_mask_fails_the_check():

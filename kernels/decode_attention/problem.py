@@ -156,10 +156,41 @@ def _sdpa(backend: str | None, expand: bool = False):
     return factory
 
 
+def _flex():
+    """FlexAttention (torch.nn.attention.flex_attention) compiled by torch.compile: Inductor generates
+    a Triton kernel, and for a few query tokens its flex-decoding template, a split-KV kernel with a
+    reduction over the splits (the FlashDecoding class of rungs 02-04), with GQA (``enable_gqa``).
+    T > 1 gets the lower-right causal mask as a block mask, made once per shape."""
+
+    def factory():
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        attend = torch.compile(flex_attention, dynamic=False)
+        masks: dict = {}
+
+        def block_mask(t: int, ctx: int, device):
+            if t == 1:
+                return None
+            if (t, ctx) not in masks:
+                offset = ctx - t
+                masks[t, ctx] = create_block_mask(lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset,
+                                                  None, None, t, ctx, device=device)
+            return masks[t, ctx]
+
+        def call(inp):
+            q, k, v = inp["q"], inp["k"], inp["v"]
+            return {"o": attend(q, k, v, block_mask=block_mask(q.shape[2], k.shape[2], q.device), enable_gqa=True)}
+
+        return call
+
+    return factory
+
+
 PEERS = {
     "torch.sdpa": _sdpa(None),  # enable_gqa=True: PyTorch's choice (GQA runs in its FlashAttention-2 kernels)
     "torch.sdpa.flash": _sdpa("FLASH_ATTENTION"),  # FlashAttention-2 with its split-KV decode path, pinned
     "torch.sdpa.expand_kv": _sdpa(None, expand=True),  # K, V repeated to 32 heads, then SDPA
+    "torch.flex_attention": _flex(),  # Inductor's flex-decoding Triton kernel
 }
 
 LAUNCH: dict = {}  # every rung is Triton: each rung file has its own launch(ctx, inputs, outputs)
