@@ -87,7 +87,8 @@ _CEILING_WORDS = {"dram_copy_bandwidth_bytes_per_s": "DRAM copy ceiling",
                   "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling",
                   "fp32_simt_matmul_flop_per_s": "FP32 CUDA-core matmul ceiling",
                   "tf32_tensor_matmul_flop_per_s": "TF32 tensor-core matmul ceiling",
-                  "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul ceiling"}
+                  "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul ceiling",
+                  "fp8_tensor_matmul_flop_per_s": "FP8 tensor-core matmul ceiling"}
 
 
 def profile_folder(name: str, gpu: str = "h200", root: Path | None = None) -> Path:
