@@ -43,13 +43,14 @@ FLOPS = "FLOP/s"
 #: The measured ceilings a ladder may be compared against (the keys of hardware/measured/<gpu>.json,
 #: written by coach.capture.calibrate) and the unit of each: DRAM bandwidth for memory-bound ladders,
 #: the library matmul rate of one pipe for compute-bound ones (FP32 FMA on the CUDA cores with TF32
-#: off, TF32 or BF16 on the tensor cores).
+#: off, TF32, BF16 or FP8 e4m3 on the tensor cores).
 CEILING_UNITS: dict[str, str] = {
     "dram_copy_bandwidth_bytes_per_s": BYTES,
     "dram_read_bandwidth_bytes_per_s": BYTES,
     "fp32_simt_matmul_flop_per_s": FLOPS,
     "tf32_tensor_matmul_flop_per_s": FLOPS,
     "bf16_tensor_matmul_flop_per_s": FLOPS,
+    "fp8_tensor_matmul_flop_per_s": FLOPS,
 }
 CEILINGS = tuple(CEILING_UNITS)
 #: The goal key of a ladder.toml for each unit: exactly one of them, matching the ceiling's unit.

@@ -36,6 +36,7 @@ DATASHEET_FIELD = {
     "fp32_simt_matmul_flop_per_s": "peak_fp32_flop_per_s",
     "tf32_tensor_matmul_flop_per_s": "peak_tf32_tensor_flop_per_s",
     "bf16_tensor_matmul_flop_per_s": "peak_bf16_tensor_flop_per_s",
+    "fp8_tensor_matmul_flop_per_s": "peak_fp8_tensor_flop_per_s",
 }
 #: Nsight Compute's per-launch rates, by measurement: the derived column of coach.analyze.kernel_metrics.
 NCU_RATES = {

@@ -115,6 +115,13 @@ def test_executed_counts_replace_the_static_histogram(monkeypatch):
     assert "SASS of" not in text
     tensor = _synthetic({**PROFILE, "hgmma_inst": 1.05e6, "hmma_inst": 0.0, "ffma_inst": 0.0})
     assert ev.measured_text(tensor, 1).endswith("warp instructions executed: 1.05 M HGMMA, 0 HMMA, no FFMA")
+    fp8 = _synthetic({**PROFILE, "qgmma_inst": 4.19e6, "hgmma_inst": 0.0, "hmma_inst": 0.0, "ffma_inst": 0.0})
+    assert ev.measured_text(fp8, 1).endswith("warp instructions executed: 4.19 M QGMMA, 0 HGMMA, 0 HMMA, no FFMA")
+
+
+def test_fp8_wgmma_counts_as_a_tensor_core_instruction_in_the_static_histogram():
+    assert ev.sass_text({"k": {"QGMMA": 4, "HGMMA": 0, "FFMA": 1}}) == (
+        "SASS of k: 4 QGMMA, 1 FFMA (instructions in the code, not executions)")
 
 
 def test_an_empty_histogram_is_no_evidence():

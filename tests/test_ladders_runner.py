@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,17 @@ def test_poison_unwritten_and_compare():
     assert runner.compare(torch, out["f"], ref, 1e-3)[0]
     assert runner.compare(torch, out["f"].reshape(5, 1), ref, 1e-3)[0], "same numel, other shape: compared flat"
     assert runner.tolerance_for(torch.bfloat16, False) == 1e-2 and runner.tolerance_for(torch.float32, True) == 0.0
+
+
+def test_a_problem_sets_its_own_tolerance_for_the_dtypes_it_names():
+    torch = pytest.importorskip("torch")
+    fp8 = types.SimpleNamespace(TOLERANCE={"bfloat16": 6e-2})
+    assert runner.tolerance_for(torch.bfloat16, False, fp8) == 6e-2
+    assert runner.tolerance_for(torch.float32, False, fp8) == 1e-4, "a dtype it does not name keeps the runner's"
+    assert runner.tolerance_for(torch.bfloat16, True, fp8) == 0.0, "exact stays exact"
+    assert runner.tolerances(types.SimpleNamespace())["bfloat16"] == 1e-2
+    with pytest.raises(ValueError, match="positive limits"):
+        runner.tolerances(types.SimpleNamespace(TOLERANCE={"bfloat16": 0}))
 
 
 def test_rotation_sets():

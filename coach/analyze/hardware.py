@@ -114,6 +114,7 @@ MEASURED_FOR: dict[str, tuple[str, ...]] = {
     "fp32": ("fp32_simt_matmul_flop_per_s",),
     "tf32": ("tf32_tensor_matmul_flop_per_s",),
     "bf16": ("bf16_tensor_matmul_flop_per_s",),
+    "fp8": ("fp8_tensor_matmul_flop_per_s",),
 }
 
 Origin = Literal["published", "recorded", "derived", "device", "measured", "missing"]

@@ -73,7 +73,10 @@ PIPE_METRIC = r"^sm__(?:inst_executed_pipe_(?:[a-z0-9_]+)|pipe_(?:[a-z0-9_]+)_cy
 #: The SASS opcodes a compute-bound rung's sentence counts: Hopper warpgroup MMA (``wgmma``), warp-level
 #: MMA (``mma.sync``, WMMA), and the CUDA-core FP32 FMA the SIMT rungs do their work with.
 TENSOR_OPCODES = ("HGMMA", "HMMA")
-EXECUTED_OPCODES = (*TENSOR_OPCODES, "FFMA")
+#: Hopper's FP8 warpgroup MMA (``wgmma`` on e4m3/e5m2 operands) assembles to QGMMA, not HGMMA; a
+#: sentence names it only where the rung has it, so the 16-bit ladders' sentences stay as they are.
+FP8_TENSOR_OPCODES = ("QGMMA",)
+EXECUTED_OPCODES = (*FP8_TENSOR_OPCODES, *TENSOR_OPCODES, "FFMA")
 #: The InstructionStats metric whose named instances are the executed SASS opcodes, each with its
 #: warp-level count (coach.model.METRICS ``instance``); its aggregate is every executed instruction.
 OPCODE_METRIC = "sass__inst_executed_per_opcode"
@@ -87,7 +90,8 @@ _CEILING_WORDS = {"dram_copy_bandwidth_bytes_per_s": "DRAM copy ceiling",
                   "dram_read_bandwidth_bytes_per_s": "DRAM read ceiling",
                   "fp32_simt_matmul_flop_per_s": "FP32 CUDA-core matmul ceiling",
                   "tf32_tensor_matmul_flop_per_s": "TF32 tensor-core matmul ceiling",
-                  "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul ceiling"}
+                  "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul ceiling",
+                  "fp8_tensor_matmul_flop_per_s": "FP8 tensor-core matmul ceiling"}
 
 
 def profile_folder(name: str, gpu: str = "h200", root: Path | None = None) -> Path:
@@ -221,10 +225,12 @@ def compute_profile_text(p: Mapping[str, Any]) -> str:
 
 def _executed_text(p: Mapping[str, Any]) -> str:
     """" executed: 8.39 M HGMMA, 0 HMMA, no FFMA" or " executed: 0 HGMMA, 0 HMMA, FFMA 89.5% of them"
+    (" executed: 4.19 M QGMMA, 0 HGMMA, 0 HMMA, no FFMA" for an FP8 rung)
     (warp-level executed counts), or "" where the profile lacks them."""
     if p.get("ffma_inst") is None:
         return ""
-    tensor = ", ".join(f"{_millions(p[f'{op.lower()}_inst'])} {op}" for op in TENSOR_OPCODES)
+    fp8 = [op for op in FP8_TENSOR_OPCODES if p.get(f"{op.lower()}_inst")]
+    tensor = ", ".join(f"{_millions(p[f'{op.lower()}_inst'])} {op}" for op in (*fp8, *TENSOR_OPCODES))
     ffma = f"FFMA {100 * p['ffma_inst'] / p['warp_inst']:.1f}% of them" if p["ffma_inst"] else "no FFMA"
     return f" executed: {tensor}, {ffma}"
 
@@ -252,7 +258,7 @@ def sass_text(sass: Mapping[str, Mapping[str, int]], kernel: str | None = None) 
     if not chosen:
         return None
     total = {op: sum(h.get(op, 0) for h in chosen.values()) for op in EXECUTED_OPCODES}
-    tensor = [f"{total[op]:,} {op}" for op in TENSOR_OPCODES if total[op]]
+    tensor = [f"{total[op]:,} {op}" for op in (*FP8_TENSOR_OPCODES, *TENSOR_OPCODES) if total[op]]
     where = f"SASS of {next(iter(chosen))}" if len(chosen) == 1 else f"SASS of its {len(chosen)} kernels"
     mma = ", ".join(tensor) if tensor else "no tensor-core instruction (HGMMA, HMMA)"
     return f"{where}: {mma}, {total['FFMA']:,} FFMA (instructions in the code, not executions)"

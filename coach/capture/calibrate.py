@@ -52,6 +52,8 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
     "fp32_simt_matmul_flop_per_s": ("flop/s", "FP32 matmul with TF32 off (FMA pipe), 2*n^3 FLOPs"),
     "tf32_tensor_matmul_flop_per_s": ("flop/s", "TF32 tensor-core matmul, 2*n^3 FLOPs"),
     "bf16_tensor_matmul_flop_per_s": ("flop/s", "BF16 tensor-core matmul, 2*n^3 FLOPs"),
+    "fp8_tensor_matmul_flop_per_s": ("flop/s", "FP8 e4m3 tensor-core matmul (torch._scaled_mm, per-tensor "
+                                     "scales, bf16 out, fast accumulation), 2*n^3 FLOPs"),
     "launch_latency_s": ("s", "empty kernel launched back to back on one stream, per launch"),
     "graph_launch_latency_s": ("s", "the same empty kernels replayed from a CUDA graph, per kernel"),
     **{name: ("s", detail) for name, detail in _latency.DETAIL.items()},
@@ -241,6 +243,15 @@ def _matmuls(torch: Any, n: int) -> dict[str, dict[str, Any]]:
             torch.cuda.empty_cache()
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
+    if torch.cuda.get_device_capability() >= (8, 9):  # FP8 tensor cores: Ada and Hopper on
+        one = torch.ones((), device="cuda")
+        pairs = [(torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn),
+                  torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()) for _ in range(2)]  # B column-major
+        fn = _rotating([lambda a=a, b=b: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                                          use_fast_accum=True) for a, b in pairs])
+        out["fp8_tensor_matmul_flop_per_s"] = _rate(flops, _bench(fn), n=n, dtype="torch.float8_e4m3fn")
+        del pairs
+        torch.cuda.empty_cache()
     return out
 
 

@@ -14,7 +14,8 @@ its sizes (``sizes`` in ladder.toml: the first, the main one, goes to ``results.
 2. **Check.** For each input distribution the ladder's ``problem.py`` names, fresh random inputs
    (a new seed every run, never zeros), outputs poisoned with NaN, one call, then every output element
    must have been written and ``||out - ref|| / ||ref||`` (float64) must be within the tolerance of
-   the output's dtype (``TOLERANCE``), or zero where the problem says the result is exact.
+   the output's dtype (``TOLERANCE``, or the problem's own ``TOLERANCE`` for a dtype it names), or
+   zero where the problem says the result is exact.
 3. **Time.** ``triton.testing.do_bench`` (median, with the 20th and 80th percentiles), cycling through
    enough input sets that the L2 cannot serve one call's inputs to the next; the ladder's bytes model
    (or its FLOP model, for a compute-bound ladder) turns the median into GB/s (TFLOP/s) and a
@@ -92,6 +93,8 @@ from coach.paths import hardware_dir, kernels_dir
 #: - float16: 11 bits, u = 2^-12 = 2.4e-4; output rounding about 1.4e-4; 2e-3 leaves room for
 #:   accumulation.
 #: Exact problems (a transpose, sums of small integers) use 0: every element must match bit for bit.
+#: A problem whose arithmetic warrants another limit (FP8 tensor-core accumulation) sets its own
+#: ``TOLERANCE`` for the dtypes it names, and says why in its problem.py (``tolerances``).
 TOLERANCE: dict[str, float] = {"float64": 1e-12, "float32": 1e-4, "bfloat16": 1e-2, "float16": 2e-3}
 
 #: do_bench budget per rung, in ms. The slowest naive rungs take about 10 ms a call, so 300 ms still
@@ -468,13 +471,23 @@ def unwritten(torch: Any, t: Any) -> int:
     return int((t == torch.iinfo(t.dtype).min).sum())
 
 
-def tolerance_for(dtype: Any, exact: bool) -> float:
+def tolerances(problem: ModuleType | None) -> dict[str, float]:
+    """The runner's ``TOLERANCE`` with the problem's own (``problem.TOLERANCE``, optional) in place
+    for the dtypes it names."""
+    own = getattr(problem, "TOLERANCE", None) or {}
+    if not isinstance(own, Mapping) or not all(isinstance(v, (int, float)) and v > 0 for v in own.values()):
+        raise ValueError("problem.py's TOLERANCE must map dtype names to positive limits")
+    return {**TOLERANCE, **{str(k): float(v) for k, v in own.items()}}
+
+
+def tolerance_for(dtype: Any, exact: bool, problem: ModuleType | None = None) -> float:
     if exact:
         return 0.0
     name = str(dtype).removeprefix("torch.")
-    if name not in TOLERANCE:
+    table = tolerances(problem)
+    if name not in table:
         raise KeyError(f"no tolerance for {name} outputs (TOLERANCE)")
-    return TOLERANCE[name]
+    return table[name]
 
 
 def compare(torch: Any, out: Any, ref: Any, tol: float) -> tuple[bool, float | None, int]:
@@ -513,7 +526,7 @@ def check(torch: Any, problem: ModuleType, prepared: Prepared, size: Mapping[str
         ref = problem.reference(inp)
         passed, missing, worst, tolerance = True, 0, 0.0, 0.0
         for name, r in ref.items():
-            tol = tolerance_for(out[name].dtype, kind in problem.EXACT)
+            tol = tolerance_for(out[name].dtype, kind in problem.EXACT, problem)
             ok, rel, miss = compare(torch, out[name], r, tol)
             passed, missing, tolerance = passed and ok, missing + miss, max(tolerance, tol)
             worst = None if rel is None or worst is None else max(worst, rel)
@@ -714,7 +727,7 @@ def new_results(defn: LadderDef, problem: ModuleType, size_name: str, size: Mapp
         "baseline": defn.baseline,
         "timing": {"method": "triton.testing.do_bench median (p20, p80 too); the L2 is cleared before "
                              "each repetition and input sets rotate", "warmup_ms": WARMUP_MS, "rep_ms": REP_MS},
-        "tolerance": TOLERANCE,
+        "tolerance": tolerances(problem),
         "provenance": dict(provenance),
         "rungs": [],
         "peers": [],

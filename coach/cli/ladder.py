@@ -261,7 +261,8 @@ def _ceiling_words(name: str) -> str:
             "dram_read_bandwidth_bytes_per_s": "DRAM read",
             "fp32_simt_matmul_flop_per_s": "FP32 CUDA-core matmul (cuBLAS, TF32 off)",
             "tf32_tensor_matmul_flop_per_s": "TF32 tensor-core matmul (cuBLAS)",
-            "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul (cuBLAS)"}.get(name, name)
+            "bf16_tensor_matmul_flop_per_s": "BF16 tensor-core matmul (cuBLAS)",
+            "fp8_tensor_matmul_flop_per_s": "FP8 tensor-core matmul (cuBLASLt, e4m3)"}.get(name, name)
 
 
 def _time(seconds: float | None) -> str:
