@@ -32,7 +32,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from coach import best_rates
 from coach.errors import InputError
-from coach.paths import kernels_dir, traces_dir
+from coach.paths import hardware_dir, kernels_dir, traces_dir
 
 DEFINITION_SCHEMA = "coach-ladder/1"
 RESULTS_SCHEMA = "coach-ladder-results/1"
@@ -413,6 +413,8 @@ def load_results(path: Path, size: str | None = None) -> LadderResults:
         if unit not in (BYTES, FLOPS):
             raise ValueError(f"ceiling unit {unit!r}")
         value = ceiling.get("value", ceiling.get("bytes_per_s"))
+        if value is None:  # the GPU's calibration lacked it when the ladder ran: the stored one, if measured since
+            value = _calibration_beside(Path(path), str(ceiling["name"]))
         calibrated = None if value is None else float(value)
         raised, note = best_rates.measured_ceiling(str(ceiling["name"]), calibrated, _best_rates_beside(Path(path)))
         return LadderResults(
@@ -437,6 +439,20 @@ def _best_rates_beside(path: Path) -> dict[str, Any]:
         if parent.name == "ladders":
             return best_rates.read_file(parent.parent / best_rates.BEST_RATES_FILE)
     return {"rates": {}, "rejected": []}
+
+
+def _calibration_beside(path: Path, name: str) -> float | None:
+    """The value of measurement ``name`` in the stored calibration of the traces GPU folder a results
+    file lives in (``<traces>/<gpu>/ladders/...`` -> ``hardware/measured/<gpu>.json``), or None."""
+    for parent in path.resolve().parents:
+        if parent.name == "ladders":
+            try:
+                doc = json.loads((hardware_dir() / "measured" / f"{parent.parent.name}.json").read_text(encoding="utf-8"))
+                value = doc["measurements"][name]["value"]
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+            return float(value) if isinstance(value, (int, float)) else None
+    return None
 
 
 def _read_results(path: Path) -> dict[str, Any]:

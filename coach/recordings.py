@@ -37,7 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from coach import archives, scenarios
+from coach import archives, correctness, scenarios
 from coach.capture.record import MANIFEST, RAW_FORMAT
 from coach.capture.staging import staged_folder
 from coach.errors import CoachError, InputError
@@ -503,6 +503,8 @@ def refresh_values(traces: Path | None = None, *, log: Log = lambda line: None) 
     done = []
     for path in sorted(base.glob(f"*/scenario-*/{RESULTS_FILE}")):
         results = _read_json(path)
+        if correctness.is_correctness(str(results.get("scenario"))):
+            continue  # its values come from its own runs (coach.correctness_recordings), not from ceilings
         scenario = scenarios.find(str(results.get("scenario")))
         values = placeholder_values(scenario, results)
         if values != results.get("values"):

@@ -151,14 +151,17 @@ def test_the_off_by_one_is_one_byte_after_in_the_tools_words():
 
 def test_synccheck_was_silent_on_the_divergent_barrier():
     """Scenario 24 as recorded: synccheck reports nothing on the buggy build while the same run's
-    check fails, so the scenario's text (question, hint, fix) says the tool was clean."""
+    check fails; racecheck reports the race the misplaced barrier leaves, between the addition in the
+    branch and the read of partial[0], and nothing on the fixed build."""
     scenario = correctness.find("24")
     rec = _recording(scenario)
     runs = rec.results["runs"]
     assert runs["buggy-synccheck"]["summary"]["errors"] == 0 and rec.report("buggy-synccheck").records.height == 0
     assert runs["buggy-synccheck"]["result"]["ok"] is False and runs["buggy-synccheck"]["exit"] == 1
-    assert scenario.first_rule == "sanitizer-clean" and scenario.found_with == "float64-reference"
-    assert "synccheck reports no error" in scenario.question
+    assert runs["buggy-racecheck"]["summary"]["hazards_displayed"] >= 1
+    assert runs["fixed-racecheck"]["summary"]["hazards_displayed"] == 0
+    assert scenario.tool == "racecheck" and scenario.first_rule == "shared-memory-race"
+    assert scenario.found_with == "sanitizer" and "synccheck reports no error" in scenario.question
 
 
 @pytest.mark.parametrize("scenario", ALL, ids=lambda s: s.id)

@@ -381,9 +381,10 @@ def test_recorded_scenario_diff_names_the_planted_fix(scenario):
 
 def test_recorded_measurement_fix():
     """Scenario 20 on the H200: the naive benchmark's one timed region (perf_counter() around the
-    first ten calls) holds the Triton compile and its cuModuleLoadData, and its GPU work is 0.16% of
-    the 1.642 s it measured; the careful one records 40 events in 20 timed regions after a warm-up,
-    and its kernels fill 99.0% of what the events span. Both profiles hold the whole run, so the
+    first ten calls) holds the Triton compile and its cuModuleLoadData, and its GPU work is 0.18% of
+    the time it measured; the careful one records 80 events (40 around its batches, 40 around the
+    per-call synchronised method it also measures) after a warm-up, and its kernels fill 99.1% of
+    what the events span. Both profiles hold the whole run, so the
     profile-capture fix (warm-up-first) does not match: the compile is still in the window."""
     scenario = scenarios.find("scenario-20")
     if "h200" not in recordings.recorded_gpus(scenario.id):
@@ -393,10 +394,10 @@ def test_recorded_measurement_fix():
     d = diff(before, after)
     assert d.suggested == ("measure-the-kernel",)
     rows = {r["metric"]: r for r in d.checks.to_dicts()}
-    assert (rows["event_record_calls"]["before"], rows["event_record_calls"]["after"]) == (0, 40)
+    assert (rows["event_record_calls"]["before"], rows["event_record_calls"]["after"]) == (0, 80)
     assert (rows["timed_module_load_calls"]["before"], rows["timed_module_load_calls"]["after"]) == (1, 0)
-    assert rows["timed_gpu_share_pct"]["before"] == pytest.approx(100 * 2584031 / 1642421206)
-    assert rows["timed_gpu_share_pct"]["after"] == pytest.approx(99.0069, abs=1e-4)
+    assert rows["timed_gpu_share_pct"]["before"] == pytest.approx(0.1790, abs=1e-4)
+    assert rows["timed_gpu_share_pct"]["after"] == pytest.approx(99.0982, abs=1e-4)
     wrong = diff(before, after, fix="warm-up-first")
     assert wrong.fix_verdict == "does not match"
     assert {r["metric"]: r["met"] for r in wrong.checks.to_dicts()} == {"module_load_calls": False, "window_ns": False}

@@ -212,10 +212,10 @@ def test_idle_leaves_the_gaps_inside_a_launch_bound_stretch_to_launch_bound():
 
 
 def test_recorded_synchronised_loop_is_not_launch_bound():
-    """Scenario 14's slow training loop on the H200 (traces/h200/scenario-14/slow/nsys): 3375 of its
-    6000 kernels run shorter than their launch call, but the GPU waited for only 1481 of those (the
-    rest ran from a queue, about 1 us apart), 606 of them right after one of the 1381
-    synchronisations, and no eight of the other 875 come in a row. The loop's idle time is the
+    """Scenario 14's slow training loop on the H200 (traces/h200/scenario-14/slow/nsys): 3396 of its
+    6000 kernels run shorter than their launch call, but the GPU waited for only 1464 of those (the
+    rest ran from a queue, about 1 us apart), 583 of them right after one of the 1377
+    synchronisations, and no eight of the other 881 come in a row. The loop's idle time is the
     synchronisations' and the host's, each gap claimed once."""
     tl = load(traces_dir() / "h200" / "scenario-14" / "slow" / "nsys")
     a = TimelineAnalysis(tl)
@@ -223,10 +223,10 @@ def test_recorded_synchronised_loop_is_not_launch_bound():
     waited = shorter.filter("waited_for_launch")
     released = host_sync.returned_into(a.gaps, host_sync.sync_points(a)).select("device_id", start_ns="end_ns")
     after_sync = waited.join(released, on=["device_id", "start_ns"])
-    assert (a.launches.height, shorter.height, waited.height, after_sync.height) == (6000, 3375, 1481, 606)
+    assert (a.launches.height, shorter.height, waited.height, after_sync.height) == (6000, 3396, 1464, 583)
     assert launch_bound.bound_launches(a).is_empty()
     findings = run_all(tl)
-    assert [(f.rule_id, f.estimated_saving_ns) for f in findings] == [("host-sync", 79560911), ("gpu-idle-gaps", 68868152)]
+    assert [(f.rule_id, f.estimated_saving_ns) for f in findings] == [("host-sync", 76950988), ("gpu-idle-gaps", 70683021)]
 
 
 def test_launch_bound_quiet_when_kernels_outlast_their_launch(kineto):

@@ -55,10 +55,29 @@ def repeats_with_the_work(a: TimelineAnalysis, allocs: pl.DataFrame) -> int:
     return int(after.filter((after >= 1) & (after < launched.len())).n_unique())
 
 
-def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
-    calls = a.timeline.api.with_columns(base=base_api_name(pl.col("name"))).with_columns(
+def is_allocator_call(name: pl.Expr) -> pl.Expr:
+    """Whether an API call (by name) allocates or frees memory."""
+    base = base_api_name(name)
+    return base.str.contains(ALLOC_CALLS) | base.str.contains(FREE_CALLS)
+
+
+def _allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
+    return a.timeline.api.with_columns(base=base_api_name(pl.col("name"))).with_columns(
         alloc=pl.col("base").str.contains(ALLOC_CALLS), free=pl.col("base").str.contains(FREE_CALLS)
     ).filter(pl.col("alloc") | pl.col("free"))
+
+
+def churns(a: TimelineAnalysis) -> bool:
+    """The rule's conditions, before the size of the saving: enough allocate/free pairs, repeated with
+    the work (the GPU-idle rule leaves the gaps spent in these calls to this rule when they hold)."""
+    calls = _allocator_calls(a)
+    if min(int(calls["alloc"].sum()), int(calls["free"].sum())) < MIN_ALLOC_FREE_PAIRS:
+        return False
+    return repeats_with_the_work(a, calls.filter("alloc")) >= MIN_REPEATS
+
+
+def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
+    calls = _allocator_calls(a)
     allocs, frees = int(calls["alloc"].sum()), int(calls["free"].sum())
     pairs = min(allocs, frees)
     if pairs < MIN_ALLOC_FREE_PAIRS:

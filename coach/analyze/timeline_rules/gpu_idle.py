@@ -13,8 +13,10 @@ fix is to remove the synchronisation, not to speed up the host. And so are the g
 launch-bound stretch, before each of its kernels after the first (the launch-bound rule reports
 them): there the GPU waited for the launches of kernels shorter than their launch calls, which a CUDA
 graph or fusion removes. So, last, are the gaps the training loop spent mostly inside a DataLoader
-(the input-pipeline rule reports them): there it waited for the next batch. Each idle gap is thus
-claimed by one finding at most.
+(the input-pipeline rule reports them): there it waited for the next batch. And, where the allocator
+rule fires, the gaps the host spent mostly inside cudaMalloc/cudaFree and their kin (the allocator
+rule reports them: the cause, of which the idle gap is the symptom). Each idle gap is thus claimed by
+one finding at most.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import polars as pl
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, idle_gaps, interval_join, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, after_set_up, ns, reportable, share_pct
+from coach.analyze.timeline_rules.allocator_churn import churns, is_allocator_call
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
 from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
 from coach.analyze.timeline_rules.launch_bound import bound_launches
@@ -55,8 +58,9 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     findings = []
     for (device,), g in gaps.group_by("device_id", maintain_order=True):
         g, loading = g.filter(~pl.col("in_loader")), g.filter("in_loader")
+        g, allocating = g.filter(~pl.col("in_allocator")), g.filter("in_allocator")
         finding = _device_finding(a, device, g.filter(~pl.col("after_sync") & ~pl.col("launch_bound")),
-                                  g.filter("after_sync"), g.filter("launch_bound"), loading)
+                                  g.filter("after_sync"), g.filter("launch_bound"), loading, allocating)
         if finding:
             findings.append(finding)
     return findings
@@ -68,8 +72,9 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     ``idle_ns`` (the rest), ``after_sync`` (a host synchronisation returned into the gap, see the
     host-sync rule), ``launch_bound`` (the gap ends at a kernel of a launch-bound stretch other
     than its first, see the launch-bound rule) and ``in_loader`` (the host spent most of the gap
-    inside the DataLoader, see the input-pipeline rule); only gaps whose rest is longer than one
-    launch latency."""
+    inside the DataLoader, see the input-pipeline rule) and ``in_allocator`` (the allocator rule's
+    conditions hold and the host spent at least half of the gap in one allocation or free call name,
+    see that rule); only gaps whose rest is longer than one launch latency."""
     one_time = one_time_calls(a)
     gaps = a.gaps
     if one_time.height:
@@ -86,6 +91,7 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
         .filter(pl.int_range(pl.len()).over("device_id", "stretch") > 0)  # the gap before a run's first kernel is not its own
         .select("device_id", end_ns="start_ns", launch_bound=pl.lit(True))
     )
+    allocator_claims = churns(a)
     return gaps_in_loader(a, (
         gaps.join(loading, on="_gap", how="left", maintain_order="left")
         .join(synced, on=["device_id", "start_ns"], how="left", maintain_order="left")
@@ -95,12 +101,14 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
                       launch_bound=pl.col("launch_bound").fill_null(False))
         .with_columns(idle_ns=pl.col("dur_ns") - pl.col("one_time_ns"))
         .filter(pl.col("idle_ns") > MIN_GAP_NS)
+        .with_columns(in_allocator=pl.lit(allocator_claims) & is_allocator_call(pl.col("top_api").fill_null(""))
+                      & (2 * pl.col("top_api_ns") >= pl.col("idle_ns")))
         .drop("_gap")
     )).drop("loader_ns")
 
 
 def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame, after_sync: pl.DataFrame,
-                    launch_bound: pl.DataFrame, loading: pl.DataFrame) -> Finding | None:
+                    launch_bound: pl.DataFrame, loading: pl.DataFrame, allocating: pl.DataFrame) -> Finding | None:
     if gaps.is_empty():
         return None
     idle_ns = int(gaps["idle_ns"].sum())
@@ -133,6 +141,8 @@ def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame, after_
                "see the launch-bound finding)." if launch_bound.height else "")
             + (f" So are {loading.height} gap(s) the loop spent waiting in the DataLoader ({ns(loading['idle_ns'].sum())}, "
                "see the input-pipeline finding)." if loading.height else "")
+            + (f" So are {allocating.height} gap(s) the host spent mostly in allocation and free calls "
+               f"({ns(allocating['idle_ns'].sum())}, see the allocator finding)." if allocating.height else "")
             + (f" Outside that span the capture holds {ns(edges_ns)} more with no GPU work (start-up and shut-down); "
                f"over the whole {ns(a.window_ns)} window the GPU was busy {busy_pct:.1f}%." if edges_ns > span_ns else ""))
     if host_bound:
