@@ -25,6 +25,16 @@ NVTX step ranges
     to the end of the last step or of the GPU work its steps launched, whichever is later. The PyTorch
     profiler's operator ranges (domain ``cpu_op``) are not steps.
 
+A repeating loop of kernels
+    Where nothing is marked, in a capture the program did not bound itself (not a PyTorch-profiler
+    trace, whose window the program opened), and one-time work precedes it: per process, the kernels
+    in launch order repeat with a period (taken from the spacing of the most frequent kernel's
+    launches) from some kernel to the end, at least ``MIN_LOOP_PERIODS`` periods, with at most
+    ``LOOP_MISMATCH_PCT`` of kernels off the pattern; the window starts at the first repeated
+    kernel's launch. It never starts inside an NVTX range the program opened (a benchmark's single
+    "timed" range that holds its first, compiling call is measured on purpose): there the whole
+    capture is read.
+
 A window that leaves out less than ``MIN_LEFT_OUT_PCT`` of the capture is not used: the capture is
 its steady state already. With several processes each process's records are kept within its own
 window (its GPU work: all of it within the union of the windows, see ``crop``).
@@ -49,6 +59,18 @@ MIN_STEP_GPU_SHARE_PCT = 25.0
 # Leaving out less than this share of the capture changes no finding by more than run-to-run noise
 # (see _shared.REPORTABLE_SHARE_PCT): the whole capture is read as it is.
 MIN_LEFT_OUT_PCT = 5.0
+
+# A loop's kernels may stray from the pattern now and then (an allocator's memset, a checkpoint's
+# copy kernel, a cuBLAS heuristic switching kernels): one kernel in fifty, and the loop still repeats.
+LOOP_MISMATCH_PCT = 2.0
+# Unmarked, a repetition must be longer to be a loop: a benchmark's handful of calls after its first
+# (tests/data/nsys_triton_softmax: six calls of one kernel, the first compiling it) is the measurement
+# itself, which the program chose to time, not a steady state it lives in.
+MIN_LOOP_PERIODS = 10
+# Periods tried: the spacing of the most frequent kernel's launches at lags 1 to this (a kernel that
+# runs several times per step, as a GEMM does per layer, repeats at its lag-k spacing).
+LOOP_LAGS = 8
+PYTORCH_PROFILER = "PyTorch profiler"
 
 PROFILER_START = r"^cu(da)?ProfilerStart$"
 PROFILER_STOP = r"^cu(da)?ProfilerStop$"
@@ -102,6 +124,8 @@ def find(a: TimelineAnalysis, one_time: pl.DataFrame) -> SteadyWindow | None:
     source = "cudaProfilerStart/Stop"
     if found is None:
         found, source = _nvtx_steps(a, one_time)
+    if found is None and not one_time.is_empty() and a.timeline.source.tool != PYTORCH_PROFILER:
+        found, source = _kernel_loop(a, one_time)
     if found is None or found.is_empty():
         return None
     start, end = int(found["start_ns"].min()), int(found["end_ns"].max())
@@ -184,6 +208,51 @@ def _nvtx_steps(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFra
     ).filter(pl.col("steps") >= MIN_STEPS).sort("pid")
     families_named = sorted(set(loops["family"].to_list()))
     return per_pid, "NVTX ranges " + ", ".join(f"'{f}'" for f in families_named)
+
+
+def _kernel_loop(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFrame | None, str]:
+    """Per process, where its kernels start repeating to the end (see the module doc)."""
+    import numpy as np  # noqa: PLC0415
+
+    launched = a.launches.filter(pl.col("api_start_ns").is_not_null()).sort("pid", "api_start_ns")
+    if launched.height < MIN_LOOP_PERIODS:
+        return None, ""
+    ranges = a.timeline.nvtx.filter(pl.col("end_ns").is_not_null()
+                                    & (pl.col("domain").fill_null("") != OPERATOR_DOMAIN))
+    rows = []
+    for (pid,), k in launched.group_by("pid", maintain_order=True):
+        codes = k["name"].cast(pl.Categorical).to_physical().to_numpy()
+        n = len(codes)
+        top = np.bincount(codes).argmax()
+        where = np.flatnonzero(codes == top)
+        best = None
+        for lag in range(1, min(LOOP_LAGS, len(where) - 1) + 1):
+            period = int(np.median(where[lag:] - where[:-lag]))
+            if period < 1 or n < (MIN_LOOP_PERIODS + 1) * period:
+                continue
+            off = (codes[period:] != codes[:-period]).astype(np.int64)
+            # mismatches from each start to the end, against the kernels there
+            tail = np.cumsum(off[::-1])[::-1]
+            length = np.arange(len(off), 0, -1)
+            ok = np.flatnonzero((tail * 100.0 <= LOOP_MISMATCH_PCT * length) & (length >= MIN_LOOP_PERIODS * period))
+            if ok.size and (best is None or ok[0] < best[0]):
+                best = (int(ok[0]), period)
+        if best is None:
+            continue
+        first = k.row(best[0], named=True)
+        start = first["api_start_ns"]
+        held = one_time.filter((pl.col("pid") == pid) & (pl.col("end_ns") <= start))
+        if held.is_empty():
+            continue  # nothing one-time before the loop: no start-up to set aside
+        inside = ranges.filter((pl.col("pid") == pid) & (pl.col("start_ns") < start) & (pl.col("end_ns") > start))
+        if inside.height:
+            return None, ""  # the program measures a range that holds the start-up: read it whole
+        rows.append({"pid": pid, "start_ns": start, "end_ns": int(k["end_ns"].max()),
+                     "steps": (n - best[0]) // best[1]})
+    if not rows:
+        return None, ""
+    return (pl.DataFrame(rows, schema={"pid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "steps": pl.Int64}),
+            "a repeating loop of kernels")
 
 
 def crop(timeline: Timeline, window: SteadyWindow) -> Timeline:
