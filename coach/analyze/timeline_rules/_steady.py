@@ -42,7 +42,7 @@ window (its GPU work: all of it within the union of the windows, see ``crop``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -85,7 +85,7 @@ class SteadyWindow:
     windows: pl.DataFrame
     start_ns: int
     end_ns: int
-    source: str  # "cudaProfilerStart/Stop" or "NVTX ranges 'step #'"
+    source: str  # "cudaProfilerStart/Stop", "NVTX ranges 'step#'" or "a repeating loop of kernels"
     steps: int  # steady steps over all processes (0 for a profiler-API range)
     capture: tuple[int, int]
     warm_steps: int = 0  # leading steps left out for the one-time work they hold, over all processes
@@ -206,6 +206,8 @@ def _nvtx_steps(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFra
         steps=pl.len().cast(pl.Int64),
         warm_steps=pl.col("first_steady").fill_null(0).first().cast(pl.Int64),
     ).filter(pl.col("steps") >= MIN_STEPS).sort("pid")
+    if per_pid.is_empty():
+        return None, ""
     families_named = sorted(set(loops["family"].to_list()))
     return per_pid, "NVTX ranges " + ", ".join(f"'{f}'" for f in families_named)
 
@@ -273,8 +275,6 @@ def crop(timeline: Timeline, window: SteadyWindow) -> Timeline:
         inside = ((pl.col("start_ns") < hi) & (pl.col("end_ns").fill_null(pl.col("start_ns")) > lo) if overlap
                   else (pl.col("start_ns") >= lo) & (pl.col("start_ns") < hi))
         return joined.filter(inside).drop("_lo", "_hi")
-
-    from dataclasses import replace  # noqa: PLC0415
 
     return replace(timeline, kernels=keep(timeline.kernels, per_process=False), memcpy=keep(timeline.memcpy, per_process=False),
                    memset=keep(timeline.memset, per_process=False),
