@@ -411,6 +411,10 @@ class TimelineAnalysis:
     other rules call too is computed once (``derived``)."""
 
     timeline: Timeline
+    # stretches of the window that belong to no one's steady state (``timeline_rules._steady``: between
+    # the steady windows of processes that ran one after another): a gap that meets one is not a gap
+    # in anyone's loop, and its position reads "outside"
+    holes: pl.DataFrame | None = None
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
@@ -435,7 +439,19 @@ class TimelineAnalysis:
 
     @cached_property
     def gaps(self) -> pl.DataFrame:
-        return host_activity_in_gaps(idle_gaps(self.busy, self.window), self.timeline.api, self.timeline.nvtx)
+        return host_activity_in_gaps(self.idle_gaps(), self.timeline.api, self.timeline.nvtx)
+
+    def idle_gaps(self) -> pl.DataFrame:
+        """``idle_gaps`` of the busy intervals in the window, a gap that meets a hole marked "outside"."""
+        gaps = idle_gaps(self.busy, self.window)
+        if self.holes is None or self.holes.is_empty() or gaps.is_empty():
+            return gaps
+        met = interval_join(gaps.with_row_index("_g").select("_g", "start_ns", "end_ns"),
+                            self.holes.select("start_ns", "end_ns"), "overlap")["_g"].unique()
+        return (gaps.with_row_index("_g")
+                .with_columns(position=pl.when(pl.col("_g").is_in(met.implode())).then(pl.lit("outside"))
+                              .otherwise(pl.col("position")))
+                .drop("_g"))
 
     @cached_property
     def overlap(self) -> pl.DataFrame:

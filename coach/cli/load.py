@@ -124,7 +124,11 @@ def summarize(profile: Any, top: int, *, kernel: str | None = None, nvtx: str | 
     findings = [f for f in diagnose(profile, analysis=analysis)
                 if f.estimated_saving_ns is not None or f.category != "other"]
     src = profile.source
+    # a whole-program capture diagnosed in its steady window: what the window is, as the start-up finding says
+    steady = next((f.message.split(", reported here")[0] for f in findings
+                   if f.scope == "start-up" and "steady_window" in f.details), None)
     return {
+        **({"steady_window": steady} if steady else {}),
         "path": str(src.path),
         "kind": profile.kind,
         "format": src.format,
@@ -209,6 +213,9 @@ def show(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None
         _show_sanitizer(s["summary"])
     else:
         _show_timeline(s["summary"], stats=stats, brief=brief)
+    if s.get("steady_window"):
+        console.print(f"[bold]{escape(s['steady_window'])}[/]: the findings are of the steady window, the start-up "
+                      "is reported apart", highlight=False)
     if s["findings"]:
         console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
         for i, f in enumerate(s["findings"], 1):

@@ -36,6 +36,7 @@ from coach.model import Source, Timeline, make_table, make_timeline
 #: does not know, and guessing would give wrong numbers.
 REQUIRED: dict[str, tuple[str, ...]] = {
     "kernels": ("start_ns", "end_ns"),
+    "graphs": ("start_ns", "end_ns", "correlation_id"),
     "memcpy": ("start_ns", "end_ns"),
     "memset": ("start_ns", "end_ns"),
     "api": ("start_ns", "end_ns", "name_id"),
@@ -47,7 +48,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 #: Tables a timeline is still right without: a device-properties, synchronisation or NVTX table of a layout
 #: coach does not know is left out (and said so in ``Source.meta["unread"]``) rather than failing the
 #: whole report; the kernels, copies and API calls are what every number rests on.
-OPTIONAL_TABLES = frozenset({"devices", "sync", "nvtx"})
+OPTIONAL_TABLES = frozenset({"devices", "sync", "nvtx", "graphs"})
 
 #: Tables that hold CUDA activity or annotations; an export with none of them has nothing to analyse.
 ACTIVITY_TABLES = ("kernels", "memcpy", "memset", "api", "nvtx")
@@ -104,7 +105,7 @@ def read(path: str | Path) -> Timeline:
     api = _api(raw.pop("api"), strings, enums["api_kind"])
     source = Source(path=str(path), format="nsys-sqlite", tool="Nsight Systems", tool_version=version, meta=meta)
     tables = {
-        "kernels": make_table("kernels", _kernels(raw.pop("kernels"), strings)),
+        "kernels": make_table("kernels", _with_graphs(_kernels(raw.pop("kernels"), strings), raw.pop("graphs"))),
         "memcpy": _memcpy(raw.pop("memcpy"), enums["memcpy_kind"], enums["memory_kind"]),
         "memset": _memset(raw.pop("memset"), enums["memory_kind"]),
         "sync": _sync(raw.pop("sync"), api, enums["sync_kind"]),
@@ -361,6 +362,24 @@ def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | 
                       _mapped("demangled_name_id", strings).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
         .drop("name_id", "demangled_name_id", "global_pid"))
+
+
+def _with_graphs(kernels: pl.DataFrame | None, graphs: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The kernels, and each CUDA graph launch that nsys traced whole (``--cuda-graph-trace=graph``, its
+    default: the graph's kernels are not in the kernel table, one GRAPH_TRACE row spans the graph's
+    run) as one GPU operation named "CUDA graph N", launched by its cudaGraphLaunch. A graph launch
+    whose kernels the kernel table holds (traced node by node) is not added again."""
+    if graphs is None or graphs.is_empty():
+        return kernels
+    graphs = graphs.with_columns(_DUR, _pid("global_pid").alias("pid"))
+    if kernels is not None and kernels.height:
+        graphs = graphs.join(kernels.select("correlation_id").drop_nulls().unique(), on="correlation_id", how="anti")
+    named = graphs.select(
+        "start_ns", "end_ns", "dur_ns", "device_id", "context_id", "stream_id", "correlation_id", "pid", "graph_id",
+        name=pl.format("CUDA graph {}", pl.col("graph_id")), demangled_name=pl.format("CUDA graph {}", pl.col("graph_id")))
+    if kernels is None:
+        return named.sort("start_ns")
+    return pl.concat([kernels, named], how="diagonal_relaxed").sort("start_ns", maintain_order=True)
 
 
 def _memcpy(raw: pl.DataFrame | None, copy_kinds: pl.DataFrame, memory_kinds: pl.DataFrame) -> pl.DataFrame | None:

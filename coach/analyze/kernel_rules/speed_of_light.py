@@ -48,6 +48,14 @@ _PIPES: dict[str, tuple[str, Bottleneck]] = {
 
 SUBTREES_ALWAYS = "launch"
 
+# A load/store pipe this idle issues next to none of the L1's traffic: a kernel with the tensor pipe
+# busy and the LSU pipe under this moves its tiles with TMA and feeds the tensor cores from shared
+# memory (Hopper's wgmma reads both operands there), so its L1 throughput is the tensor pipe's own
+# operand traffic. Measured on cuBLAS's nvjet bf16 GEMM on the H200 (tests/data/wild_ncu/
+# healthy_gemm.full.ncu-rep): tensor pipe 96.9%, L1 98.1%, LSU pipe 0.8%; Nsight Compute's
+# HighPipeUtilization rule names the tensor sub-pipeline as the bottleneck there.
+LSU_IDLE_PCT = 10.0
+
 
 def verdict(launch: dict[str, Any]) -> Verdict | None:
     """The root's reading of one launch, or None when the speed-of-light metrics are missing."""
@@ -57,7 +65,7 @@ def verdict(launch: dict[str, Any]) -> Verdict | None:
     busiest = max(sm, mem)
     regime = "at-roof" if busiest >= AT_ROOF_PCT else "latency" if busiest < LATENCY_PCT else "below-roof"
     side = "balanced" if abs(sm - mem) < BALANCE_PCT else "memory" if mem > sm else "compute"
-    lean = "memory" if mem >= sm else "compute"
+    lean = _lean(launch, side)
     unit, category = _memory_unit(launch) if lean == "memory" else _compute_pipe(launch)
     if side == "balanced" and regime == "latency":
         category, unit = Bottleneck.LATENCY, "latency"
@@ -67,6 +75,29 @@ def verdict(launch: dict[str, Any]) -> Verdict | None:
         subtrees.add("latency")
     return Verdict(side=side, regime=regime, category=category, unit=unit, busiest_pct=busiest,
                    gap_ns=launch.get("sol_gap_ns"), subtrees=frozenset(subtrees))
+
+
+def _lean(launch: dict[str, Any], side: str) -> str:
+    """The half that names the unit: the busier one, except that with the halves balanced a compute
+    pipe at its roof and at or above the busiest memory unit is named (the unit that feeds the pipe
+    its operands does not count against it, see ``LSU_IDLE_PCT``)."""
+    sm, mem = launch["sm_throughput_pct"], launch["memory_throughput_pct"]
+    lean = "memory" if mem >= sm else "compute"
+    if lean == "compute" or side != "balanced":
+        return lean
+    pipes = {col: launch.get(col) for col in _PIPES if launch.get(col) is not None}
+    if not pipes:
+        return lean
+    best = max(pipes, key=pipes.__getitem__)
+    pipe = pipes[best]
+    units = {"DRAM": launch.get("dram_throughput_pct"), "L2": launch.get("l2_throughput_pct"),
+             "L1": launch.get("l1_throughput_pct")}
+    lsu = launch.get("lsu_pipe_active_pct")
+    if best == "tensor_pipe_active_pct" and lsu is not None and lsu < LSU_IDLE_PCT:
+        units.pop("L1")  # the tensor pipe's own operand traffic
+    known = [v for v in units.values() if v is not None]
+    busiest_unit = max(known) if known else mem
+    return "compute" if pipe >= AT_ROOF_PCT and pipe >= busiest_unit - UNIT_TOLERANCE_PCT else lean
 
 
 def _memory_unit(launch: dict[str, Any]) -> tuple[str, Bottleneck]:
@@ -95,7 +126,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     sm, mem, dram = launch["sm_throughput_pct"], launch["memory_throughput_pct"], launch.get("dram_throughput_pct")
     bw, peak = launch.get("dram_bandwidth_bytes_per_s"), launch.get("dram_peak_bytes_per_s")
     ai = launch.get("arithmetic_intensity_flop_per_byte")
-    lean = "memory" if mem >= sm else "compute"
+    lean = _lean(launch, v.side)
     title, next_step = _wording(v, lean, launch)
     numbers = f"Compute (SM) throughput is {sm:.1f}% of peak and memory throughput {mem:.1f}%"
     if dram is not None:

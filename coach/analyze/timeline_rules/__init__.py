@@ -8,6 +8,10 @@ the findings ranked by estimated saving, then a note (``coach.analyze.diagnose.n
 each rule whose table has records without a column the rule needs, and one for each way the trace is
 incomplete (``coach.analyze.coverage``). A trace whose API calls launched work but which holds no GPU
 record gets only that note: every rule would speak of a GPU the trace did not record.
+
+A whole-program capture whose loop is marked (``_steady``: a cudaProfilerStart/Stop range, NVTX step
+ranges) is diagnosed in its steady window: the rules read the loop, and the start-up left out is
+reported apart as one-time work (``warmup.start_up``), with no saving, after the window's findings.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from coach.analyze.coverage import api_without_gpu_records, timeline_gaps
 from coach.analyze.diagnose import not_checked
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.timeline import TimelineAnalysis
+from coach.analyze.timeline_rules import _steady
 from coach.analyze.timeline_rules._shared import timeline_gpu
 from coach.analyze.timeline_rules import (
     allocator_churn,
@@ -76,6 +81,11 @@ def run_all(timeline: Timeline, hardware: Any = None, analysis: TimelineAnalysis
                                         scope="timeline") for gap in timeline_gaps(timeline)]
     if api_without_gpu_records(timeline):  # every rule would speak of a GPU the trace did not record
         return notes
+    steady = _steady.find(analysis, warmup.one_time_calls(analysis))
+    whole = analysis
+    if steady is not None:
+        analysis = TimelineAnalysis(_steady.crop(timeline, steady), holes=steady.holes)
+        findings.extend(warmup.start_up(whole, steady))
     for rule in RULES:
         gone = missing_columns(rule.SPEC, timeline)
         if gone:
@@ -83,7 +93,7 @@ def run_all(timeline: Timeline, hardware: Any = None, analysis: TimelineAnalysis
                                      reason=f"the trace's {rule.SPEC.table} records have no {', '.join(gone)}",
                                      scope="timeline"))
         elif applicable(rule.SPEC, timeline):
-            findings.extend(rule.apply(analysis, hardware))
+            findings.extend(rule.apply(analysis, hardware) if applicable(rule.SPEC, analysis.timeline) else [])
     return rank([_within_window(f, analysis.window_ns) for f in findings]) + notes
 
 

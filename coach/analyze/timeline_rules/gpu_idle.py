@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, idle_gaps, interval_join, merge_intervals
+from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, interval_join, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, after_set_up, ns, reportable, share_pct
 from coach.analyze.timeline_rules.allocator_churn import churns, is_allocator_call
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
@@ -80,7 +80,7 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     if one_time.height:
         api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
                                   how="anti", nulls_equal=True)
-        gaps = host_activity_in_gaps(idle_gaps(a.busy, a.window), api, a.timeline.nvtx)
+        gaps = host_activity_in_gaps(a.idle_gaps(), api, a.timeline.nvtx)
     gaps = after_set_up(gaps.filter(pl.col("position") == "between"), a.timeline.kernels).with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, derived, interval_join, with_launch_call
+from coach.analyze.timeline import TimelineAnalysis, derived, interval_join, merge_intervals, with_launch_call
 from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
 from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, after_set_up, base_api_name, largest_group, ns, reportable,
                                                   share_pct, within_window)
@@ -88,6 +88,26 @@ def returned_into(gaps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     ).unique(subset=["device_id", "start_ns"], keep="last", maintain_order=True)
 
 
+def _less_allocation(a: TimelineAnalysis, bubbles: pl.DataFrame) -> pl.DataFrame:
+    """``bubbles`` with ``alloc_ns``: the host's time in allocation and free calls inside each (merged
+    per thread). The allocator-churn rule claims that time: a loop that frees and allocates after
+    each read-back would still wait for the allocator without the read-back, so the bubble's saving
+    leaves it out (each second of a gap is one finding's at most). Where the allocator rule reports
+    nothing (a few allocations, once), the bubble keeps that time."""
+    from coach.analyze.timeline_rules import allocator_churn  # noqa: PLC0415
+
+    base = base_api_name(pl.col("name"))
+    calls = a.timeline.api.filter(base.str.contains(allocator_churn.ALLOC_CALLS) | base.str.contains(allocator_churn.FREE_CALLS))
+    if calls.is_empty() or bubbles.is_empty() or not allocator_churn.apply(a):
+        return bubbles.with_columns(alloc_ns=pl.lit(0, pl.Int64))
+    merged = merge_intervals(calls.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]).select("start_ns", "end_ns")
+    inside = (interval_join(bubbles.with_row_index("_b").select("_b", "start_ns", "end_ns"), merged, "overlap")
+              .group_by("_b").agg(alloc_ns=pl.col("overlap_ns").sum()))
+    return (bubbles.with_row_index("_b").join(inside, on="_b", how="left", maintain_order="left")
+            .with_columns(alloc_ns=pl.min_horizontal(pl.col("alloc_ns").fill_null(0), pl.col("gap_ns")).cast(pl.Int64))
+            .drop("_b"))
+
+
 def _per_gpu(bubbles: pl.DataFrame) -> str:
     per = bubbles.group_by("device_id").agg(pl.col("gap_ns").sum()).sort("device_id")
     return ", ".join(f"GPU {d}: {ns(v)}" for d, v in per.iter_rows())
@@ -104,8 +124,9 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     between = after_set_up(a.gaps.filter(pl.col("position") == "between"), a.timeline.kernels)
     bubbles = gaps_in_loader(a, returned_into(between, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
     loading = bubbles.filter("in_loader")  # the loop waited for its next batch: the input pipeline's gaps
-    bubbles = bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader")
-    saving_ns, per_device = largest_group(bubbles, "device_id", pl.col("gap_ns") - LAUNCH_LATENCY_NS)
+    bubbles = _less_allocation(a, bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader"))
+    saving_ns, per_device = largest_group(bubbles, "device_id",
+                                          (pl.col("gap_ns") - pl.col("alloc_ns") - LAUNCH_LATENCY_NS).clip(lower_bound=0))
     saving_ns = within_window(saving_ns, a.window_ns)
     if not reportable(saving_ns, a.window_ns):
         return []
@@ -116,6 +137,7 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
                f"the queue had drained; the GPUs idled side by side ({_per_gpu(bubbles)}), the most GPU {worst}: "
                f"{ns(bubble_ns)}")
     blocked_ns = int(points["dur_ns"].sum())
+    alloc_ns = int(bubbles["alloc_ns"].sum())
     by_name = points.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     calls = ", ".join(f"{n} x {name}" for name, n, _ in by_name.iter_rows())
     scalars = int(points["scalar_read"].sum())
@@ -148,14 +170,16 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         scope="timeline",
         estimated_gain_pct=share_pct(saving_ns, a.window_ns),
         estimated_saving_ns=saving_ns,
-        gain_model=(f"sum over the GPU gaps a synchronisation returned into of (gap - {ns(LAUNCH_LATENCY_NS)}): without the "
+        gain_model=(f"sum over the GPU gaps a synchronisation returned into of (gap - {ns(LAUNCH_LATENCY_NS)}"
+                    + (" - the host's time in allocation and free calls in it, the allocator finding's" if alloc_ns else "")
+                    + "): without the "
                     "synchronisation the host would have queued the next work before the GPU ran dry; the GPU-idle and "
                     "launch-bound findings leave these gaps out"
                     + ("; per GPU, the largest: the GPUs idle side by side, so their sums do not add up in wall time"
                        if per_device.height > 1 else "")),
         # ties broken by place, so that the ten listed are the same on every run
         details={"sync_calls": by_name.to_dicts(),
-                 "bubbles": bubbles.sort("gap_ns", "device_id", "start_ns", descending=[True, False, False])
+                 "bubbles": (bubbles if alloc_ns else bubbles.drop("alloc_ns")).sort("gap_ns", "device_id", "start_ns", descending=[True, False, False])
                  .head(10).to_dicts(),
                  "saving_by_device": per_device.to_dicts()},
     )]

@@ -113,16 +113,76 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     saving_ns = within_window(largest_group(merge_intervals(calls, ["pid", "tid"]), "pid", "dur_ns")[0], a.window_ns)
     if not reportable(saving_ns, a.window_ns):
         return []
+    return [_finding(a, calls, saving_ns)]
+
+
+def start_up(a: TimelineAnalysis, steady: Any) -> list[Finding]:
+    """The one-time work of a whole-program capture outside its steady window (``steady``, a
+    ``coach.analyze.timeline_rules._steady.SteadyWindow``), reported apart from the window's findings:
+    it makes no step faster, so it carries no saving and ranks after them."""
+    calls = one_time_calls(a)
+    bounds = steady.windows.select("pid", _lo="start_ns", _hi="end_ns")
+    outside = (calls.join(bounds, on="pid", how="left", nulls_equal=True, maintain_order="left")
+               .filter(pl.col("_lo").is_null() | (pl.col("end_ns") <= pl.col("_lo")) | (pl.col("start_ns") >= pl.col("_hi")))
+               .drop("_lo", "_hi"))
+    one_time_ns = largest_group(merge_intervals(outside, ["pid", "tid"]), "pid", "dur_ns")[0] if outside.height else 0.0
+    return [_finding(a, outside, one_time_ns, steady)]
+
+
+def steady_sentence(steady: Any) -> str:
+    """"Steady window: 20 steps, 28.0 ms (NVTX ranges 'gemm#'); 274 ms of start-up before it and 154 ms after
+    it left out", as the findings of a cropped capture and the start-up finding say it."""
+    steps = f"{steady.steps} steps, " if steady.steps else ""
+    procs = steady.windows.height
+    where = f"{steady.source}" + (f", {procs} processes each in its own" if procs > 1 else "")
+    after = f" and {ns(steady.after_ns)} after it" if steady.after_ns > 0 else ""
+    n = steady.warm_steps
+    warm = (f" (with the first {n} step{'s' if n > 1 else ''}, for the one-time work {'they hold' if n > 1 else 'it holds'})"
+            if n else "")
+    return (f"Steady window: {steps}{ns(steady.dur_ns)} ({where}); {ns(steady.before_ns)} of start-up before it{warm}"
+            f"{after} left out")
+
+
+def _finding(a: TimelineAnalysis, calls: pl.DataFrame, saving_ns: float, steady: Any = None) -> Finding:
     calls = calls.with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
     durations = calls["dur_ns"]
     by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     names = ", ".join(f"{n} x {name} ({ns(t)})" for name, n, t in by_name.iter_rows())
     compile_ns = int(calls.filter(pl.col("name").is_in([COMPILE, TORCH_COMPILE]))["dur_ns"].sum())
-    return [Finding(
+    what = "compilation and module loading" if compile_ns else "module loading"
+    if steady is not None:
+        lead = (f"{steady_sentence(steady)}, reported here as one-time work; the other findings are of the steady "
+                f"window. The start-up holds " + (f"{names}: {ns(saving_ns)} of one-time {what}" if calls.height
+                                                  else "no module loading or compilation coach can see") + ".")
+        return Finding(
+            rule_id=SPEC.id,
+            category=SPEC.category,
+            title=f"Start-up left out of the steady window: {ns(steady.before_ns)}"
+                  + (f", {ns(saving_ns)} of it one-time {what}" if calls.height else ""),
+            message=(lead + " It is paid once per run: no step gets faster without it, so it saves nothing in the "
+                     "steady window; it matters for a short run's wall time only."),
+            next_step=("Judge the loop by the steady window's findings. To shorten the start-up itself: cache compiled "
+                       "kernels (TORCHINDUCTOR_CACHE_DIR, Triton's cache), load fewer modules (CUDA_MODULE_LOADING=LAZY, "
+                       "the default since CUDA 12.2), and profile the loop alone with cudaProfilerStart/Stop and nsys "
+                       "--capture-range=cudaProfilerApi."),
+            evidence=(
+                Evidence("start_up_ns", steady.before_ns, "ns", healthy="outside the steady window",
+                         source=a.timeline.source.tool),
+                Evidence("one_time_ns", saving_ns, "ns", healthy="0 inside the profiled steady state",
+                         source=a.timeline.source.tool),
+                Evidence("module_load_calls", int(by_name.filter(pl.col("name").str.contains(LOADING_CALLS))["n"].sum()),
+                         "calls", healthy="0 after warm-up", source=a.timeline.source.tool),
+                Evidence("run_time_compile_ns", compile_ns, "ns", healthy="0: kernels compiled (or loaded from the "
+                         "compiler's cache) before the measured region", source=a.timeline.source.tool),
+            ),
+            scope="start-up",
+            gain_model="none in the steady window: one-time work outside it; the steady state does not get faster",
+            details={"calls": by_name.to_dicts(), "steady_window": steady_details(steady)},
+        )
+    return Finding(
         rule_id=SPEC.id,
         category=SPEC.category,
-        title=f"The profile includes {ns(saving_ns)} of one-time "
-              + ("compilation and module loading" if compile_ns else "module loading"),
+        title=f"The profile includes {ns(saving_ns)} of one-time {what}",
         message=(f"The profiled window includes one-time start-up work: {names}; {ns(saving_ns)} in all "
                  f"({share_pct(saving_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window). With lazy loading the first "
                  "launch of each kernel loads its module"
@@ -149,4 +209,10 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         gain_model=("time in module loading, run-time compilation and slow first launches, merged per host thread: "
                     "warming up moves it out of the measured region; the program's steady state does not get faster"),
         details={"calls": by_name.to_dicts()},
-    )]
+    )
+
+
+def steady_details(steady: Any) -> dict[str, Any]:
+    return {"source": steady.source, "steps": steady.steps, "warm_steps": steady.warm_steps, "start_ns": steady.start_ns, "end_ns": steady.end_ns,
+            "dur_ns": steady.dur_ns, "start_up_ns": steady.before_ns, "after_ns": steady.after_ns,
+            "capture_ns": steady.capture[1] - steady.capture[0], "processes": steady.windows.to_dicts()}
