@@ -254,7 +254,7 @@ def test_the_state_callback_restores_from_the_session_and_saves_each_move(app):
 def test_the_picker_lists_traces_only():
     listed = [t.id for t in shipped_traces(ROOT / "traces")]
     assert listed and not [t for t in listed if t.endswith(".json")]  # results and provenance are not traces
-    assert "h200/scenario-14/slow/kineto" in listed and "h200/scenario-01/slow/report.ncu-rep" in listed
+    assert "h200/scenario-14/slow/kineto" in listed and "h200/scenario-01/slow/report.ncu-rep.xz" in listed
 
 
 def test_a_request_for_another_host_name_is_refused(app):

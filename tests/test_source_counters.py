@@ -23,7 +23,7 @@ from coach.paths import traces_dir
 ncu_report = pytest.importorskip("ncu_report")
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIO_01_REP = traces_dir() / "h200" / "scenario-01" / "slow" / "report.ncu-rep"
+SCENARIO_01_REP = traces_dir() / "h200" / "scenario-01" / "slow" / "report.ncu-rep.xz"  # kept xz-compressed
 PARTICLES = ROOT / "scenarios" / "scenario-01-aos-particles" / "particles.cu"
 
 
@@ -167,19 +167,35 @@ def test_hot_lines_of_the_strided_gather(strided):
     assert lines.filter(pl.col("line") == 3)["l2_global_sectors"][0] is None  # no memory access: not measured, not 0
 
 
+def _as_cupy_named_it(particles):
+    """The scenario-01 report as an NVRTC build without a #line directive names its source: CuPy's
+    deleted temporary file, no text (the recording's own line table with that one column changed;
+    the H200 recordings before 2026-12-02 looked like this)."""
+    files = particles.source_files.with_columns(pl.lit("/tmp/tmp7x2k9q/9f1c.cubin.cu").alias("path"),
+                                                pl.lit(None, dtype=pl.Utf8).alias("text"))
+    return replace(particles, source_files=files)
+
+
 def test_nvrtc_lines_are_matched_to_the_scenario_source(particles):
-    assert source.gap(particles, name="report.ncu-rep").startswith("no source text in report.ncu-rep (lines only)")
-    filled = source_text.fill(particles, source_text.search_folders(SCENARIO_01_REP, particles))
+    # recorded: the build names particles.cu through a #line directive, and the text is found
+    assert Path(particles.source_files["path"][0]).name == "particles.cu"
+    assert source.gap(particles) is None
+    top = source.lines(particles, 0).row(0, named=True)
+    assert (top["file"], top["line"], top["text"]) == ("particles.cu", 24, "x_out[i] = p[i].x + dt * p[i].vx;")
+    # without the directive: matched to the scenario's file by the kernel it defines
+    nameless = _as_cupy_named_it(particles)
+    assert source.gap(nameless, name="report.ncu-rep").startswith("no source text in report.ncu-rep (lines only)")
+    filled = source_text.fill(nameless, source_text.search_folders(SCENARIO_01_REP, nameless))
     row = filled.source_files.row(0, named=True)
-    assert row["path"].endswith(".cubin.cu")  # CuPy's temporary NVRTC name
     assert row["local_path"] == "scenarios/scenario-01-aos-particles/particles.cu"
     assert "defines kernel drift_x_aos" in row["text_origin"]
     assert source.gap(filled) is None
     top = source.lines(filled, 0).row(0, named=True)
-    assert (top["file"], top["line"], top["text"]) == ("particles.cu", 24, "x_out[i] = p[i].x + dt * p[i].vx;")
+    assert (top["line"], top["text"]) == (24, "x_out[i] = p[i].x + dt * p[i].vx;")
 
 
 def test_matching_needs_one_defining_file_long_enough(tmp_path, particles):
+    particles = _as_cupy_named_it(particles)
     (tmp_path / "a.cu").write_text("\n" * 30 + 'extern "C" __global__ void drift_x_aos(int n) {}\n')
     assert source_text.fill(particles, [tmp_path]).source_files["text"][0] is not None
     (tmp_path / "b.cu").write_text("\n" * 30 + "__global__ void __launch_bounds__(256)\ndrift_x_aos(int n) {}\n")
@@ -259,7 +275,7 @@ def test_coach_source_json_matches_the_line_table(strided_ncu_rep, strided, caps
 
 
 def test_coach_source_on_a_report_without_source_counters(capsys):
-    saved = traces_dir() / "h200" / "scenario-02" / "slow" / "ncu"
+    saved = ROOT / "tests" / "data" / "wild_ncu" / "memory_patterns.basic.ncu-rep"  # --set basic: no SourceCounters
     code, out, err = _run(["source", str(saved)], capsys)
     assert code != 0 and out == ""
     assert err.strip() == (f"coach: error: no source counters in {saved}: profile with ncu --set full "
@@ -286,7 +302,7 @@ def test_coach_diagnose_shows_the_line(capsys, monkeypatch):
 def test_import_writes_the_source_tables_with_the_scenarios_text(tmp_path):
     from test_capture_support import build_raw_scenario_01
 
-    from coach import recordings
+    from coach import recordings, scenarios
 
     folder = build_raw_scenario_01(tmp_path / "raw")
     (folder / "slow.ncu-rep").write_bytes(SCENARIO_01_REP.read_bytes())
@@ -295,13 +311,29 @@ def test_import_writes_the_source_tables_with_the_scenarios_text(tmp_path):
     (folder / "manifest.json").write_text(json.dumps(manifest))
     done = recordings.import_raw(tmp_path / "raw", tmp_path / "traces")
     saved = load(done[0].folder / "slow" / "ncu")
-    assert saved.sass.height == 24 and saved.stall_samples.height == 80
+    assert saved.sass.height == 24 and saved.stall_samples.height == 82
     assert saved.source_files["text"][0] == PARTICLES.read_text()
-    assert saved.source_files["local_path"][0] == "scenarios/scenario-01-aos-particles/particles.cu"
+    assert saved.source_files["text_origin"][0] == "report"  # recorded with --import-source yes: carried in the report
     assert source.lines(saved, 0).row(0, named=True)["line"] == 24
+    # a report without the text (an NVRTC build named after CuPy's temporary file) is matched at import
+    nameless = recordings.with_scenario_sources(_as_cupy_named_it(load(SCENARIO_01_REP)), scenarios.find("scenario-01"))
+    assert nameless.source_files["local_path"][0] == "scenarios/scenario-01-aos-particles/particles.cu"
+    assert nameless.source_files["text"][0] == PARTICLES.read_text()
 
 
 def test_shipped_scenario_01_trace_carries_the_source_tables(particles):
     saved = load(traces_dir() / "h200" / "scenario-01" / "slow" / "ncu")
     assert saved.sass.drop("file_id").equals(particles.sass.drop("file_id"))
     assert saved.source_files["text"][0] == PARTICLES.read_text()
+
+
+def test_a_kept_xz_report_loads_and_a_truncated_one_says_so(tmp_path, particles):
+    """traces/ keeps full reports xz-compressed: `load` unpacks them (the profile is the report's);
+    a truncated one is a one-line error naming the file given."""
+    from coach.errors import InputError
+
+    assert particles.launches.height > 0 and source.has_counters(particles)
+    cut = tmp_path / "cut.ncu-rep.xz"
+    cut.write_bytes(SCENARIO_01_REP.read_bytes()[:4096])
+    with pytest.raises(InputError, match=r"cut\.ncu-rep\.xz: is xz-compressed but cannot be unpacked"):
+        load(cut)

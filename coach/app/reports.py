@@ -96,12 +96,17 @@ def shipped_traces(root: Path) -> list[ShippedTrace]:
                     found.append(ShippedTrace(p.relative_to(root).as_posix(), p))
                 elif depth < SHIPPED_DEPTH:
                     walk(p, depth + 1)
+            elif p.name.endswith(KEPT_SUFFIX):  # a full report kept xz-compressed (load unpacks it)
+                found.append(ShippedTrace(p.relative_to(root).as_posix(), p))
             elif p.suffix in SUFFIXES and p.name != SAVED_MARKER and is_trace(p):
                 found.append(ShippedTrace(p.relative_to(root).as_posix(), p))
 
     walk(root, 1)
     return found
 
+
+#: The full Nsight Compute reports traces/ keeps beside a recording's saved tables.
+KEPT_SUFFIX = ".ncu-rep.xz"
 
 #: How far into a JSON file to look for a PyTorch-profiler trace's event list: the trace starts with
 #: a few kB of device properties and metadata before ``traceEvents``.

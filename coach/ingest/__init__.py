@@ -37,9 +37,15 @@ def reader_for(fmt: str) -> Callable[[Path], Profile]:
     return getattr(importlib.import_module(module), func)
 
 
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
 def load(path: str | Path) -> Profile:
-    """Read any supported profile into the canonical model."""
+    """Read any supported profile into the canonical model; an xz-compressed one (the full reports
+    traces/ keeps, ``report.ncu-rep.xz``) is unpacked into a temporary file first."""
     p = Path(path)
+    if p.is_file() and _starts_with(p, XZ_MAGIC):
+        return _load_xz(p)
     fmt = detect(p)
     try:
         return reader_for(fmt)(p)
@@ -49,6 +55,33 @@ def load(path: str | Path) -> Profile:
         raise InputError(p, "is too large to read into memory") from None
     except Exception as err:  # a reader met something it did not expect: still one line, no traceback
         raise InputError(p, f"could not be read as {fmt} ({type(err).__name__}: {err})") from err
+
+
+def _starts_with(p: Path, magic: bytes) -> bool:
+    try:
+        with p.open("rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
+
+
+def _load_xz(p: Path) -> Profile:
+    import lzma  # noqa: PLC0415 - only for compressed reports
+    import shutil  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    name = p.name[:-3] if p.name.endswith(".xz") else p.name
+    with tempfile.TemporaryDirectory(prefix="coach-xz-") as tmp:
+        inner = Path(tmp) / name
+        try:
+            with lzma.open(p) as fin, inner.open("wb") as fout:
+                shutil.copyfileobj(fin, fout)
+        except (lzma.LZMAError, EOFError) as err:
+            raise InputError(p, f"is xz-compressed but cannot be unpacked ({err})") from None
+        try:
+            return load(inner)
+        except InputError as err:  # name the file the user gave, not the temporary one
+            raise InputError(p, err.problem) from None
 
 
 def expand(paths: list[str | Path]) -> list[Path]:
