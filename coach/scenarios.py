@@ -15,11 +15,9 @@ a column?) happen where the profiles are read, in ``coach.recordings``.
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import math
-import operator
 import re
 import tomllib
 from collections.abc import Mapping
@@ -27,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coach import best_rates
+from coach import arith, best_rates
 from coach.analyze.findings import Bottleneck
 from coach.errors import CoachError, InputError
 from coach.paths import hardware_dir, scenarios_dir
@@ -358,9 +356,6 @@ def render(text: str, values: Mapping[str, Any]) -> str:
 # Arithmetic over named sizes
 # --------------------------------------------------------------------------------------------
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCTIONS = {"min": min, "max": max}
 
 
@@ -370,31 +365,15 @@ def evaluate(expr: str, names: Mapping[str, float]) -> float:
     Raises ``ValueError`` naming what is wrong; no Python beyond that arithmetic is run.
     """
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as err:
-        raise ValueError(f"'{expr}' is not an arithmetic expression ({err.msg})") from None
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise ValueError(f"'{expr}' uses '{node.id}', which is not a named size")
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return _BINARY[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](ev(node.operand))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
-                and node.args and not node.keywords):
-            return _FUNCTIONS[node.func.id](ev(a) for a in node.args)
-        raise ValueError(f"'{expr}' may use only numbers, named sizes, + - * / // % **, min and max")
-
-    try:
-        value = float(ev(tree))
-    except ZeroDivisionError:
+        value = float(arith.evaluate(expr, lambda parts: names[parts[0]], operators=arith.EXTENDED,
+                                     functions=_FUNCTIONS))
+    except arith.NotParsed as err:
+        raise ValueError(f"'{expr}' is not an arithmetic expression ({err.detail})") from None
+    except arith.UnknownName as err:
+        raise ValueError(f"'{expr}' uses '{err.parts[0]}', which is not a named size") from None
+    except arith.NotAllowed:
+        raise ValueError(f"'{expr}' may use only numbers, named sizes, + - * / // % **, min and max") from None
+    except arith.DividesByZero:
         raise ValueError(f"'{expr}' divides by zero") from None
     except OverflowError:
         raise ValueError(f"'{expr}' overflows") from None

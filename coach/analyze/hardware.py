@@ -21,10 +21,8 @@ each saying which.
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
-import operator
 import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -33,7 +31,7 @@ from typing import Any, Literal, Mapping
 
 import polars as pl
 
-from coach import best_rates
+from coach import arith, best_rates
 from coach.capture.calibrate import MEASUREMENTS, SCHEMA
 from coach.errors import CoachError, InputError
 from coach.paths import calibration_dir, hardware_dir
@@ -358,31 +356,20 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= DERIVED_TOLERANCE * max(abs(a), abs(b))
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def evaluate(formula: str, names: Mapping[str, float]) -> float:
     """Evaluate a derived value's formula: numbers, names of other values, + - * / and parentheses."""
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise ValueError(f"unknown name '{node.id}' in formula {formula!r}")
-            return float(names[node.id])
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        raise ValueError(f"formula {formula!r}: only numbers, names and + - * / are allowed")
-
     try:
-        return ev(ast.parse(formula, mode="eval"))
-    except SyntaxError:
+        return float(arith.evaluate(formula, lambda parts: float(names[parts[0]]), operators=arith.BASIC))
+    except arith.NotParsed:
         raise ValueError(f"formula {formula!r} is not an arithmetic expression") from None
+    except arith.UnknownName as err:
+        raise ValueError(f"unknown name '{err.parts[0]}' in formula {formula!r}") from None
+    except arith.DividesByZero:
+        raise ValueError(f"formula {formula!r} divides by zero") from None
+    except arith.NotAllowed:
+        raise ValueError(f"formula {formula!r}: only numbers, names and + - * / are allowed") from None
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from coach import arith
+
 
 class WorkedError(ValueError):
     """A numbers table or a placeholder that cannot be evaluated (the bank loader names the file)."""
@@ -108,42 +110,25 @@ def evaluate(expression: str, names: Mapping[str, float]) -> tuple[float, tuple[
     """The value of ``expression`` and the hardware values it read."""
     refs: list[HardwareRef] = []
 
-    def chain(node: ast.AST) -> list[str] | None:
-        if isinstance(node, ast.Name):
-            return [node.id]
-        if isinstance(node, ast.Attribute) and (head := chain(node.value)) is not None:
-            return [*head, node.attr]
-        return None
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise WorkedError(f"{expression!r}: unknown name '{node.id}' (define it above its first use)")
-            return float(names[node.id])
-        if isinstance(node, ast.Attribute) and (parts := chain(node)) is not None:
-            ref = _hardware(parts, expression)
-            refs.append(ref)
-            return ref.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            try:
-                return float(_BINOPS[type(node.op)](ev(node.left), ev(node.right)))
-            except ZeroDivisionError:
-                raise WorkedError(f"{expression!r}: division by zero") from None
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS
-                and node.args and not node.keywords):
-            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
-        raise WorkedError(f"{expression!r}: only numbers, names, hardware fields, + - * / // ** and "
-                          f"{', '.join(_FUNCS)} are allowed")
+    def resolve(parts: tuple[str, ...]) -> float:
+        if len(parts) == 1:
+            if parts[0] not in names:
+                raise WorkedError(f"{expression!r}: unknown name '{parts[0]}' (define it above its first use)")
+            return float(names[parts[0]])
+        ref = _hardware(list(parts), expression)
+        refs.append(ref)
+        return ref.value
 
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
+        value = arith.evaluate(expression, resolve, operators=_BINOPS, functions=_FUNCS, dotted=True)
+    except arith.NotParsed:
         raise WorkedError(f"{expression!r} is not an arithmetic expression") from None
-    return ev(tree.body), tuple(refs)
+    except arith.DividesByZero:
+        raise WorkedError(f"{expression!r}: division by zero") from None
+    except arith.ArithError:
+        raise WorkedError(f"{expression!r}: only numbers, names, hardware fields, + - * / // ** and "
+                          f"{', '.join(_FUNCS)} are allowed") from None
+    return float(value), tuple(refs)
 
 
 def numbers(table: Mapping) -> dict[str, Number]:
