@@ -128,7 +128,12 @@ _GRID_TEXT_PREFIX = r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*"
 def _int_list(expr: pl.Expr) -> pl.Expr:
     """A list of text (``[32768, 1, 1]`` as read, or one text element such as ``"grid(100,)"``) as a
     list of integers; null where an element is not an integer (a symbolic grid like "grid(s0,)")."""
-    text = expr.list.join(",").str.replace(_GRID_TEXT_PREFIX, "").str.strip_chars("()[] ")
+    return _int_list_text(expr.list.join(","))
+
+
+def _int_list_text(joined: pl.Expr) -> pl.Expr:
+    """``_int_list`` of the list's elements joined by commas."""
+    text = joined.str.replace(_GRID_TEXT_PREFIX, "").str.strip_chars("()[] ")
     parts = text.str.split(",").list.eval(pl.element().str.strip_chars().filter(pl.element().str.strip_chars() != ""))
     ints = parts.list.eval(pl.element().cast(pl.Int64, strict=False))
     return pl.when(ints.list.eval(pl.element().is_null()).list.any() | (ints.list.len() == 0)).then(None).otherwise(ints)
@@ -140,6 +145,26 @@ def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
         pl.coalesce([_as(dtype, pl.col(struct).struct.field(raw)) for raw in raws]).alias(canonical)
         for canonical, (dtype, raws) in _canonical_fields(kind).items()
     ]
+
+
+def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.DataFrame:
+    """``frame`` with ``_canonical_args(kind, struct)``, the integer lists (launch grids) parsed once
+    per distinct text rather than once per row: a trace launches the same few grids again and again."""
+    fields_ = _canonical_fields(kind)
+    lists = {canonical: raws for canonical, (dtype, raws) in fields_.items() if dtype == "int_list"}
+    texts = {canonical: [f"_{canonical}_{i}" for i in range(len(raws))] for canonical, raws in lists.items()}
+    frame = frame.with_columns(
+        *(pl.coalesce([_as(dtype, pl.col(struct).struct.field(raw)) for raw in raws]).alias(canonical)
+          for canonical, (dtype, raws) in fields_.items() if canonical not in lists),
+        *(pl.col(struct).struct.field(raw).list.join(",").alias(text)
+          for canonical, raws in lists.items() for raw, text in zip(raws, texts[canonical])),
+    )
+    for text in (t for names in texts.values() for t in names):
+        parsed = frame.select(pl.col(text).unique()).with_columns(_int_list_text(pl.col(text)).alias(text + "_parsed"))
+        frame = frame.join(parsed, on=text, how="left", maintain_order="left", nulls_equal=True).drop(text)
+    return frame.with_columns(
+        pl.coalesce([pl.col(t + "_parsed") for t in texts[canonical]]).alias(canonical) for canonical in lists
+    ).drop([t + "_parsed" for names in texts.values() for t in names])
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,7 +277,7 @@ def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataF
         return None
     if doc.height != 1:
         return None
-    return doc, pl.concat(parts, rechunk=False)
+    return doc, pl.concat(parts)
 
 
 def _array_end(raw: bytes, first: int) -> int | None:
@@ -382,7 +407,8 @@ def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
             pid=pl.col("pid").cast(pl.Int64, strict=False),
             tid=pl.col("tid").cast(pl.Int64, strict=False),
         )
-        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"), *_canonical_args("arg", "args"))
+        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"))
+        .pipe(_with_canonical_args, "arg", "args")
         .drop("args", "ts", "dur", "ph")
         .sort("start_ns", maintain_order=True)
     )
