@@ -60,6 +60,10 @@ import polars as pl
 from coach.analyze.intervals import interval_join, merge_intervals  # noqa: F401 - the rules import them from here
 from coach.model import Timeline
 
+#: What ``cudaStreamSynchronize_v3020``, ``cuMemcpyDtoH_v2_ptds`` and ``hipMemcpy_spt`` end with beyond the
+#: function's name: version and per-thread-stream suffixes (Nsight Systems keeps them, Kineto does not).
+API_SUFFIX = r"(_v\d+)?(_ptsz|_ptds|_spt)?$"
+
 GPU_WORK_COLUMNS = ("activity", "device_id", "stream_id", "pid", "correlation_id", "start_ns", "end_ns", "dur_ns",
                     "name", "bytes", "kind", "pageable")
 
@@ -124,12 +128,16 @@ def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] 
     )
 
 
+IDLE_GAP_SCHEMA = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64,
+                   "position": pl.Utf8, "after": pl.Utf8, "before": pl.Utf8}
+IDLE_GAP_COLUMNS = list(IDLE_GAP_SCHEMA)
+
+
 def idle_gaps(busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
     """Idle stretches per device inside the window: ``device_id, start_ns, end_ns, dur_ns, position``
     ("leading", "between", "trailing"), ``after`` (the operation that ended at the gap's start) and
     ``before`` (the operation that starts at its end)."""
-    schema = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64,
-              "position": pl.Utf8, "after": pl.Utf8, "before": pl.Utf8}
+    schema = IDLE_GAP_SCHEMA
     if window is None or busy.is_empty():
         return pl.DataFrame(schema=schema)
     w0, w1 = window
@@ -202,6 +210,34 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
         )
         .with_columns(api_pct=pl.min_horizontal(pl.col("api_ns") / pl.col("dur_ns") * 100.0, pl.lit(100.0)))
         .drop("_gap")
+    )
+
+
+def host_activity_without(gaps: pl.DataFrame, api: pl.DataFrame, removed: pl.DataFrame,
+                          nvtx: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` as ``host_activity_in_gaps(idle gaps, api, nvtx)`` returned them, made as if the
+    ``removed`` calls (rows of ``api``, matched by process, thread, start and name) had not been made.
+
+    A gap's host activity depends only on the calls that overlap it (the union of a thread's calls
+    clipped to the gap is the union of those that reach into it), so only the gaps a removed call
+    overlaps are computed again, over the calls that overlap them; the other rows are kept as they
+    are, in their order."""
+    keys = ["pid", "tid", "start_ns", "name"]
+    g = gaps.with_row_index("_row")
+    touched = interval_join(g.select("_row", "start_ns", "end_ns"), removed.select("start_ns", "end_ns"),
+                            "overlap")["_row"].unique()
+    if touched.is_empty():
+        return gaps
+    sub = g.filter(pl.col("_row").is_in(touched.implode()))
+    rest = api.join(removed.select(keys), on=keys, how="anti", nulls_equal=True, maintain_order="left")
+    near = interval_join(sub.select("start_ns", "end_ns"), rest.select("start_ns", "end_ns").with_row_index("_api"),
+                         "overlap")["_api"].unique().sort()
+    again = host_activity_in_gaps(sub.select(IDLE_GAP_COLUMNS), rest[near], nvtx)
+    return (
+        pl.concat([g.filter(~pl.col("_row").is_in(touched.implode())),
+                   again.with_columns(_row=sub["_row"]).select(g.columns)])
+        .sort("_row")
+        .drop("_row")
     )
 
 
@@ -457,6 +493,24 @@ class TimelineAnalysis:
     def issued(self) -> pl.DataFrame:
         """The GPU work with the API call that issued it (``with_launch_call``)."""
         return with_launch_call(self.work, self.timeline.api)
+
+    @cached_property
+    def api_base(self) -> pl.Series:
+        """Each API call's name without version and per-thread-stream suffixes (``API_SUFFIX``),
+        worked out once per distinct name: a million calls name a few dozen functions."""
+        names = self.timeline.api.select("name")
+        distinct = names.unique().with_columns(base=pl.col("name").str.replace(API_SUFFIX, ""))
+        return names.join(distinct, on="name", how="left", maintain_order="left", nulls_equal=True)["base"]
+
+    def api_matching(self, pattern: str) -> pl.Series:
+        """Which API calls' base names (``api_base``) match the regular expression ``pattern``: a mask
+        over ``timeline.api``, kept per pattern."""
+        key = ("api_matching", pattern)
+        if key not in self._derived:
+            distinct = self.api_base.unique()
+            hits = distinct.filter(distinct.str.contains(pattern).fill_null(False))
+            self._derived[key] = self.api_base.is_in(hits.implode()).fill_null(False)
+        return self._derived[key]
 
     @cached_property
     def projection(self) -> pl.DataFrame:

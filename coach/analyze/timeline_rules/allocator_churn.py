@@ -16,7 +16,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis
-from coach.analyze.timeline_rules._shared import base_api_name, largest_group, ns, reportable, share_pct, within_window
+from coach.analyze.timeline_rules._shared import largest_group, ns, reportable, share_pct, within_window
 
 SPEC = RuleSpec(
     id="allocator-churn",
@@ -56,9 +56,8 @@ def repeats_with_the_work(a: TimelineAnalysis, allocs: pl.DataFrame) -> int:
 
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
-    calls = a.timeline.api.with_columns(base=base_api_name(pl.col("name"))).with_columns(
-        alloc=pl.col("base").str.contains(ALLOC_CALLS), free=pl.col("base").str.contains(FREE_CALLS)
-    ).filter(pl.col("alloc") | pl.col("free"))
+    calls = a.timeline.api.with_columns(base=a.api_base, alloc=a.api_matching(ALLOC_CALLS),
+                                        free=a.api_matching(FREE_CALLS)).filter(pl.col("alloc") | pl.col("free"))
     allocs, frees = int(calls["alloc"].sum()), int(calls["free"].sum())
     pairs = min(allocs, frees)
     if pairs < MIN_ALLOC_FREE_PAIRS:

@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, idle_gaps, interval_join, merge_intervals
+from coach.analyze.timeline import TimelineAnalysis, host_activity_without, interval_join, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, after_set_up, ns, reportable, share_pct
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
 from coach.analyze.timeline_rules.input_pipeline import gaps_in_loader
@@ -73,9 +73,10 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     one_time = one_time_calls(a)
     gaps = a.gaps
     if one_time.height:
-        api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
-                                  how="anti", nulls_equal=True)
-        gaps = host_activity_in_gaps(idle_gaps(a.busy, a.window), api, a.timeline.nvtx)
+        keys = ["pid", "tid", "start_ns", "name"]
+        removed = a.timeline.api.join(one_time.select(keys), on=keys, how="semi", nulls_equal=True)
+        if removed.height:
+            gaps = host_activity_without(gaps, a.timeline.api, removed, a.timeline.nvtx)
     gaps = after_set_up(gaps.filter(pl.col("position") == "between"), a.timeline.kernels).with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),

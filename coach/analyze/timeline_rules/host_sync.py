@@ -48,7 +48,7 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
     """The calls that block the host: ``name, start_ns, end_ns, dur_ns, tid, reason`` ("sync",
     "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar
     device-to-host copy (it is that copy, or the first synchronisation after it on its thread)."""
-    api = a.timeline.api.with_columns(base=base_api_name(pl.col("name")))
+    api = a.timeline.api.with_columns(base=a.api_base)
     copies = with_launch_call(a.work.filter(pl.col("activity") == "memcpy"), a.timeline.api).with_columns(
         base=base_api_name(pl.col("api_name")),
         scalar=(pl.col("kind") == "DtoH") & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False),
