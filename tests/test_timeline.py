@@ -263,3 +263,6 @@ def test_host_activity_without_calls_matches_computing_it_all_again(recording):
     kept = host_activity_without(a.gaps, tl.api, removed, tl.nvtx)
     assert not kept.equals(a.gaps)  # some gap lost a call
     assert kept.equals(again)
+    assert a.gaps_without(removed).equals(again)  # from the gaps computed already
+    fresh = TimelineAnalysis(tl)
+    assert fresh.gaps_without(removed).equals(again) and "gaps" not in fresh.__dict__  # in one pass, gaps left alone

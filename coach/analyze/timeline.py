@@ -470,8 +470,23 @@ class TimelineAnalysis:
         return utilisation(self.work, self.busy, self.window)
 
     @cached_property
+    def idle(self) -> pl.DataFrame:
+        """The idle gaps alone (``idle_gaps``), for the rules that need no host activity in them."""
+        return idle_gaps(self.busy, self.window)
+
+    @cached_property
     def gaps(self) -> pl.DataFrame:
-        return host_activity_in_gaps(idle_gaps(self.busy, self.window), self.timeline.api, self.timeline.nvtx)
+        """The idle gaps with the host's activity in them (``host_activity_in_gaps``)."""
+        return host_activity_in_gaps(self.idle, self.timeline.api, self.timeline.nvtx)
+
+    def gaps_without(self, removed: pl.DataFrame) -> pl.DataFrame:
+        """``gaps`` as if the ``removed`` API calls had not been made: computed from ``gaps`` where
+        that is there already (``host_activity_without``), else in one pass over the other calls."""
+        if "gaps" in self.__dict__:
+            return host_activity_without(self.gaps, self.timeline.api, removed, self.timeline.nvtx)
+        keys = ["pid", "tid", "start_ns", "name"]
+        api = self.timeline.api.join(removed.select(keys), on=keys, how="anti", nulls_equal=True, maintain_order="left")
+        return host_activity_in_gaps(self.idle, api, self.timeline.nvtx)
 
     @cached_property
     def overlap(self) -> pl.DataFrame:
