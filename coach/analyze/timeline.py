@@ -105,15 +105,17 @@ def busy_intervals(work: pl.DataFrame) -> pl.DataFrame:
     return merge_intervals(work.filter(pl.col("start_ns").is_not_null()), ["device_id"])
 
 
-def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
-    """Per device: window, busy time and %, and the union time of kernels, copies and memsets."""
+def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] | None,
+                unions: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per device: window, busy time and %, and the union time of kernels, copies and memsets.
+    ``unions`` is ``merge_intervals(work, ["device_id", "activity"])`` where the caller has it."""
     if window is None or work.is_empty():
         return pl.DataFrame(schema={"device_id": pl.Int64, "window_ns": pl.Int64, "busy_ns": pl.Int64,
                                     "busy_pct": pl.Float64, "kernel_ns": pl.Int64, "memcpy_ns": pl.Int64,
                                     "memset_ns": pl.Int64})
     window_ns = window[1] - window[0]
     per_activity = (
-        merge_intervals(work, ["device_id", "activity"])
+        (merge_intervals(work, ["device_id", "activity"]) if unions is None else unions)
         .group_by("device_id")
         .agg(*(pl.col("dur_ns").filter(pl.col("activity") == a).sum().alias(f"{a}_ns") for a in ("kernel", "memcpy", "memset")))
     )
@@ -244,14 +246,16 @@ def host_activity_without(gaps: pl.DataFrame, api: pl.DataFrame, removed: pl.Dat
 HOST_LINK_KINDS = ("HtoD", "DtoH")
 
 
-def copy_compute_overlap(work: pl.DataFrame) -> pl.DataFrame:
+def copy_compute_overlap(work: pl.DataFrame, unions: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per device with host-device copies (HtoD, DtoH): ``memcpy_ns`` (union of those copies),
     ``kernel_ns`` (union of kernels), ``overlap_ns`` (copy time during which a kernel runs),
     ``overlap_pct`` of copy time, and the number of streams with copies, with kernels, and with both
-    (0 when the trace does not name streams)."""
+    (0 when the trace does not name streams). ``unions`` is ``merge_intervals(work, ["device_id",
+    "activity"])`` where the caller has it (its kernel rows are the kernels' union)."""
     work = work.filter((pl.col("activity") == "kernel") | pl.col("kind").is_in(HOST_LINK_KINDS))
     copies = merge_intervals(work.filter(pl.col("activity") == "memcpy"), ["device_id"])
-    kernels = merge_intervals(work.filter(pl.col("activity") == "kernel"), ["device_id"])
+    kernels = (merge_intervals(work.filter(pl.col("activity") == "kernel"), ["device_id"]) if unions is None else
+               unions.filter(pl.col("activity") == "kernel").drop("activity"))
     both = interval_join(copies.select("device_id", "start_ns", "end_ns"), kernels.select("device_id", "start_ns", "end_ns"),
                          "overlap", by=["device_id"])
     streams = (
@@ -466,8 +470,13 @@ class TimelineAnalysis:
         return busy_intervals(self.work)
 
     @cached_property
+    def unions(self) -> pl.DataFrame:
+        """The union of each device's kernels, copies and memsets apart (``merge_intervals``)."""
+        return merge_intervals(self.work, ["device_id", "activity"])
+
+    @cached_property
     def utilisation(self) -> pl.DataFrame:
-        return utilisation(self.work, self.busy, self.window)
+        return utilisation(self.work, self.busy, self.window, self.unions if not self.work.is_empty() else None)
 
     @cached_property
     def idle(self) -> pl.DataFrame:
@@ -490,7 +499,7 @@ class TimelineAnalysis:
 
     @cached_property
     def overlap(self) -> pl.DataFrame:
-        return copy_compute_overlap(self.work)
+        return copy_compute_overlap(self.work, self.unions)
 
     @cached_property
     def streams(self) -> pl.DataFrame:
