@@ -301,6 +301,17 @@ def verdict(case: str, runs: dict[str, list[Run]], results: dict) -> str:
     return f"{med(runs[side], 'wall_s'):.2f} s: **{'met' if med(runs[side], 'wall_s') < limit else 'NOT met'}**"
 
 
+def ratios(case: str, runs: dict[str, list[Run]]) -> str:
+    """Each side's medians against the side it is compared with (nsys stats, json.load): wall and CPU
+    time. On a shared machine the CPU ratio moves less with the load than the wall ratio does."""
+    base = {"nsys-1m": "nsys stats", "nsys-10m": "nsys stats", "kineto-200mb": "python json.load"}.get(case)
+    if base not in runs:
+        return ""
+    parts = [f"{side}: {med(rs, 'wall_s') / med(runs[base], 'wall_s'):.2f}x wall, "
+             f"{med(rs, 'cpu_s') / med(runs[base], 'cpu_s'):.2f}x CPU" for side, rs in runs.items() if side != base]
+    return f"Ratios to {base} (medians): " + "; ".join(parts) + "."
+
+
 def provenance(nsys: str) -> dict[str, str]:
     import polars as pl
 
@@ -324,6 +335,7 @@ def render(results: dict, notes: dict, prov: dict, command: str, repeat: int) ->
              "listed: the machine is shared, and a run next to other work is slower.", ""]
     for case, runs in results.items():
         lines += [f"## {case}", "", f"{notes[case]}.", "", f"Goal: {GOALS[case]}. Result: {verdict(case, runs, results)}.",
+                  *(["", ratios(case, runs)] if ratios(case, runs) else []),
                   "", "| | wall time, s | CPU time, s | peak memory, MiB | load average before |", "|---|---|---|---|---|"]
         for side, rs in runs.items():
             lines.append(f"| {side} | {cell(rs, 'wall_s', 1, '{:.2f}')} | {cell(rs, 'cpu_s', 1, '{:.2f}')} | "

@@ -330,3 +330,39 @@ def test_a_chrome_trace_of_another_tool_says_so(tmp_path):
                            {"ph": "X", "cat": "Op", "name": "Add", "pid": 1, "tid": 2, "ts": 5.0, "dur": 1.0}]}
     message = _one_line_error(_write(tmp_path, "tf.trace.json", doc))
     assert "none of its 2 events has a category PyTorch's profiler writes" in message and "'Op'" in message
+
+
+# --------------------------------------------------------------------------------------------
+# A large trace read in pieces
+# --------------------------------------------------------------------------------------------
+
+RECORDED_CASES = sorted((Path(__file__).parent / "data" / "kineto_timeline_cases").glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("trace", RECORDED_CASES[:4], ids=lambda p: p.name)
+def test_pieces_read_as_the_whole_document(trace):
+    """The event array cut into pieces of 2 KB (hundreds of pieces on a recorded trace, written by
+    the profiler over several lines per event) reads the same events and document as one read."""
+    from coach.ingest import kineto
+
+    raw = gzip.decompress(trace.read_bytes())
+    pieces = kineto._parse_pieces(raw, piece_bytes=2048)
+    assert pieces is not None
+    whole = pl.read_json(raw, schema=kineto._file_schema())
+    doc, events = pieces
+    assert events.height > 100
+    assert events.equals(whole.select(pl.col("traceEvents").explode()).unnest("traceEvents"))
+    assert doc.drop("traceEvents").equals(whole.drop("traceEvents"))
+
+
+def test_a_cut_inside_a_string_falls_back_to_the_whole_read():
+    """Synthetic: an event name holding '}, {' (where a cut would land inside a string) makes the
+    piece before it unreadable, so the pieces give way to one read; the events are all there."""
+    from coach.ingest import kineto
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}" + ("}, {" * 400 if i == 5 else ""), "pid": 1, "tid": 1,
+               "ts": float(i), "dur": 0.5, "args": {"External id": i}} for i in range(40)]
+    raw = json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
+    assert kineto._parse_pieces(raw, piece_bytes=600) is None
+    doc, read_events = kineto._parse(raw, Path("synthetic.json"))
+    assert read_events["name"].to_list() == [e["name"] for e in events]

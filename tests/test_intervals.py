@@ -56,10 +56,20 @@ def same_rows(got: pl.DataFrame, want: pl.DataFrame) -> None:
     assert got.sort(key, nulls_last=True).equals(want.select(key).sort(key, nulls_last=True))
 
 
+@pytest.fixture(params=["sweep", "all pairs"])
+def join_path(request, monkeypatch):
+    """Each join test runs twice: every frame through the sorted sweep, then every frame through the
+    comparison of all pairs that small frames take (``SMALL_PAIRS``)."""
+    from coach.analyze import intervals
+
+    monkeypatch.setattr(intervals, "SMALL_PAIRS", 0 if request.param == "sweep" else 10**12)
+    return request.param
+
+
 @pytest.mark.parametrize("how", ["overlap", "contains"])
 @pytest.mark.parametrize("keyed", [False, True])
 @pytest.mark.parametrize("seed", range(12))
-def test_interval_join_finds_exactly_the_pairs_of_its_definition(how, keyed, seed):
+def test_interval_join_finds_exactly_the_pairs_of_its_definition(how, keyed, seed, join_path):
     rng = np.random.default_rng(seed)
     by = ["k", "t"] if keyed else []
     left = random_intervals(rng, int(rng.integers(0, 40)), keys=3 if keyed else 0, nulls=seed % 3 == 0)
@@ -78,7 +88,7 @@ def test_interval_join_finds_exactly_the_pairs_of_its_definition(how, keyed, see
         assert order.select((pl.col("right_start_ns").diff().over("gap").fill_null(0) >= 0).all()).item()
 
 
-def test_interval_join_with_intervals_ending_before_they_start():
+def test_interval_join_with_intervals_ending_before_they_start(join_path):
     """Malformed rows (an end before the start) are matched by the predicates as written, as before."""
     left = pl.DataFrame({"start_ns": [0, 20], "end_ns": [10, 15]})
     right = pl.DataFrame({"start_ns": [12, 2, 16], "end_ns": [5, 3, 30]})

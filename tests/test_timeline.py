@@ -235,3 +235,34 @@ def test_empty_timeline():
     for name in ("utilisation", "gaps", "overlap", "streams", "launches", "launch_stats", "projection"):
         assert getattr(a, name).is_empty(), name
     assert gpu_work(a.timeline).is_empty()
+
+
+# --------------------------------------------------------------------------------------------
+# Host activity in gaps with some calls left out, computed again only where they were
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("recording", ["nsys_triton_softmax/triton_softmax.sqlite", "nsys_torch_softmax/torch_softmax_nvtx.sqlite"])
+def test_host_activity_without_calls_matches_computing_it_all_again(recording):
+    """The module loads of a recorded export, replicated 5 times (tests/scale_support.py): the gaps
+    computed again only where a load was are the gaps computed from scratch without the loads."""
+    from pathlib import Path
+
+    from scale_support import replicate
+
+    from coach.analyze.timeline import host_activity_in_gaps, host_activity_without, idle_gaps
+    from coach.ingest import load
+
+    tl = replicate(load(Path(__file__).parent / "data" / recording), 5)
+    a = TimelineAnalysis(tl)
+    removed = tl.api.filter(pl.col("name").str.contains("ModuleLoad|LibraryLoad|cudaLaunchKernel")).gather_every(3)
+    assert removed.height
+    keys = ["pid", "tid", "start_ns", "name"]
+    again = host_activity_in_gaps(idle_gaps(a.busy, a.window),
+                                  tl.api.join(removed.select(keys), on=keys, how="anti", nulls_equal=True), tl.nvtx)
+    kept = host_activity_without(a.gaps, tl.api, removed, tl.nvtx)
+    assert not kept.equals(a.gaps)  # some gap lost a call
+    assert kept.equals(again)
+    assert a.gaps_without(removed).equals(again)  # from the gaps computed already
+    fresh = TimelineAnalysis(tl)
+    assert fresh.gaps_without(removed).equals(again) and "gaps" not in fresh.__dict__  # in one pass, gaps left alone

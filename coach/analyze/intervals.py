@@ -113,6 +113,39 @@ def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap
         return _pairs_schema(left, right, right_columns)
     if how == "contains" and not _well_formed(b):
         return _pairwise(left, right, how, by)
+    if a.height * b.height <= SMALL_PAIRS:
+        matched = _all_pairs(a, b, how, by)
+    else:
+        matched = _swept_pairs(a, b, how, by)
+    left_rows = left[matched["_i"]]
+    right_rows = right.select(right_columns)[matched["_j"]].rename({_S: "_rs", _E: "_re"})
+    return (
+        pl.concat([left_rows, right_rows], how="horizontal")
+        .with_columns(overlap_ns=pl.min_horizontal(_E, "_re") - pl.max_horizontal(_S, "_rs"))
+        .rename({"_rs": "right_start_ns", "_re": "right_end_ns"})
+    )
+
+
+#: Below this many candidate pairs (left rows x right rows) ``interval_join`` compares every pair: on
+#: small frames (a report of a few hundred operations) the sweep's dozen steps cost more than the
+#: comparisons they save. Both give the same pairs in the same order.
+SMALL_PAIRS = 4096
+
+
+def _all_pairs(a: pl.DataFrame, b: pl.DataFrame, how: str, by: list[str]) -> pl.DataFrame:
+    """``_i, _j`` of the matching rows of ``a`` and ``b`` (``_i``/``_j``, times, ``by``; no missing
+    value) by comparing every pair: by left row, then by right start (ties in right order)."""
+    r = b.rename({_S: "_b0", _E: "_b1"})
+    pairs = a.join(r, on=by, how="inner") if by else a.join(r, how="cross")
+    if how == "overlap":
+        keep = (pl.col("_b0") < pl.col(_E)) & (pl.col("_b1") > pl.col(_S))
+    else:
+        keep = (pl.col("_b0") >= pl.col(_S)) & (pl.col("_b1") <= pl.col(_E))
+    return pairs.filter(keep).sort("_i", "_b0", "_j").select("_i", "_j")
+
+
+def _swept_pairs(a: pl.DataFrame, b: pl.DataFrame, how: str, by: list[str]) -> pl.DataFrame:
+    """``_all_pairs`` by a sorted sweep (see the module doc)."""
     lo, stretch = _frame(a, b)
     if by:
         keys = pl.concat([a.select(by), b.select(by)]).unique().with_row_index("_lane")
@@ -142,14 +175,7 @@ def interval_join(left: pl.DataFrame, right: pl.DataFrame, how: Literal["overlap
                         b0.search_sorted(a1, "right")).select(_li="_l", _ri="_r")
         keep = (pl.col("_b0") >= pl.col("_a0")) & (pl.col("_b1") <= pl.col("_a1"))
     pairs = pairs.sort("_li", "_ri")
-    matched = pl.concat([a[pairs["_li"]], b[pairs["_ri"]]], how="horizontal").filter(keep).select("_i", "_j")
-    left_rows = left[matched["_i"]]
-    right_rows = right.select(right_columns)[matched["_j"]].rename({_S: "_rs", _E: "_re"})
-    return (
-        pl.concat([left_rows, right_rows], how="horizontal")
-        .with_columns(overlap_ns=pl.min_horizontal(_E, "_re") - pl.max_horizontal(_S, "_rs"))
-        .rename({"_rs": "right_start_ns", "_re": "right_end_ns"})
-    )
+    return pl.concat([a[pairs["_li"]], b[pairs["_ri"]]], how="horizontal").filter(keep).select("_i", "_j")
 
 
 def _pairwise(left: pl.DataFrame, right: pl.DataFrame, how: str, by: list[str]) -> pl.DataFrame:

@@ -60,6 +60,10 @@ import polars as pl
 from coach.analyze.intervals import interval_join, merge_intervals  # noqa: F401 - the rules import them from here
 from coach.model import Timeline
 
+#: What ``cudaStreamSynchronize_v3020``, ``cuMemcpyDtoH_v2_ptds`` and ``hipMemcpy_spt`` end with beyond the
+#: function's name: version and per-thread-stream suffixes (Nsight Systems keeps them, Kineto does not).
+API_SUFFIX = r"(_v\d+)?(_ptsz|_ptds|_spt)?$"
+
 GPU_WORK_COLUMNS = ("activity", "device_id", "stream_id", "pid", "correlation_id", "start_ns", "end_ns", "dur_ns",
                     "name", "bytes", "kind", "pageable")
 
@@ -101,15 +105,17 @@ def busy_intervals(work: pl.DataFrame) -> pl.DataFrame:
     return merge_intervals(work.filter(pl.col("start_ns").is_not_null()), ["device_id"])
 
 
-def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
-    """Per device: window, busy time and %, and the union time of kernels, copies and memsets."""
+def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] | None,
+                unions: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per device: window, busy time and %, and the union time of kernels, copies and memsets.
+    ``unions`` is ``merge_intervals(work, ["device_id", "activity"])`` where the caller has it."""
     if window is None or work.is_empty():
         return pl.DataFrame(schema={"device_id": pl.Int64, "window_ns": pl.Int64, "busy_ns": pl.Int64,
                                     "busy_pct": pl.Float64, "kernel_ns": pl.Int64, "memcpy_ns": pl.Int64,
                                     "memset_ns": pl.Int64})
     window_ns = window[1] - window[0]
     per_activity = (
-        merge_intervals(work, ["device_id", "activity"])
+        (merge_intervals(work, ["device_id", "activity"]) if unions is None else unions)
         .group_by("device_id")
         .agg(*(pl.col("dur_ns").filter(pl.col("activity") == a).sum().alias(f"{a}_ns") for a in ("kernel", "memcpy", "memset")))
     )
@@ -124,12 +130,16 @@ def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] 
     )
 
 
+IDLE_GAP_SCHEMA = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64,
+                   "position": pl.Utf8, "after": pl.Utf8, "before": pl.Utf8}
+IDLE_GAP_COLUMNS = list(IDLE_GAP_SCHEMA)
+
+
 def idle_gaps(busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
     """Idle stretches per device inside the window: ``device_id, start_ns, end_ns, dur_ns, position``
     ("leading", "between", "trailing"), ``after`` (the operation that ended at the gap's start) and
     ``before`` (the operation that starts at its end)."""
-    schema = {"device_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64,
-              "position": pl.Utf8, "after": pl.Utf8, "before": pl.Utf8}
+    schema = IDLE_GAP_SCHEMA
     if window is None or busy.is_empty():
         return pl.DataFrame(schema=schema)
     w0, w1 = window
@@ -205,17 +215,47 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
     )
 
 
+def host_activity_without(gaps: pl.DataFrame, api: pl.DataFrame, removed: pl.DataFrame,
+                          nvtx: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` as ``host_activity_in_gaps(idle gaps, api, nvtx)`` returned them, made as if the
+    ``removed`` calls (rows of ``api``, matched by process, thread, start and name) had not been made.
+
+    A gap's host activity depends only on the calls that overlap it (the union of a thread's calls
+    clipped to the gap is the union of those that reach into it), so only the gaps a removed call
+    overlaps are computed again, over the calls that overlap them; the other rows are kept as they
+    are, in their order."""
+    keys = ["pid", "tid", "start_ns", "name"]
+    g = gaps.with_row_index("_row")
+    touched = interval_join(g.select("_row", "start_ns", "end_ns"), removed.select("start_ns", "end_ns"),
+                            "overlap")["_row"].unique()
+    if touched.is_empty():
+        return gaps
+    sub = g.filter(pl.col("_row").is_in(touched.implode()))
+    rest = api.join(removed.select(keys), on=keys, how="anti", nulls_equal=True, maintain_order="left")
+    near = interval_join(sub.select("start_ns", "end_ns"), rest.select("start_ns", "end_ns").with_row_index("_api"),
+                         "overlap")["_api"].unique().sort()
+    again = host_activity_in_gaps(sub.select(IDLE_GAP_COLUMNS), rest[near], nvtx)
+    return (
+        pl.concat([g.filter(~pl.col("_row").is_in(touched.implode())),
+                   again.with_columns(_row=sub["_row"]).select(g.columns)])
+        .sort("_row")
+        .drop("_row")
+    )
+
+
 HOST_LINK_KINDS = ("HtoD", "DtoH")
 
 
-def copy_compute_overlap(work: pl.DataFrame) -> pl.DataFrame:
+def copy_compute_overlap(work: pl.DataFrame, unions: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per device with host-device copies (HtoD, DtoH): ``memcpy_ns`` (union of those copies),
     ``kernel_ns`` (union of kernels), ``overlap_ns`` (copy time during which a kernel runs),
     ``overlap_pct`` of copy time, and the number of streams with copies, with kernels, and with both
-    (0 when the trace does not name streams)."""
+    (0 when the trace does not name streams). ``unions`` is ``merge_intervals(work, ["device_id",
+    "activity"])`` where the caller has it (its kernel rows are the kernels' union)."""
     work = work.filter((pl.col("activity") == "kernel") | pl.col("kind").is_in(HOST_LINK_KINDS))
     copies = merge_intervals(work.filter(pl.col("activity") == "memcpy"), ["device_id"])
-    kernels = merge_intervals(work.filter(pl.col("activity") == "kernel"), ["device_id"])
+    kernels = (merge_intervals(work.filter(pl.col("activity") == "kernel"), ["device_id"]) if unions is None else
+               unions.filter(pl.col("activity") == "kernel").drop("activity"))
     both = interval_join(copies.select("device_id", "start_ns", "end_ns"), kernels.select("device_id", "start_ns", "end_ns"),
                          "overlap", by=["device_id"])
     streams = (
@@ -434,15 +474,18 @@ class TimelineAnalysis:
         return busy_intervals(self.work)
 
     @cached_property
-    def utilisation(self) -> pl.DataFrame:
-        return utilisation(self.work, self.busy, self.window)
+    def unions(self) -> pl.DataFrame:
+        """The union of each device's kernels, copies and memsets apart (``merge_intervals``)."""
+        return merge_intervals(self.work, ["device_id", "activity"])
 
     @cached_property
-    def gaps(self) -> pl.DataFrame:
-        return host_activity_in_gaps(self.idle_gaps(), self.timeline.api, self.timeline.nvtx)
+    def utilisation(self) -> pl.DataFrame:
+        return utilisation(self.work, self.busy, self.window, self.unions if not self.work.is_empty() else None)
 
-    def idle_gaps(self) -> pl.DataFrame:
-        """``idle_gaps`` of the busy intervals in the window, a gap that meets a hole marked "outside"."""
+    @cached_property
+    def idle(self) -> pl.DataFrame:
+        """The idle gaps alone (``idle_gaps`` of the busy intervals in the window), for the rules that
+        need no host activity in them; a gap that meets a hole of the steady window is marked "outside"."""
         gaps = idle_gaps(self.busy, self.window)
         if self.holes is None or self.holes.is_empty() or gaps.is_empty():
             return gaps
@@ -454,8 +497,22 @@ class TimelineAnalysis:
                 .drop("_g"))
 
     @cached_property
+    def gaps(self) -> pl.DataFrame:
+        """The idle gaps with the host's activity in them (``host_activity_in_gaps``)."""
+        return host_activity_in_gaps(self.idle, self.timeline.api, self.timeline.nvtx)
+
+    def gaps_without(self, removed: pl.DataFrame) -> pl.DataFrame:
+        """``gaps`` as if the ``removed`` API calls had not been made: computed from ``gaps`` where
+        that is there already (``host_activity_without``), else in one pass over the other calls."""
+        if "gaps" in self.__dict__:
+            return host_activity_without(self.gaps, self.timeline.api, removed, self.timeline.nvtx)
+        keys = ["pid", "tid", "start_ns", "name"]
+        api = self.timeline.api.join(removed.select(keys), on=keys, how="anti", nulls_equal=True, maintain_order="left")
+        return host_activity_in_gaps(self.idle, api, self.timeline.nvtx)
+
+    @cached_property
     def overlap(self) -> pl.DataFrame:
-        return copy_compute_overlap(self.work)
+        return copy_compute_overlap(self.work, self.unions)
 
     @cached_property
     def streams(self) -> pl.DataFrame:
@@ -473,6 +530,24 @@ class TimelineAnalysis:
     def issued(self) -> pl.DataFrame:
         """The GPU work with the API call that issued it (``with_launch_call``)."""
         return with_launch_call(self.work, self.timeline.api)
+
+    @cached_property
+    def api_base(self) -> pl.Series:
+        """Each API call's name without version and per-thread-stream suffixes (``API_SUFFIX``),
+        worked out once per distinct name: a million calls name a few dozen functions."""
+        names = self.timeline.api.select("name")
+        distinct = names.unique().with_columns(base=pl.col("name").str.replace(API_SUFFIX, ""))
+        return names.join(distinct, on="name", how="left", maintain_order="left", nulls_equal=True)["base"]
+
+    def api_matching(self, pattern: str) -> pl.Series:
+        """Which API calls' base names (``api_base``) match the regular expression ``pattern``: a mask
+        over ``timeline.api``, kept per pattern."""
+        key = ("api_matching", pattern)
+        if key not in self._derived:
+            distinct = self.api_base.unique()
+            hits = distinct.filter(distinct.str.contains(pattern).fill_null(False))
+            self._derived[key] = self.api_base.is_in(hits.implode()).fill_null(False)
+        return self._derived[key]
 
     @cached_property
     def projection(self) -> pl.DataFrame:

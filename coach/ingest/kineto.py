@@ -45,7 +45,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -125,7 +128,12 @@ _GRID_TEXT_PREFIX = r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*"
 def _int_list(expr: pl.Expr) -> pl.Expr:
     """A list of text (``[32768, 1, 1]`` as read, or one text element such as ``"grid(100,)"``) as a
     list of integers; null where an element is not an integer (a symbolic grid like "grid(s0,)")."""
-    text = expr.list.join(",").str.replace(_GRID_TEXT_PREFIX, "").str.strip_chars("()[] ")
+    return _int_list_text(expr.list.join(","))
+
+
+def _int_list_text(joined: pl.Expr) -> pl.Expr:
+    """``_int_list`` of the list's elements joined by commas."""
+    text = joined.str.replace(_GRID_TEXT_PREFIX, "").str.strip_chars("()[] ")
     parts = text.str.split(",").list.eval(pl.element().str.strip_chars().filter(pl.element().str.strip_chars() != ""))
     ints = parts.list.eval(pl.element().cast(pl.Int64, strict=False))
     return pl.when(ints.list.eval(pl.element().is_null()).list.any() | (ints.list.len() == 0)).then(None).otherwise(ints)
@@ -139,6 +147,26 @@ def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
     ]
 
 
+def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.DataFrame:
+    """``frame`` with ``_canonical_args(kind, struct)``, the integer lists (launch grids) parsed once
+    per distinct text rather than once per row: a trace launches the same few grids again and again."""
+    fields_ = _canonical_fields(kind)
+    lists = {canonical: raws for canonical, (dtype, raws) in fields_.items() if dtype == "int_list"}
+    texts = {canonical: [f"_{canonical}_{i}" for i in range(len(raws))] for canonical, raws in lists.items()}
+    frame = frame.with_columns(
+        *(pl.coalesce([_as(dtype, pl.col(struct).struct.field(raw)) for raw in raws]).alias(canonical)
+          for canonical, (dtype, raws) in fields_.items() if canonical not in lists),
+        *(pl.col(struct).struct.field(raw).list.join(",").alias(text)
+          for canonical, raws in lists.items() for raw, text in zip(raws, texts[canonical])),
+    )
+    for text in (t for names in texts.values() for t in names):
+        parsed = frame.select(pl.col(text).unique()).with_columns(_int_list_text(pl.col(text)).alias(text + "_parsed"))
+        frame = frame.join(parsed, on=text, how="left", maintain_order="left", nulls_equal=True).drop(text)
+    return frame.with_columns(
+        pl.coalesce([pl.col(t + "_parsed") for t in texts[canonical]]).alias(canonical) for canonical in lists
+    ).drop([t + "_parsed" for names in texts.values() for t in names])
+
+
 # --------------------------------------------------------------------------------------------
 # Reading and parsing
 # --------------------------------------------------------------------------------------------
@@ -147,8 +175,8 @@ def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
 def read(path: str | Path) -> Timeline:
     """Read a PyTorch-profiler trace (``.json`` or ``.json.gz``) into the canonical ``Timeline``."""
     path = Path(path)
-    doc = _parse(_read_bytes(path), path)
-    events = _duration_events(doc, path)
+    doc, events = _parse(_read_bytes(path), path)
+    events = _duration_events(events, path)
     t0 = events["ts"].min()
     ev = _canonical_events(events, t0)
     if ev.is_empty():
@@ -177,12 +205,18 @@ def _read_bytes(path: Path) -> bytes:
         except (OSError, EOFError, zlib.error) as err:
             raise InputError(path, f"is a damaged gzip file ({err})") from None
     raw = as_utf8(raw)
-    if not raw.strip():
+    if not raw[:4096].strip() and not raw.strip():  # the whole file copied only when it starts blank
         raise InputError(path, "is empty")
     return raw
 
 
-def _parse(raw: bytes, path: Path) -> pl.DataFrame:
+def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The document (its ``traceEvents`` aside) and its events, one row each (the event's fields as
+    columns). A large trace is read in pieces on every core (``_parse_pieces``); any piece that
+    does not read falls back to reading the whole file, whose errors name the problem."""
+    pieces = _parse_pieces(raw) if len(raw) >= _PIECES_FROM_BYTES else None
+    if pieces is not None:
+        return pieces
     try:
         doc = pl.read_json(raw, schema=_file_schema())
     except pl.exceptions.PolarsError:
@@ -192,7 +226,91 @@ def _parse(raw: bytes, path: Path) -> pl.DataFrame:
             raise _explain(raw, path, err) from None
     if doc.height != 1 or doc["traceEvents"][0] is None:
         raise InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
-    return doc
+    return doc, doc.select(pl.col("traceEvents").explode()).unnest("traceEvents")
+
+
+#: Traces from this size on are read in pieces of about ``_PIECE_BYTES`` each: Polars reads one JSON
+#: document on one thread, and a 200 MB document about four times slower per byte than 1 MB ones.
+_PIECES_FROM_BYTES = 16 * 2**20
+_PIECE_BYTES = 2**20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
+_TAIL_BYTES = 1 << 16
+
+
+def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """``_parse`` of a large trace, its event array cut into pieces read in parallel, or None where
+    the cuts cannot be placed or a piece does not read (then the caller reads the whole file).
+
+    A cut goes between two events, at a ``}`` followed by a comma and a ``{``. Placed anywhere else
+    (inside a string, or between two objects nested in an event) it leaves the piece before it with
+    an open string or brace, which does not read as JSON: a wrong cut falls back, it never splits an
+    event. The array's end is found by decoding the last events with the standard library."""
+    key = _EVENTS_KEY.search(raw)
+    if key is None:
+        return None
+    first = key.end()  # just after the array's [
+    end = _array_end(raw, first)
+    if end is None:
+        return None
+    cuts = [first]
+    for target in range(first + piece_bytes, end - piece_bytes // 2, piece_bytes):
+        m = _BETWEEN_EVENTS.search(raw, max(target, cuts[-1]), end)
+        if m is None:
+            break
+        cuts.append(m.start() + 1)  # the piece ends just after the }
+    cuts.append(end)
+    view = memoryview(raw)
+    starts = [raw.find(b"{", a, b) for a, b in zip(cuts, cuts[1:])]  # past the comma (and blanks) after a cut
+    bodies = [view[a if a >= 0 else b:b] for a, b in zip(starts, cuts[1:])]
+    schema = pl.Schema(_file_schema()["traceEvents"].inner.to_schema())
+    head = raw[:first] + raw[end:]  # the document with an empty event array
+
+    def read(body: bytes) -> pl.DataFrame:
+        return pl.read_json(b"".join((b"[", body, b"]")), schema=schema)
+
+    try:
+        with ThreadPoolExecutor(max_workers=_cores()) as pool:  # Polars reads without holding the GIL
+            parts = list(pool.map(read, bodies))
+        doc = pl.read_json(head, schema=_file_schema())
+    except pl.exceptions.PolarsError:
+        return None
+    if doc.height != 1:
+        return None
+    return doc, pl.concat(parts)
+
+
+def _array_end(raw: bytes, first: int) -> int | None:
+    """The offset of the ``]`` that closes the event array opening at ``first``: the last events are
+    decoded one by one from a cut near the end of the file."""
+    search_from = max(first, len(raw) - _TAIL_BYTES)
+    last = None
+    for last in _BETWEEN_EVENTS.finditer(raw, search_from):
+        pass
+    if last is None and len(raw) - first > _TAIL_BYTES:
+        return None  # no cut near the end: decoding the whole array here would be slower than reading it
+    start = last.start() + 1 if last else first
+    try:
+        tail = raw[start:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder, i = json.JSONDecoder(), 0
+    while True:
+        while i < len(tail) and tail[i] in " \t\r\n,":
+            i += 1
+        if i < len(tail) and tail[i] == "]":
+            return start + len(tail[:i].encode("utf-8"))
+        try:
+            _, i = decoder.raw_decode(tail, i)
+        except json.JSONDecodeError:
+            return None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _scalar_args(doc: pl.DataFrame) -> pl.DataFrame:
@@ -249,10 +367,9 @@ def _first_odd_field(events: list) -> str | None:
     return None
 
 
-def _duration_events(doc: pl.DataFrame, path: Path) -> pl.DataFrame:
+def _duration_events(events: pl.DataFrame, path: Path) -> pl.DataFrame:
     events = (
-        doc.select(pl.col("traceEvents").explode())
-        .unnest("traceEvents")
+        events
         # Complete events; Chrome-trace writers other than Kineto may leave ph out of them
         .filter(((pl.col("ph") == "X") | (pl.col("ph").is_null() & pl.col("dur").is_not_null()))
                 & pl.col("ts").is_not_null())
@@ -290,7 +407,8 @@ def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
             pid=pl.col("pid").cast(pl.Int64, strict=False),
             tid=pl.col("tid").cast(pl.Int64, strict=False),
         )
-        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"), *_canonical_args("arg", "args"))
+        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"))
+        .pipe(_with_canonical_args, "arg", "args")
         .drop("args", "ts", "dur", "ph")
         .sort("start_ns", maintain_order=True)
     )

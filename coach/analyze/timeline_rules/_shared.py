@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.hardware import match
+from coach.analyze.timeline import API_SUFFIX
 
 # A finding whose estimated saving is under 2% of the profiled window is not reported: a saving that
 # small cannot be confirmed by re-measuring, since end-to-end times of the same program under a
@@ -27,7 +28,7 @@ PCIE_GEN5_X16_BYTES_PER_S = 64e9
 def base_api_name(name: pl.Expr) -> pl.Expr:
     """``cudaStreamSynchronize_v3020``, ``cuMemcpyDtoH_v2_ptds`` and ``hipMemcpy_spt`` -> the name without
     version and per-thread-stream suffixes (Nsight Systems keeps them, Kineto does not)."""
-    return name.str.replace(r"(_v\d+)?(_ptsz|_ptds|_spt)?$", "")
+    return name.str.replace(API_SUFFIX, "")
 
 
 def link_bytes_per_s(hardware: Any) -> tuple[float, str]:

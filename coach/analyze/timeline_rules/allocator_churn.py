@@ -62,9 +62,8 @@ def is_allocator_call(name: pl.Expr) -> pl.Expr:
 
 
 def _allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
-    return a.timeline.api.with_columns(base=base_api_name(pl.col("name"))).with_columns(
-        alloc=pl.col("base").str.contains(ALLOC_CALLS), free=pl.col("base").str.contains(FREE_CALLS)
-    ).filter(pl.col("alloc") | pl.col("free"))
+    return a.timeline.api.with_columns(base=a.api_base, alloc=a.api_matching(ALLOC_CALLS),
+                                       free=a.api_matching(FREE_CALLS)).filter(pl.col("alloc") | pl.col("free"))
 
 
 def churns(a: TimelineAnalysis) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, host_activity_in_gaps, interval_join, merge_intervals
+from coach.analyze.timeline import TimelineAnalysis, interval_join, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, after_set_up, ns, reportable, share_pct
 from coach.analyze.timeline_rules.allocator_churn import churns, is_allocator_call
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
@@ -76,11 +76,9 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     conditions hold and the host spent at least half of the gap in one allocation or free call name,
     see that rule); only gaps whose rest is longer than one launch latency."""
     one_time = one_time_calls(a)
-    gaps = a.gaps
-    if one_time.height:
-        api = a.timeline.api.join(one_time.select("pid", "tid", "start_ns", "name"), on=["pid", "tid", "start_ns", "name"],
-                                  how="anti", nulls_equal=True)
-        gaps = host_activity_in_gaps(a.idle_gaps(), api, a.timeline.nvtx)
+    keys = ["pid", "tid", "start_ns", "name"]
+    removed = a.timeline.api.join(one_time.select(keys), on=keys, how="semi", nulls_equal=True) if one_time.height else None
+    gaps = a.gaps_without(removed) if removed is not None and removed.height else a.gaps
     gaps = after_set_up(gaps.filter(pl.col("position") == "between"), a.timeline.kernels).with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),
@@ -126,7 +124,7 @@ def _device_finding(a: TimelineAnalysis, device: int, gaps: pl.DataFrame, after_
     after = largest["after"] or "the previous operation"
     # Percentages are of the device's active span (first to last operation): the capture's edges
     # before and after are start-up and shut-down, which a steady loop does not have.
-    edges = a.gaps.filter((pl.col("device_id") == device) & (pl.col("position") != "between"))
+    edges = a.idle.filter((pl.col("device_id") == device) & (pl.col("position") != "between"))
     edges_ns = int(edges["dur_ns"].sum()) if edges.height else 0
     span_ns = max(a.window_ns - edges_ns, 1)
     idle_pct = share_pct(idle_ns, span_ns)

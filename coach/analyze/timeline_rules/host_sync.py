@@ -48,7 +48,7 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
     """The calls that block the host: ``name, start_ns, end_ns, dur_ns, tid, reason`` ("sync",
     "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar
     device-to-host copy (it is that copy, or the first synchronisation after it on its thread)."""
-    api = a.timeline.api.with_columns(base=base_api_name(pl.col("name")))
+    api = a.timeline.api.with_columns(base=a.api_base)
     copies = with_launch_call(a.work.filter(pl.col("activity") == "memcpy"), a.timeline.api).with_columns(
         base=base_api_name(pl.col("api_name")),
         scalar=(pl.col("kind") == "DtoH") & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False),
@@ -115,13 +115,13 @@ def _per_gpu(bubbles: pl.DataFrame) -> str:
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     points = sync_points(a)
-    if points.is_empty() or a.gaps.is_empty():
+    if points.is_empty() or a.idle.is_empty():
         return []
     # only gaps between GPU operations: before the first and after the last one the capture starts or
     # ends (a profiler's window opened or closed around synchronize() calls), no queue drained there;
     # and only after the device's first kernel: before it the program was setting up (uploads, then
     # seconds of building the model and the data pipeline), see after_set_up
-    between = after_set_up(a.gaps.filter(pl.col("position") == "between"), a.timeline.kernels)
+    between = after_set_up(a.idle.filter(pl.col("position") == "between"), a.timeline.kernels)
     bubbles = gaps_in_loader(a, returned_into(between, points).filter(pl.col("gap_ns") > LAUNCH_LATENCY_NS))
     loading = bubbles.filter("in_loader")  # the loop waited for its next batch: the input pipeline's gaps
     bubbles = _less_allocation(a, bubbles.filter(~pl.col("in_loader")).drop("loader_ns", "in_loader"))

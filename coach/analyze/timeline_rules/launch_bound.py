@@ -49,7 +49,7 @@ MIN_STRETCH_KERNELS = 8
 def bound_launches(a: TimelineAnalysis) -> pl.DataFrame:
     """The launches in launch-bound stretches (``launch_bound_launches``), a kernel that ends a GPU
     gap a host synchronisation returned into counting in none."""
-    released = returned_into(a.gaps, sync_points(a)) if a.launches.height and a.gaps.height else None
+    released = returned_into(a.idle, sync_points(a)) if a.launches.height and a.idle.height else None
     return launch_bound_launches(a.launches, MIN_STRETCH_KERNELS, released)
 
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 from coach.analyze.timeline import TimelineAnalysis, derived, merge_intervals
-from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, base_api_name, largest_group, ns, reportable,
+from coach.analyze.timeline_rules._shared import (LAUNCH_LATENCY_NS, largest_group, ns, reportable,
                                                   share_pct, within_window)
 
 SPEC = RuleSpec(
@@ -59,7 +59,7 @@ def one_time_calls(a: TimelineAnalysis) -> pl.DataFrame:
     """Module-loading calls, run-time compilation and slow first launches of each kernel: ``pid,
     tid, start_ns, end_ns, name``."""
     loads = (
-        a.timeline.api.filter(base_api_name(pl.col("name")).str.contains(LOADING_CALLS))
+        a.timeline.api.filter(a.api_matching(LOADING_CALLS))
         .select("pid", "tid", "start_ns", "end_ns", "name")
     )
     first_launches = (
@@ -79,7 +79,7 @@ def run_time_compilation(a: TimelineAnalysis) -> pl.DataFrame:
     its thread between the last call that issued GPU work before it and the first one after it: the
     compiler ran there (and the launcher was built), with no GPU work issued meanwhile. ``pid, tid,
     start_ns, end_ns, name``; a load with no issuing call before (after) it starts (ends) there."""
-    loads = a.timeline.api.filter(base_api_name(pl.col("name")).str.contains(RUN_TIME_LOAD_CALLS)).select(
+    loads = a.timeline.api.filter(a.api_matching(RUN_TIME_LOAD_CALLS)).select(
         "pid", "tid", "start_ns", "end_ns")
     if loads.is_empty():
         return pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
