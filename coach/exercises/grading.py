@@ -418,7 +418,7 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
-    dismissed = (any(s in _DISMISS for s in after_all + inside) or any(s in _DISMISS_BEFORE for s in before))
+    dismissed = (_predicate_dismissal(sent, c_hi, lo) or any(s in _DISMISS_BEFORE for s in before))
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -430,6 +430,23 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
         count = 0
     negated = dismissed or (count % 2) != (cue_negations % 2)
     return negated, dismissed
+
+
+#: Words that make a dismissal a predicate: "X is irrelevant", "X's negligible", "X seems pointless".
+_COPULAS = frozenset("is are was were be been being its thats seem seems seemed remain remains become becomes "
+                     "stay stays totally completely entirely basically mostly quite pretty".split())
+
+
+def _predicate_dismissal(sent: _Sentence, clause: int, lo: int) -> bool:
+    """Whether the clause, from the match on, calls it irrelevant: a dismissal word said of it
+    ("... is irrelevant", "... are negligible"), not one qualifying a noun ("nonsense locations",
+    "wrong results", "negligible overhead" after a preposition)."""
+    ws = [w for w in sent.all_words if w.clause == clause and w.start >= lo]
+    for i, w in enumerate(ws):
+        if w.stem in _DISMISS and any(v.stem in _COPULAS or fold(sent.raw[v.start:v.end]) in _COPULAS
+                                      for v in ws[max(0, i - 3):i]):
+            return True
+    return False
 
 
 def _phrase_spans(stems: list[str], phrase: tuple[str, ...]):
@@ -514,10 +531,32 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                     if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
                         lo = sent.words[idx[a]].start
                         hi = sent.words[idx[b]].end
-                        neg, dis = _negation(sent, lo, hi, set(cue), negs)
+                        neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), negs)
                         out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
                         break
     return out
+
+
+def _loose_negation(sent: _Sentence, got: list[_Word], own: set[str], cue_negations: int) -> tuple[bool, bool]:
+    """(negated, dismissed) for a loose match: judged in the clause that holds most of its cue words.
+
+    A loose match can span clauses ("all-gather doesn't concatenate, and reduce-scatter doesn't
+    leave a shard"): two negations in two clauses deny two claims, they do not cancel."""
+    by_clause: dict[int, list[_Word]] = {}
+    for w in got:
+        by_clause.setdefault(w.clause, []).append(w)
+    if len(by_clause) == 1:
+        return _negation(sent, min(w.start for w in got), max(w.end for w in got), own, cue_negations)
+    verdicts = []
+    for ws in by_clause.values():
+        weight = sum(_weight(w.stem) for w in ws)
+        verdicts.append((weight, _negation(sent, min(w.start for w in ws), max(w.end for w in ws), own, 0)))
+    total = sum(v[0] for v in verdicts)
+    negated_weight = sum(v[0] for v in verdicts if v[1][0])
+    dismissed = any(v[1][1] for v in verdicts)
+    if cue_negations % 2:  # the cue holds a negation itself: asserted where the answer denies it
+        return negated_weight < total / 2, False
+    return dismissed or negated_weight >= total / 2, dismissed
 
 
 def _quantities(text: str, concept: Concept) -> list[Match]:
