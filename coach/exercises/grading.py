@@ -142,6 +142,9 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bfloat4\b", "vector 16 byte"), (r"\bint4 vector\b", "vector"),
     (r"\bthe cpu\b", "host"), (r"\bcpu side\b", "host"),
     (r"\bfused?\b", "fuse"), (r"\bmerg(?:e|ed|ing)\b", "combine"),
+    (r"\bone (?:at a time|after (?:another|the other))\b", "serialise"), (r"\bin (?:turn|sequence)\b", "serialise"),
+    (r"\b(?:lots|a lot|plenty|loads) of\b", "many"), (r"\blocations?\b", "address"),
+    (r"\b(?:the )?(?:gpu|card|video|off[- ]chip)(?:s)? (?:big |main )?memory\b", "dram"),
 )]
 _CANON = {stem(a): stem(b) for a, b in (
     ("bigger", "larger"), ("greater", "larger"), ("wider", "wide"), ("widest", "wide"), ("raise", "increase"),
@@ -506,6 +509,10 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     for full, share in _cues(concept):
         cue = tuple(s for s in full if s not in _NEGATIONS)
         negs = len(full) - len(cue)
+        # the cue words a cue's own negation governs ("no other thread can interleave"): only a match
+        # that holds one of them must hold the negation too
+        scoped = {full[j] for i, st in enumerate(full) if st in _NEGATIONS
+                  for j in range(i + 1, min(len(full), i + 4)) if full[j] not in _NEGATIONS}
         if len(cue) < 2:
             continue
         total = sum(_weight(s) for s in cue)
@@ -531,7 +538,8 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                     if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
                         lo = sent.words[idx[a]].start
                         hi = sent.words[idx[b]].end
-                        neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), negs)
+                        own_negs = negs if scoped & set(got) else 0
+                        neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), own_negs)
                         out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
                         break
     return out
