@@ -626,15 +626,24 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
         distinct = {frozenset(m.words) for m in exact}
         spans = _disjoint(distinct)
         content = [w for w in sent.all_words if not w.connector]
+        # a matched phrase with a verb in it is a statement ("triton has warp shuffles, just use tl.shfl")
+        stated = any(sent.all_words[i].connector and sent.all_words[i].stem in _VERBS for i in covered)
         if spans >= 2 and not any(w.connector for w in sent.all_words):
             listed.add(k)
-        elif spans >= 3 and 2 * len(connectors) < spans and len(connectors) <= 1:
+        elif spans >= 3 and 2 * len(connectors) < spans and len(connectors) <= 1 and not stated:
             listed.add(k)
-        elif spans >= 2 and not [i for i in connectors if not _in_brackets(sent.raw, sent.all_words[i].start)]:
+        elif spans >= 2 and not stated and not [i for i in connectors
+                                                if not _in_brackets(sent.raw, sent.all_words[i].start)]:
             listed.add(k)
         elif _fragments_bare(sent.raw):
             listed.add(k)
     return _Analysis(text, sentences, matches, frozenset(listed))
+
+
+#: Connecting words that are verbs: a term phrase holding one says something ("X has Y", "use Z").
+_VERBS = frozenset(stem(w) for w in "is are was were be has have had do does did use uses using make makes get gets "
+                   "keep keeps give gives go goes take takes need needs can could will would should must may might "
+                   "let lets".split())
 
 
 def _is_list(text: str) -> bool:
