@@ -426,7 +426,7 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
-    dismissed = (_predicate_dismissal(sent, c_hi, lo) or any(s in _DISMISS_BEFORE for s in before))
+    dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before))
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -445,13 +445,13 @@ _COPULAS = frozenset("is are was were be been being its thats seem seems seemed 
                      "stay stays totally completely entirely basically mostly quite pretty".split())
 
 
-def _predicate_dismissal(sent: _Sentence, clause: int, lo: int) -> bool:
+def _predicate_dismissal(sent: _Sentence, clause: int, lo: int, own: set[str]) -> bool:
     """Whether the clause, from the match on, calls it irrelevant: a dismissal word said of it
     ("... is irrelevant", "... are negligible"), not one qualifying a noun ("nonsense locations",
     "wrong results", "negligible overhead" after a preposition)."""
     ws = [w for w in sent.all_words if w.clause == clause and w.start >= lo]
     for i, w in enumerate(ws):
-        if w.stem in _DISMISS and any(v.stem in _COPULAS or fold(sent.raw[v.start:v.end]) in _COPULAS
+        if w.stem in _DISMISS and w.stem not in own and any(v.stem in _COPULAS or fold(sent.raw[v.start:v.end]) in _COPULAS
                                       for v in ws[max(0, i - 3):i]):
             return True
     return False
@@ -514,10 +514,10 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     for full, share in _cues(concept):
         cue = tuple(s for s in full if s not in _NEGATIONS)
         negs = len(full) - len(cue)
-        # the cue words a cue's own negation governs ("no other thread can interleave"): only a match
-        # that holds one of them must hold the negation too
+        # the cue words a cue's own negation governs ("no other thread can interleave", "costs
+        # nothing"): only a match that holds one of them must hold the negation too
         scoped = {full[j] for i, st in enumerate(full) if st in _NEGATIONS
-                  for j in range(i + 1, min(len(full), i + 4)) if full[j] not in _NEGATIONS}
+                  for j in range(max(0, i - 2), min(len(full), i + 4)) if full[j] not in _NEGATIONS}
         if len(cue) < 2:
             continue
         total = sum(_weight(s) for s in cue)
