@@ -183,6 +183,7 @@ _CANON = {stem(a): stem(b) for a, b in (
 )}
 
 
+@lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Lower-case ASCII text: accents gone, micro sign as "u", apostrophes dropped."""
     text = text.replace("µ", "u").replace("μ", "u")
@@ -192,6 +193,7 @@ def fold(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=4096)
 def _normalise(text: str) -> str:
     """Folded text with contractions as "not" and the thesaurus's phrases replaced."""
     text = _CONTRACTIONS.sub("not", fold(text))
@@ -224,6 +226,18 @@ class _Sentence:
     @property
     def connectors(self) -> tuple[_Word, ...]:
         return tuple(w for w in self.all_words if w.connector)
+
+    @property
+    def stems(self) -> dict[str, tuple[int, ...]]:
+        """Each stem of ``words`` with the indices where it occurs (worked out once per sentence)."""
+        index = self.__dict__.get("_stems")
+        if index is None:
+            acc: dict[str, list[int]] = {}
+            for i, w in enumerate(self.words):
+                acc.setdefault(w.stem, []).append(i)
+            index = {k: tuple(v) for k, v in acc.items()}
+            object.__setattr__(self, "_stems", index)
+        return index
 
 
 @lru_cache(maxsize=1024)
@@ -359,6 +373,7 @@ def _weights() -> dict[str, float]:
     return {s: math.log((n + 1) / (k + 0.5)) for s, k in df.items()}
 
 
+@lru_cache(maxsize=None)
 def _weight(s: str) -> float:
     w = _weights()
     if not w:
@@ -480,8 +495,11 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     for k, sent in enumerate(sentences):
         stems = [w.stem for w in sent.words]
+        index = sent.stems
         for syn in concept.synonyms:
             phrase = phrase_stems(syn)
+            if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
+                continue
             for i, j in _phrase_spans(stems, phrase):
                 lo, hi = sent.words[i].start, sent.words[j].end
                 neg, dis = _negation(sent, lo, hi, set(phrase))
@@ -508,28 +526,41 @@ def _shortest(matches: list[Match]) -> list[Match]:
     return list(keep.values())
 
 
+@lru_cache(maxsize=None)
+def _cue_plan(full: tuple[str, ...], share: float, strict: bool):
+    """What matching one loose cue needs, worked out once per cue: (cue without negations, its
+    negation count, the words those negations govern, the weight to reach, the numbers it states,
+    the widest span)."""
+    cue = tuple(s for s in full if s not in _NEGATIONS)
+    negs = len(full) - len(cue)
+    # the cue words a cue's own negation governs ("no other thread can interleave", "costs
+    # nothing"): only a match that holds one of them must hold the negation too
+    scoped = frozenset(full[j] for i, st in enumerate(full) if st in _NEGATIONS
+                       for j in range(max(0, i - 2), min(len(full), i + 4)) if full[j] not in _NEGATIONS)
+    total = sum(_weight(s) for s in cue)
+    need = total * share
+    numbers = frozenset(s for s in cue if s[0].isdigit())  # a number is the claim: it must be there
+    if strict and numbers:
+        need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
+    return cue, negs, scoped, need, numbers, max(8, 3 * len(cue))
+
+
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     strict = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
+    in_text = set().union(*(sent.stems for sent in sentences)) if sentences else set()
     for full, share in _cues(concept):
-        cue = tuple(s for s in full if s not in _NEGATIONS)
-        negs = len(full) - len(cue)
-        # the cue words a cue's own negation governs ("no other thread can interleave", "costs
-        # nothing"): only a match that holds one of them must hold the negation too
-        scoped = {full[j] for i, st in enumerate(full) if st in _NEGATIONS
-                  for j in range(max(0, i - 2), min(len(full), i + 4)) if full[j] not in _NEGATIONS}
+        if sum(st in in_text for st in full) < 2:  # fewer than two of its words anywhere: no match
+            continue
+        cue, negs, scoped, need, numbers, span = _cue_plan(full, share, strict)
         if len(cue) < 2:
             continue
-        total = sum(_weight(s) for s in cue)
-        need = total * share
-        numbers = {s for s in cue if s[0].isdigit()}  # a number is the claim: it must be there
-        if strict and numbers:
-            need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
-        span = max(8, 3 * len(cue))
         for k, sent in enumerate(sentences):
-            idx = [i for i, w in enumerate(sent.words) if w.stem in cue]
-            if len(idx) < 2 or not numbers <= {sent.words[i].stem for i in idx}:
+            index = sent.stems
+            present = [st for st in cue if st in index]
+            if len(present) < 2 or not numbers <= set(present):
                 continue
+            idx = sorted(i for st in present for i in index[st])
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
@@ -651,6 +682,7 @@ _VERBS = frozenset(stem(w) for w in "is are was were be has have had do does did
                    "let lets".split())
 
 
+@lru_cache(maxsize=4096)
 def _is_list(text: str) -> bool:
     """Whether a whole answer is a list of short terms: three or more fragments (between commas,
     semicolons, line ends and full stops), none longer than five words, and at most one connecting
