@@ -145,14 +145,15 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bone (?:at a time|after (?:another|the other))\b", "serialise"), (r"\bin (?:turn|sequence)\b", "serialise"),
     (r"\b(?:lots|a lot|plenty|loads) of\b", "many"), (r"\blocations?\b", "address"),
     (r"\b(?:by itself|on its own|all alone|lone|lonely)\b", "alone"),
-    (r"\bdo(?:es|ing)? nothing\b", "idle"),
+    (r"\bdo(?:es|ing)? nothing\b", "idle"), (r"\bcompute units?\b", "sm"),
     (r"\brounds?\b(?! (?:up|down|off|to|robin)\b)", "wave"),
     (r"\b(?:at the same time|simultaneously|side by side)\b", "concurrently"),
     (r"\b(?:the )?(?:gpu|card|video|off[- ]chip)(?:s)? (?:big |main )?memory\b", "dram"),
 )]
 _CANON = {stem(a): stem(b) for a, b in (
     ("bigger", "larger"), ("greater", "larger"), ("big", "large"), ("huge", "large"), ("massive", "large"),
-    ("concurrent", "concurrently"), ("wider", "wide"), ("widest", "wide"), ("raise", "increase"),
+    ("concurrent", "concurrently"), ("transfer", "copy"), ("transfers", "copy"), ("transferred", "copy"),
+    ("limited", "bound"), ("calculation", "compute"), ("calculations", "compute"), ("wider", "wide"), ("widest", "wide"), ("raise", "increase"),
     ("raising", "increase"), ("higher", "increase"), ("boost", "increase"), ("grow", "increase"),
     ("grows", "increase"), ("rises", "increase"), ("rise", "increase"), ("more", "increase"),
     ("lower", "reduce"), ("decrease", "reduce"), ("cut", "reduce"), ("fewer", "reduce"), ("less", "reduce"),
