@@ -119,15 +119,17 @@ def test_the_sets_are_well_formed():
 
 @pytest.mark.parametrize("name", [
     "answers.toml",
-    # Measured when the grader was finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
-    # negated 100%, overall 90%. Plain-language paraphrases of concepts without `paraphrases` in the
-    # bank fall short of the 80%: kept failing visibly (xfail), not lowered to pass.
-    pytest.param("heldout.toml", marks=pytest.mark.xfail(reason="paraphrase recall on unseen answers is below 80%",
-                                                          strict=False)),
-    # Measured on the grader as it was when the set was written: strong 100%, paraphrase 32%, salad
-    # 100%, misconception 100%, negated 88%, overall 84%.
-    pytest.param("heldout2.toml", marks=pytest.mark.xfail(reason="paraphrase recall on unseen answers is 32%, "
-                                                           "negations 88%", strict=True)),
+    # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
+    # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
+    # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%.
+    pytest.param("heldout.toml", marks=pytest.mark.xfail(
+        reason="paraphrase recall 77% (< 80%) and misconceptions caught 93% (< 95%) on unseen answers",
+        strict=True)),
+    # When the set was written, before the grader's second round: strong 100%, paraphrase 32%, salad
+    # 100%, misconception 100%, negated 88%, overall 84%. After it: strong 100%, paraphrase 60%, salad
+    # 100%, misconception 100%, negated 96%, overall 91%.
+    pytest.param("heldout2.toml", marks=pytest.mark.xfail(
+        reason="paraphrase recall on unseen answers is 60% (< 80%)", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
