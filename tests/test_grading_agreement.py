@@ -1,8 +1,10 @@
 """The grader against labelled candidate answers: agreement per kind of answer (issue 17).
 
 ``tests/data/grading/answers.toml`` was written before the grader was tuned and tuned against;
-``heldout.toml`` was written after the grader was finished and never used to tune it. Both are
-scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+``heldout.toml`` was written after the grader was finished and never used to tune it;
+``heldout2.toml`` was written before the grader's second round of changes, over the topics the
+other two sets do not cover (compilers, correctness, distributed training, Hopper, Nsight workflow,
+serving, Triton vs CUDA), and never used to tune it. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -104,7 +106,7 @@ def test_every_scenario_red_flag_is_graded():
 
 
 def test_the_sets_are_well_formed():
-    for name in ("answers.toml", "heldout.toml"):
+    for name in ("answers.toml", "heldout.toml", "heldout2.toml"):
         if not (DATA / name).is_file():
             continue
         bank = load_bank()
@@ -117,11 +119,17 @@ def test_the_sets_are_well_formed():
 
 @pytest.mark.parametrize("name", [
     "answers.toml",
-    # Measured when the grader was finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
-    # negated 100%, overall 90%. Plain-language paraphrases of concepts without `paraphrases` in the
-    # bank fall short of the issue's 80%: kept failing visibly (xfail), not lowered to pass.
-    pytest.param("heldout.toml", marks=pytest.mark.xfail(reason="paraphrase recall on unseen answers is below 80%",
-                                                          strict=False)),
+    # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
+    # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
+    # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%.
+    pytest.param("heldout.toml", marks=pytest.mark.xfail(
+        reason="paraphrase recall 77% (< 80%) and misconceptions caught 93% (< 95%) on unseen answers",
+        strict=True)),
+    # When the set was written, before the grader's second round: strong 100%, paraphrase 32%, salad
+    # 100%, misconception 100%, negated 88%, overall 84%. After it: strong 100%, paraphrase 60%, salad
+    # 100%, misconception 100%, negated 96%, overall 91%.
+    pytest.param("heldout2.toml", marks=pytest.mark.xfail(
+        reason="paraphrase recall on unseen answers is 60% (< 80%)", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
@@ -136,6 +144,6 @@ def test_agreement_with_labelled_answers(name):
 
 
 if __name__ == "__main__":  # python -m tests.test_grading_agreement: the numbers, and every disagreement
-    for n in ("answers.toml", "heldout.toml"):
+    for n in ("answers.toml", "heldout.toml", "heldout2.toml"):
         if (DATA / n).is_file():
             print(report(n))

@@ -142,9 +142,18 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bfloat4\b", "vector 16 byte"), (r"\bint4 vector\b", "vector"),
     (r"\bthe cpu\b", "host"), (r"\bcpu side\b", "host"),
     (r"\bfused?\b", "fuse"), (r"\bmerg(?:e|ed|ing)\b", "combine"),
+    (r"\bone (?:at a time|after (?:another|the other))\b", "serialise"), (r"\bin (?:turn|sequence)\b", "serialise"),
+    (r"\b(?:lots|a lot|plenty|loads) of\b", "many"), (r"\blocations?\b", "address"),
+    (r"\b(?:by itself|on its own|all alone|lone|lonely)\b", "alone"),
+    (r"\bdo(?:es|ing)? nothing\b", "idle"), (r"\bcompute units?\b", "sm"),
+    (r"\brounds?\b(?! (?:up|down|off|to|robin)\b)", "wave"),
+    (r"\b(?:at the same time|simultaneously|side by side)\b", "concurrently"),
+    (r"\b(?:the )?(?:gpu|card|video|off[- ]chip)(?:s)? (?:big |main )?memory\b", "dram"),
 )]
 _CANON = {stem(a): stem(b) for a, b in (
-    ("bigger", "larger"), ("greater", "larger"), ("wider", "wide"), ("widest", "wide"), ("raise", "increase"),
+    ("bigger", "larger"), ("greater", "larger"), ("big", "large"), ("huge", "large"), ("massive", "large"),
+    ("concurrent", "concurrently"), ("transfer", "copy"), ("transfers", "copy"), ("transferred", "copy"),
+    ("limited", "bound"), ("calculation", "compute"), ("calculations", "compute"), ("wider", "wide"), ("widest", "wide"), ("raise", "increase"),
     ("raising", "increase"), ("higher", "increase"), ("boost", "increase"), ("grow", "increase"),
     ("grows", "increase"), ("rises", "increase"), ("rise", "increase"), ("more", "increase"),
     ("lower", "reduce"), ("decrease", "reduce"), ("cut", "reduce"), ("fewer", "reduce"), ("less", "reduce"),
@@ -175,6 +184,7 @@ _CANON = {stem(a): stem(b) for a, b in (
 )}
 
 
+@lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Lower-case ASCII text: accents gone, micro sign as "u", apostrophes dropped."""
     text = text.replace("µ", "u").replace("μ", "u")
@@ -184,6 +194,7 @@ def fold(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=4096)
 def _normalise(text: str) -> str:
     """Folded text with contractions as "not" and the thesaurus's phrases replaced."""
     text = _CONTRACTIONS.sub("not", fold(text))
@@ -216,6 +227,18 @@ class _Sentence:
     @property
     def connectors(self) -> tuple[_Word, ...]:
         return tuple(w for w in self.all_words if w.connector)
+
+    @property
+    def stems(self) -> dict[str, tuple[int, ...]]:
+        """Each stem of ``words`` with the indices where it occurs (worked out once per sentence)."""
+        index = self.__dict__.get("_stems")
+        if index is None:
+            acc: dict[str, list[int]] = {}
+            for i, w in enumerate(self.words):
+                acc.setdefault(w.stem, []).append(i)
+            index = {k: tuple(v) for k, v in acc.items()}
+            object.__setattr__(self, "_stems", index)
+        return index
 
 
 @lru_cache(maxsize=1024)
@@ -351,6 +374,7 @@ def _weights() -> dict[str, float]:
     return {s: math.log((n + 1) / (k + 0.5)) for s, k in df.items()}
 
 
+@lru_cache(maxsize=None)
 def _weight(s: str) -> float:
     w = _weights()
     if not w:
@@ -418,7 +442,7 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
-    dismissed = (any(s in _DISMISS for s in after_all + inside) or any(s in _DISMISS_BEFORE for s in before))
+    dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before))
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -430,6 +454,23 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
         count = 0
     negated = dismissed or (count % 2) != (cue_negations % 2)
     return negated, dismissed
+
+
+#: Words that make a dismissal a predicate: "X is irrelevant", "X's negligible", "X seems pointless".
+_COPULAS = frozenset("is are was were be been being its thats seem seems seemed remain remains become becomes "
+                     "stay stays totally completely entirely basically mostly quite pretty".split())
+
+
+def _predicate_dismissal(sent: _Sentence, clause: int, lo: int, own: set[str]) -> bool:
+    """Whether the clause, from the match on, calls it irrelevant: a dismissal word said of it
+    ("... is irrelevant", "... are negligible"), not one qualifying a noun ("nonsense locations",
+    "wrong results", "negligible overhead" after a preposition)."""
+    ws = [w for w in sent.all_words if w.clause == clause and w.start >= lo]
+    for i, w in enumerate(ws):
+        if w.stem in _DISMISS and w.stem not in own and any(v.stem in _COPULAS or fold(sent.raw[v.start:v.end]) in _COPULAS
+                                      for v in ws[max(0, i - 3):i]):
+            return True
+    return False
 
 
 def _phrase_spans(stems: list[str], phrase: tuple[str, ...]):
@@ -455,8 +496,11 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     for k, sent in enumerate(sentences):
         stems = [w.stem for w in sent.words]
+        index = sent.stems
         for syn in concept.synonyms:
             phrase = phrase_stems(syn)
+            if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
+                continue
             for i, j in _phrase_spans(stems, phrase):
                 lo, hi = sent.words[i].start, sent.words[j].end
                 neg, dis = _negation(sent, lo, hi, set(phrase))
@@ -483,24 +527,41 @@ def _shortest(matches: list[Match]) -> list[Match]:
     return list(keep.values())
 
 
+@lru_cache(maxsize=None)
+def _cue_plan(full: tuple[str, ...], share: float, strict: bool):
+    """What matching one loose cue needs, worked out once per cue: (cue without negations, its
+    negation count, the words those negations govern, the weight to reach, the numbers it states,
+    the widest span)."""
+    cue = tuple(s for s in full if s not in _NEGATIONS)
+    negs = len(full) - len(cue)
+    # the cue words a cue's own negation governs ("no other thread can interleave", "costs
+    # nothing"): only a match that holds one of them must hold the negation too
+    scoped = frozenset(full[j] for i, st in enumerate(full) if st in _NEGATIONS
+                       for j in range(max(0, i - 2), min(len(full), i + 4)) if full[j] not in _NEGATIONS)
+    total = sum(_weight(s) for s in cue)
+    need = total * share
+    numbers = frozenset(s for s in cue if s[0].isdigit())  # a number is the claim: it must be there
+    if strict and numbers:
+        need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
+    return cue, negs, scoped, need, numbers, max(8, 3 * len(cue))
+
+
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     strict = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
+    in_text = set().union(*(sent.stems for sent in sentences)) if sentences else set()
     for full, share in _cues(concept):
-        cue = tuple(s for s in full if s not in _NEGATIONS)
-        negs = len(full) - len(cue)
+        if sum(st in in_text for st in full) < 2:  # fewer than two of its words anywhere: no match
+            continue
+        cue, negs, scoped, need, numbers, span = _cue_plan(full, share, strict)
         if len(cue) < 2:
             continue
-        total = sum(_weight(s) for s in cue)
-        need = total * share
-        numbers = {s for s in cue if s[0].isdigit()}  # a number is the claim: it must be there
-        if strict and numbers:
-            need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
-        span = max(8, 3 * len(cue))
         for k, sent in enumerate(sentences):
-            idx = [i for i, w in enumerate(sent.words) if w.stem in cue]
-            if len(idx) < 2 or not numbers <= {sent.words[i].stem for i in idx}:
+            index = sent.stems
+            present = [st for st in cue if st in index]
+            if len(present) < 2 or not numbers <= set(present):
                 continue
+            idx = sorted(i for st in present for i in index[st])
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
@@ -514,10 +575,33 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                     if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
                         lo = sent.words[idx[a]].start
                         hi = sent.words[idx[b]].end
-                        neg, dis = _negation(sent, lo, hi, set(cue), negs)
+                        own_negs = negs if scoped & set(got) else 0
+                        neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), own_negs)
                         out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
                         break
     return out
+
+
+def _loose_negation(sent: _Sentence, got: list[_Word], own: set[str], cue_negations: int) -> tuple[bool, bool]:
+    """(negated, dismissed) for a loose match: judged in the clause that holds most of its cue words.
+
+    A loose match can span clauses ("all-gather doesn't concatenate, and reduce-scatter doesn't
+    leave a shard"): two negations in two clauses deny two claims, they do not cancel."""
+    by_clause: dict[int, list[_Word]] = {}
+    for w in got:
+        by_clause.setdefault(w.clause, []).append(w)
+    if len(by_clause) == 1:
+        return _negation(sent, min(w.start for w in got), max(w.end for w in got), own, cue_negations)
+    verdicts = []
+    for ws in by_clause.values():
+        weight = sum(_weight(w.stem) for w in ws)
+        verdicts.append((weight, _negation(sent, min(w.start for w in ws), max(w.end for w in ws), own, 0)))
+    total = sum(v[0] for v in verdicts)
+    negated_weight = sum(v[0] for v in verdicts if v[1][0])
+    dismissed = any(v[1][1] for v in verdicts)
+    if cue_negations % 2:  # the cue holds a negation itself: asserted where the answer denies it
+        return negated_weight < total / 2, False
+    return dismissed or negated_weight >= total / 2, dismissed
 
 
 def _quantities(text: str, concept: Concept) -> list[Match]:
@@ -579,17 +663,27 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
         distinct = {frozenset(m.words) for m in exact}
         spans = _disjoint(distinct)
         content = [w for w in sent.all_words if not w.connector]
+        # a matched phrase with a verb in it is a statement ("triton has warp shuffles, just use tl.shfl")
+        stated = any(sent.all_words[i].connector and sent.all_words[i].stem in _VERBS for i in covered)
         if spans >= 2 and not any(w.connector for w in sent.all_words):
             listed.add(k)
-        elif spans >= 3 and 2 * len(connectors) < spans and len(connectors) <= 1:
+        elif spans >= 3 and 2 * len(connectors) < spans and len(connectors) <= 1 and not stated:
             listed.add(k)
-        elif spans >= 2 and not [i for i in connectors if not _in_brackets(sent.raw, sent.all_words[i].start)]:
+        elif spans >= 2 and not stated and not [i for i in connectors
+                                                if not _in_brackets(sent.raw, sent.all_words[i].start)]:
             listed.add(k)
         elif _fragments_bare(sent.raw):
             listed.add(k)
     return _Analysis(text, sentences, matches, frozenset(listed))
 
 
+#: Connecting words that are verbs: a term phrase holding one says something ("X has Y", "use Z").
+_VERBS = frozenset(stem(w) for w in "is are was were be has have had do does did use uses using make makes get gets "
+                   "keep keeps give gives go goes take takes need needs can could will would should must may might "
+                   "let lets".split())
+
+
+@lru_cache(maxsize=4096)
 def _is_list(text: str) -> bool:
     """Whether a whole answer is a list of short terms: three or more fragments (between commas,
     semicolons, line ends and full stops), none longer than five words, and at most one connecting

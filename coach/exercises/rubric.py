@@ -162,8 +162,11 @@ def starts_with(line: str, start: str) -> bool:
 
 def _names(concept: Concept, text: str) -> bool:
     """Whether the rubric line names the concept by a phrase of two words or more, not a verb."""
+    in_line = set(phrase_stems(text))
     for syn in concept.synonyms:
         stems = phrase_stems(syn)
+        if sum(st in in_line for st in set(stems)) < 2:  # neither an exact nor a loose match can hold
+            continue
         if len(stems) >= 2 and not set(stems) <= _ACTION_WORDS and Concept("n", "n", "", (syn,)).find(text):
             return True
     return False
