@@ -216,7 +216,7 @@ def test_h200_numbers_come_from_the_tables_and_the_measurements():
     launch = _value(s, "Kernel launch, back to back")
     assert launch["value"] == m.values["launch_latency_s"] and launch["origin"] == "measured"
     lat = _value(s, "DRAM load latency")
-    assert lat["origin"] == "missing" and lat["shown"] == "-" and lat["source"].startswith("not measured")
+    assert lat["value"] == m.values["dram_load_latency_s"] and lat["origin"] == "measured"
 
 
 H200_JSON = Path(__file__).resolve().parents[1] / "hardware" / "measured" / "h200.json"
@@ -224,8 +224,9 @@ H200_JSON = Path(__file__).resolve().parents[1] / "hardware" / "measured" / "h20
 
 def test_h200_latencies_come_from_the_merged_run_with_its_own_provenance():
     """hardware/measured/h200.json keeps its 2026-11-30 ceilings and carries the L1 and L2 load
-    latencies of the 2026-12-02 run (merged with scripts/merge-calibration.py): each row names the
-    run its value comes from; the DRAM latency of that run was withheld, and the row says why."""
+    latencies of the 2026-12-02 runs (merged with scripts/merge-calibration.py): each row names the
+    run its value comes from. The first run's DRAM latency was withheld (its chase hit the L2); the
+    second run's, with the chase fixed, is merged, and Little's law's bytes in flight follow from it."""
     s = numbers.sheet("h200")
     m = hardware.measured(hardware.get("h200"))
     assert m.date.startswith("2026-11-30")
@@ -240,8 +241,12 @@ def test_h200_latencies_come_from_the_merged_run_with_its_own_provenance():
     copy = _value(s, "HBM copy bandwidth (measured)")  # a value of the file's own run
     assert "2026-11-30" in copy["source"] and "merged" not in copy["source"]
     dram = _value(s, "DRAM load latency")
-    assert dram["origin"] == "missing" and "revisited lines the L2 held" in dram["source"]
-    assert _value(s, "Bytes in flight to fill HBM")["origin"] == "missing"
+    assert dram["origin"] == "measured" and dram["shown"] == "358 ns" and "merged into h200.json" in dram["source"]
+    assert _value(s, "L2 hit load latency")["value"] < dram["value"]
+    assert m.provenance_of("dram_load_latency_s")["date"].startswith("2026-12-02T17")
+    inflight = _value(s, "Bytes in flight to fill HBM")
+    assert inflight["origin"] == "derived"
+    assert inflight["value"] == pytest.approx(hardware.ceilings(hardware.get("h200")).bandwidth["dram"].value * dram["value"], rel=1e-6)
 
 
 def test_a_merged_measurement_of_another_gpu_is_refused(tmp_path):
