@@ -34,15 +34,17 @@ import torch
 import triton
 import triton.language as tl
 
-#: The configurations tried, each with the blocks per SM it fits (RESIDENT: 4 warps at ~128 registers
-#: allow 4 blocks; the shared memory for the K and V stages, (stages - 1) x 2 x BLOCK_N x 256 bytes plus
-#: ~6 KB, allows 4 blocks up to ~54 KB and 2 up to ~113 KB; 8 warps at ~128 registers allow 2).
+#: The configurations tried, each with the blocks per SM it fits (RESIDENT). Compiled for sm_90 with
+#: Triton 3.9 (no GPU): 72-116 registers, 38-102 KB of shared memory (the figures after each); with
+#: Triton 3.6's ~128 registers at 4 warps (rung 04 on the H200) registers allow 4 blocks of 4 warps and 2
+#: of 8; shared memory (228 KB per SM, ~1 KB reserved per block) allows 4 blocks up to ~56 KB and 2 up
+#: to ~113 KB. RESIDENT is the smaller of the two, or less where more would not change the split count.
 CONFIGS = [
-    triton.Config({"BLOCK_N": 32, "RESIDENT": 4}, num_warps=4, num_stages=4),   # ~53 KB
-    triton.Config({"BLOCK_N": 64, "RESIDENT": 4}, num_warps=4, num_stages=2),   # ~38 KB
-    triton.Config({"BLOCK_N": 64, "RESIDENT": 2}, num_warps=4, num_stages=4),   # ~102 KB
-    triton.Config({"BLOCK_N": 128, "RESIDENT": 2}, num_warps=4, num_stages=2),  # ~70 KB (3 fit; 2 asked)
-    triton.Config({"BLOCK_N": 128, "RESIDENT": 2}, num_warps=8, num_stages=2),  # ~70 KB, 8 warps
+    triton.Config({"BLOCK_N": 32, "RESIDENT": 4}, num_warps=4, num_stages=4),   # 72 registers, 53 KB
+    triton.Config({"BLOCK_N": 64, "RESIDENT": 4}, num_warps=4, num_stages=2),   # 80 registers, 38 KB
+    triton.Config({"BLOCK_N": 64, "RESIDENT": 2}, num_warps=4, num_stages=4),   # 83 registers, 102 KB
+    triton.Config({"BLOCK_N": 128, "RESIDENT": 2}, num_warps=4, num_stages=2),  # 116 registers, 72 KB (3 fit)
+    triton.Config({"BLOCK_N": 128, "RESIDENT": 2}, num_warps=8, num_stages=2),  # 91 registers, 72 KB
 ]
 MAX_RESIDENT = max(c.kwargs["RESIDENT"] for c in CONFIGS)
 MIN_ROWS = 16
