@@ -1,7 +1,7 @@
 """The decode-attention ladder's problem on the CPU: the paged copy of the KV cache holds the
 contiguous one's values where the block table says, the float64 reference agrees with PyTorch's
 SDPA and FlexAttention (GQA and the lower-right causal mask of several query tokens), the split rule gives the
-documented grid, and every configuration the autotuners of rungs 04 and 05 may choose is correct, not
+documented grid, and every configuration the autotuners of rungs 04-06 may choose is correct, not
 only the one the interpreter keeps."""
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def test_rung_05_cuts_the_context_into_one_wave_of_resident_programs(resident, p
 
 
 @pytest.mark.parametrize("key, kernel, configs", [("04_async_loads", "decode04_split", 7),
-                                                  ("05_resident_waves", "decode05_split", 5)])
+                                                  ("05_resident_waves", "decode05_split", 5),
+                                                  ("06_fused_combine", "decode06_split", 5)])
 def test_every_configuration_of_the_autotuned_rungs_is_correct(key, kernel, configs, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     pytest.importorskip("triton")
@@ -141,3 +142,5 @@ def test_every_configuration_of_the_autotuned_rungs_is_correct(key, kernel, conf
         module.launch(ctx, inp, out)
         ok, rel, missing = runner.compare(torch, out["o"], PROBLEM.reference(inp)["o"], 1e-2)
         assert ok, f"{config}: relative error {rel}, {missing} unwritten"
+        if "count" in ctx._scratch:  # rung 06's arrival counters: left at zero for the next call
+            assert not ctx._scratch["count"].any()
