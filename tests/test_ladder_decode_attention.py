@@ -1,8 +1,8 @@
 """The decode-attention ladder's problem on the CPU: the paged copy of the KV cache holds the
 contiguous one's values where the block table says, the float64 reference agrees with PyTorch's
 SDPA and FlexAttention (GQA and the lower-right causal mask of several query tokens), the split rule gives the
-documented grid, and every configuration rung 04's autotuner may choose is correct, not only the one
-the interpreter keeps."""
+documented grid, and every configuration the autotuners of rungs 04-06 may choose is correct, not
+only the one the interpreter keeps."""
 
 from __future__ import annotations
 
@@ -99,7 +99,24 @@ def test_the_split_rule(key, programs, sm_count, length, monkeypatch):
     assert _rung(key).split_len(ctx, programs, sm_count) == length
 
 
-def test_every_configuration_of_rung_04_is_correct(monkeypatch):
+@pytest.mark.parametrize("resident, programs, sm_count, splits", [
+    (4, 32 * 8, 132, 2),  # the main size on the H200: 4 blocks per SM, 512 programs (one wave of 528)
+    (2, 32 * 8, 132, 1),  # 2 per SM: 256 programs of the whole context (one wave of 264)
+    (4, 2 * 2, 3, 3),     # the CPU test size: 3 splits of 128 keys over 200, the last one empty
+    (4, 1024, 132, 1),    # more (b, KV head) pairs than slots: never fewer than one split
+])
+def test_rung_05_cuts_the_context_into_one_wave_of_resident_programs(resident, programs, sm_count, splits,
+                                                                    monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    pytest.importorskip("triton")
+    ctx = 8192 if sm_count == 132 else SMALL["ctx"]
+    assert _rung("05_resident_waves").splits_for(resident, programs, sm_count, ctx) == splits
+
+
+@pytest.mark.parametrize("key, kernel, configs", [("04_async_loads", "decode04_split", 7),
+                                                  ("05_resident_waves", "decode05_split", 5),
+                                                  ("06_fused_combine", "decode06_split", 5)])
+def test_every_configuration_of_the_autotuned_rungs_is_correct(key, kernel, configs, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     pytest.importorskip("triton")
     import triton.language as tl
@@ -113,9 +130,9 @@ def test_every_configuration_of_rung_04_is_correct(monkeypatch):
     from ladder_emu import triton_interpreter
 
     triton_interpreter.patch(monkeypatch)
-    module = _rung("04_async_loads")
-    tuner = module.decode04_split
-    assert len(module.CONFIGS) == 7
+    module = _rung(key)
+    tuner = getattr(module, kernel)
+    assert len(module.CONFIGS) == configs
     ctx = runner.Context(torch=torch, device="cpu", sm_count=3)
     for config in module.CONFIGS:
         monkeypatch.setattr(tuner, "configs", [config])
@@ -125,3 +142,5 @@ def test_every_configuration_of_rung_04_is_correct(monkeypatch):
         module.launch(ctx, inp, out)
         ok, rel, missing = runner.compare(torch, out["o"], PROBLEM.reference(inp)["o"], 1e-2)
         assert ok, f"{config}: relative error {rel}, {missing} unwritten"
+        if "count" in ctx._scratch:  # rung 06's arrival counters: left at zero for the next call
+            assert not ctx._scratch["count"].any()
