@@ -43,7 +43,7 @@ def source_cmd(
 
         coach source report.ncu-rep --kernel 'copy_strided' --top 3 --sass
 
-        coach source traces/h200/scenario-01/slow/report.ncu-rep --json
+        coach source traces/h200/scenario-01/slow/report.ncu-rep.xz --json
     """
     from coach.analyze import source  # noqa: PLC0415 - polars-heavy, imported on use
     from coach.ingest import load, source_text  # noqa: PLC0415

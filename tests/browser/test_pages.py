@@ -89,7 +89,7 @@ def test_unknown_path_says_so(driver, live_app):
 
 
 def test_a_timeline_scenario_opens_on_its_slow_timeline(driver, live_app):
-    open_page(driver, live_app, "/scenario/scenario-15", "#scn-body", "One step takes 45.8 ms")
+    open_page(driver, live_app, "/scenario/scenario-15", "#scn-body", "One step takes 47.4 ms")
     wait_for(driver, "#scn-body .js-plotly-plot .trace.bars")
     wait_idle(driver)
     screenshot(driver, "scenario-15-symptom")

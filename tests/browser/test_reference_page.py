@@ -37,11 +37,10 @@ def test_the_numbers_say_where_each_comes_from_and_the_sheets_show_code(driver, 
 
     open_page(driver, live_app, "/reference", "#ref-numbers", "HBM bandwidth (datasheet)")
     numbers = wait_for(driver, "#ref-numbers", "4.80 TB/s")
-    # L1 and L2 latencies measured on the H200; its DRAM latency withheld, and the page says why and
-    # what Little's law then cannot give
+    # L1, L2 and DRAM load latencies measured on the H200, and Little's law's bytes in flight from the last
     assert "L1 hit load latency" in numbers.text and "22.3 ns" in numbers.text
-    assert "DRAM load latency" in numbers.text and "not measured" in numbers.text
-    assert "needs the DRAM load latency" in numbers.text
+    assert "DRAM load latency" in numbers.text and "358 ns" in numbers.text
+    assert "Bytes in flight to fill HBM" in numbers.text and "needs the DRAM load latency" not in numbers.text
     assert "__shfl_xor_sync" in wait_for(driver, "#ref-cuda-warp").text
     wait_idle(driver)
     screenshot(driver, "reference")
