@@ -43,15 +43,15 @@ PEERS = {
 }
 
 
-def _launcher(kernel: str, block: tuple[int, int], tile_rows: int):
-    """One block per TILE-column by ``tile_rows``-row tile of x."""
+def _launcher(kernel: str, block: tuple[int, int], tile_rows: int, tile_cols: int = TILE):
+    """One block per ``tile_cols``-column by ``tile_rows``-row tile of x."""
 
     def launch(ctx, inp, out):
         x = inp["x"]
         rows, cols = x.shape
-        if rows % tile_rows or cols % TILE:
-            raise ValueError(f"{kernel} needs rows a multiple of {tile_rows} and cols of {TILE}; got {rows} x {cols}")
-        ctx.launch(kernel, (cols // TILE, rows // tile_rows), block, x, out["out"], rows, cols)
+        if rows % tile_rows or cols % tile_cols:
+            raise ValueError(f"{kernel} needs rows a multiple of {tile_rows} and cols of {tile_cols}; got {rows} x {cols}")
+        ctx.launch(kernel, (cols // tile_cols, rows // tile_rows), block, x, out["out"], rows, cols)
 
     return launch
 
@@ -63,4 +63,5 @@ LAUNCH = {
     "03_four_rows_per_thread": _launcher("transpose_four_rows", (32, 8), TILE),
     "04_vec4": _launcher("transpose_vec4", (8, 32), TILE),
     "05_vec4_two_tiles": _launcher("transpose_vec4_two_tiles", (8, 32), 2 * TILE),
+    "06_square_tile": _launcher("transpose_square_tile", (8, 32), 2 * TILE, 2 * TILE),
 }
