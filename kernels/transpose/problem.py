@@ -64,4 +64,5 @@ LAUNCH = {
     "04_vec4": _launcher("transpose_vec4", (8, 32), TILE),
     "05_vec4_two_tiles": _launcher("transpose_vec4_two_tiles", (8, 32), 2 * TILE),
     "06_square_tile": _launcher("transpose_square_tile", (8, 32), 2 * TILE, 2 * TILE),
+    "07_banded_order": _launcher("transpose_banded_order", (8, 32), 2 * TILE, 2 * TILE),
 }
