@@ -1,6 +1,6 @@
 // Rung 07: rung 06 with its blocks taken in bands of 32 block-rows, column by column.
 //
-// Change: the hardware starts blocks in launch order, x fastest, so rung 06's ~1,056 resident
+// Change: blocks start in about launch order (x fastest, as observed, not documented), so rung 06's ~1,056 resident
 // blocks (8 per SM) are about 4 block-rows of x side by side: each x row is read 64 KB at a
 // stretch, but each out row is written only 4 x 256 B = 1 KB at a stretch, the rest of it 64 KB
 // of out rows later. Here the launch index is remapped: blocks walk down a band of GROUP = 32
