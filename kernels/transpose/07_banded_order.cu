@@ -1,7 +1,7 @@
 // Rung 07: rung 06 with its blocks taken in bands of 32 block-rows, column by column.
 //
-// Change: blocks start in about launch order (x fastest, as observed, not documented), so rung 06's ~1,056 resident
-// blocks (8 per SM) are about 4 block-rows of x side by side: each x row is read 64 KB at a
+// Change: blocks start in about launch order (x fastest; observed, not documented), so rung 06's
+// ~1,056 resident blocks (8 per SM) are about 4 block-rows of x side by side: each x row is read 64 KB at a
 // stretch, but each out row is written only 4 x 256 B = 1 KB at a stretch, the rest of it 64 KB
 // of out rows later. Here the launch index is remapped: blocks walk down a band of GROUP = 32
 // block-rows (2,048 rows of x) before moving one tile to the right, so the resident blocks form
