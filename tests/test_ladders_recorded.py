@@ -107,8 +107,8 @@ PINNED = {
     "reduction": {"05_single_pass": 0.00025171199440956115, "torch.sum": 0.00025932800769805906,
                   "cupy.sum": 0.00025116801261901853},
     "scan": {"05_lookback_vec4": 0.00019459199905395508, "torch.cumsum": 0.0002123199999332428},
-    "transpose": {"05_vec4_two_tiles": 0.0005596160292625428, "torch.compile": 0.0005505279898643493,
-                  "torch .t().contiguous()": 0.0018597439527511597},
+    "transpose": {"06_square_tile": 0.0005503039956092834, "07_banded_order": 0.000552735984325409,
+                  "torch.compile": 0.0005460159778594971, "torch .t().contiguous()": 0.0018575999736785889},  # 2026-12-02
     "softmax": {"05_triton": 0.00013407999277114868, "04_vec_registers": 0.00013446399569511414,
                 "torch.compile": 0.0003112320005893707, "torch.softmax": 0.00041836801171302797},
     "layernorm": {"04_row_in_registers": 0.00013337600231170654, "05_triton": 0.0001361759975552559,
@@ -120,7 +120,7 @@ PINNED = {
 PINNED_TBPS = {
     "reduction": {"05_single_pass": 4.27, "torch.sum": 4.14, "cupy.sum": 4.27},
     "scan": {"05_lookback_vec4": 2.76, "torch.cumsum": 2.53},
-    "transpose": {"05_vec4_two_tiles": 3.84, "torch.compile": 3.90, "torch .t().contiguous()": 1.15},
+    "transpose": {"06_square_tile": 3.90, "07_banded_order": 3.89, "torch.compile": 3.93, "torch .t().contiguous()": 1.16},
     "softmax": {"05_triton": 4.00, "04_vec_registers": 3.99, "torch.compile": 1.72, "torch.softmax": 1.28},
     "layernorm": {"04_row_in_registers": 4.03, "05_triton": 3.94, "torch.compile": 2.87},
     "gemv": {"02_vec8": 3.99, "03_rows_per_warp": 3.92, "04_streaming_loads": 3.77, "torch x @ W.T": 3.68},
@@ -140,7 +140,8 @@ def test_pinned_numbers(name):
 GOALS = {
     "reduction": (True, "05_single_pass", {"04_vec4_grid_stride", "05_single_pass"}),
     "scan": (False, "05_lookback_vec4", set()),
-    "transpose": (True, "05_vec4_two_tiles", {"03_four_rows_per_thread", "04_vec4", "05_vec4_two_tiles"}),
+    "transpose": (True, "06_square_tile", {"03_four_rows_per_thread", "04_vec4", "05_vec4_two_tiles", "06_square_tile",
+                                           "07_banded_order"}),
     "softmax": (True, "05_triton", {"04_vec_registers", "05_triton"}),
     "layernorm": (True, "04_row_in_registers", {"04_row_in_registers", "05_triton"}),
     "gemv": (False, "02_vec8", {"02_vec8", "03_rows_per_warp"}),
