@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import tomllib
 from collections import Counter
@@ -64,6 +65,20 @@ def test_every_red_flag_fires_on_its_example_and_not_when_negated(bank):
         assert concept.find(example, honour_negation=True) is not None, cid
         for synonym in concept.synonyms:
             assert concept.find(f"It is not true that {synonym}.", honour_negation=True) is None, (cid, synonym)
+
+
+NEGATED = re.compile(r"\b(no|not|nothing|never|without)\b")
+
+
+def test_every_red_flag_has_a_plain_form_that_fires_alone_and_not_when_negated(bank):
+    """A misconception said in everyday words is still caught: each plain form, said alone, raises its flag."""
+    for cid in bank.examples:
+        concept = bank.concept(cid)
+        assert concept.paraphrases, cid
+        for plain in concept.paraphrases:
+            assert concept.find(f"{plain[0].upper()}{plain[1:]}.", honour_negation=True) is not None, (cid, plain)
+            if not NEGATED.search(plain):  # "it is not true that ... no ..." reads as the claim itself
+                assert concept.find(f"It is not true that {plain}.", honour_negation=True) is None, (cid, plain)
 
 
 def test_every_concept_is_used(bank):
