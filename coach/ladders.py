@@ -432,27 +432,29 @@ def load_results(path: Path, size: str | None = None) -> LadderResults:
         raise InputError(path, f"missing or bad field ({type(err).__name__}: {err})") from None
 
 
+def _gpu_folder(path: Path) -> Path | None:
+    """The traces GPU folder a results file lives in (``<traces>/<gpu>/ladders/<name>/results.json``
+    -> ``<traces>/<gpu>``), or None."""
+    return next((parent.parent for parent in path.resolve().parents if parent.name == "ladders"), None)
+
+
 def _best_rates_beside(path: Path) -> dict[str, Any]:
-    """The best-rates file of the traces GPU folder a results file lives in
-    (``<traces>/<gpu>/ladders/<name>/results.json`` -> ``<traces>/<gpu>/best-rates.json``)."""
-    for parent in path.resolve().parents:
-        if parent.name == "ladders":
-            return best_rates.read_file(parent.parent / best_rates.BEST_RATES_FILE)
-    return {"rates": {}, "rejected": []}
+    """The best-rates file of the traces GPU folder a results file lives in (``<traces>/<gpu>/best-rates.json``)."""
+    gpu = _gpu_folder(path)
+    return best_rates.read_file(gpu / best_rates.BEST_RATES_FILE) if gpu else {"rates": {}, "rejected": []}
 
 
 def _calibration_beside(path: Path, name: str) -> float | None:
     """The value of measurement ``name`` in the stored calibration of the traces GPU folder a results
-    file lives in (``<traces>/<gpu>/ladders/...`` -> ``hardware/measured/<gpu>.json``), or None."""
-    for parent in path.resolve().parents:
-        if parent.name == "ladders":
-            try:
-                doc = json.loads((hardware_dir() / "measured" / f"{parent.parent.name}.json").read_text(encoding="utf-8"))
-                value = doc["measurements"][name]["value"]
-            except (OSError, ValueError, KeyError, TypeError):
-                return None
-            return float(value) if isinstance(value, (int, float)) else None
-    return None
+    file lives in (``<traces>/<gpu>/...`` -> ``hardware/measured/<gpu>.json``), or None."""
+    gpu = _gpu_folder(path)
+    if gpu is None:
+        return None
+    try:
+        value = json.loads((hardware_dir() / "measured" / f"{gpu.name}.json").read_text(encoding="utf-8"))["measurements"][name]["value"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _read_results(path: Path) -> dict[str, Any]:

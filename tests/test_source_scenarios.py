@@ -15,9 +15,7 @@ exists; a recording that disagrees fails the test, which is the point.
 from __future__ import annotations
 
 import json
-import lzma
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,14 +150,9 @@ def test_coach_source_and_diagnose_name_the_planted_line(planted, capsys):
         f"{[loc['where'] for loc in top['locations']]}, not {planted.file}:{line}")
 
 
-def test_a_recorded_scenarios_sources_are_found_for_its_kept_report(tmp_path):
-    """The kept full report, unpacked where a recording keeps it (beside the recording's results.json,
-    which names the scenario): its sources are looked for in the scenario's folder."""
-    recording = traces_dir() / GPU / "scenario-01"
-    (tmp_path / "slow").mkdir()
-    shutil.copy(recording / "results.json", tmp_path / "results.json")
-    report = tmp_path / "slow" / "report.ncu-rep"
-    with lzma.open(recording / "slow" / KEPT_NCU_REP) as fin, report.open("wb") as fout:
-        shutil.copyfileobj(fin, fout)
+def test_a_recorded_scenarios_sources_are_found_for_its_kept_report():
+    """The kept full report (xz-compressed beside the recording's results.json, which names the
+    scenario): its sources are looked for in the scenario's folder."""
+    report = traces_dir() / GPU / "scenario-01" / "slow" / KEPT_NCU_REP
     folders = source_text.search_folders(report, load(report))
     assert scenarios.find("scenario-01").folder in folders

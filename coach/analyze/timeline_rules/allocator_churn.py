@@ -61,7 +61,8 @@ def is_allocator_call(name: pl.Expr) -> pl.Expr:
     return base.str.contains(ALLOC_CALLS) | base.str.contains(FREE_CALLS)
 
 
-def _allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
+def allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
+    """The API calls that allocate or free memory, with ``base`` (their base name), ``alloc`` and ``free``."""
     return a.timeline.api.with_columns(base=a.api_base, alloc=a.api_matching(ALLOC_CALLS),
                                        free=a.api_matching(FREE_CALLS)).filter(pl.col("alloc") | pl.col("free"))
 
@@ -69,14 +70,14 @@ def _allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
 def churns(a: TimelineAnalysis) -> bool:
     """The rule's conditions, before the size of the saving: enough allocate/free pairs, repeated with
     the work (the GPU-idle rule leaves the gaps spent in these calls to this rule when they hold)."""
-    calls = _allocator_calls(a)
+    calls = allocator_calls(a)
     if min(int(calls["alloc"].sum()), int(calls["free"].sum())) < MIN_ALLOC_FREE_PAIRS:
         return False
     return repeats_with_the_work(a, calls.filter("alloc")) >= MIN_REPEATS
 
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
-    calls = _allocator_calls(a)
+    calls = allocator_calls(a)
     allocs, frees = int(calls["alloc"].sum()), int(calls["free"].sum())
     pairs = min(allocs, frees)
     if pairs < MIN_ALLOC_FREE_PAIRS:

@@ -96,8 +96,7 @@ def _less_allocation(a: TimelineAnalysis, bubbles: pl.DataFrame) -> pl.DataFrame
     nothing (a few allocations, once), the bubble keeps that time."""
     from coach.analyze.timeline_rules import allocator_churn  # noqa: PLC0415
 
-    base = base_api_name(pl.col("name"))
-    calls = a.timeline.api.filter(base.str.contains(allocator_churn.ALLOC_CALLS) | base.str.contains(allocator_churn.FREE_CALLS))
+    calls = allocator_churn.allocator_calls(a)
     if calls.is_empty() or bubbles.is_empty() or not allocator_churn.apply(a):
         return bubbles.with_columns(alloc_ns=pl.lit(0, pl.Int64))
     merged = merge_intervals(calls.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]).select("start_ns", "end_ns")
