@@ -258,3 +258,22 @@ def test_check_command_exits_zero_on_the_recording():
     proc = subprocess.run([sys.executable, "-m", "coach.analyze.ladder_evidence", "check"], capture_output=True,
                           text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
+
+
+def test_readme_quotes_the_recorded_rates_of_the_new_ladders():
+    """The README's figures for the FP8, decode-attention and transpose ladders are the recordings'
+    (rate of the rung named, the peer, their ratio), as `coach ladder` prints them."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+
+    def rate(name: str, key: str, scale: float) -> float:
+        res = load_results(LADDERS_H200 / name / "results.json")
+        m = next(m for m in (*res.rungs, *res.peers) if m.key == key)
+        return (m.flops if res.ceiling_unit == "FLOP/s" else m.bytes) / m.time_s / scale
+
+    fp8, fp8_peer = rate("matmul/fp8", "06_warp_specialized", 1e12), rate("matmul/fp8", "scaled_mm.fast_accum", 1e12)
+    assert f"{fp8:,.0f} TFLOP/s | torch._scaled_mm (cuBLASLt, fast accumulation): {fp8_peer:,.0f}" in readme
+    assert f"{100 * fp8 / fp8_peer:.0f}% |" in readme
+    dec, sdpa = rate("decode_attention", "06_fused_combine", 1e12), rate("decode_attention", "torch.sdpa", 1e12)
+    assert f"{dec:.2f} TB/s ({dec / sdpa:.2f}x SDPA, the fastest peer: {sdpa:.2f} TB/s)" in readme
+    tr, comp = rate("transpose", "06_square_tile", 1e12), rate("transpose", "torch.compile", 1e12)
+    assert f"transpose {tr:.2f} TB/s (rung 06; torch.compile {comp:.2f}, {tr / comp:.2f}x)" in readme
