@@ -76,7 +76,11 @@ def import_ladder(run_ladder: Path, dest_ladder: Path, profiles_only: bool = Fal
 def _results(path: Path) -> dict[str, Any]:
     """A results.json as a dict, once the ladder readers accept it."""
     load_results(path)
-    return json.loads(path.read_text(encoding="utf-8"))
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("only"):
+        raise SystemExit(f"{path}: a trial of {', '.join(doc['only'])} alone (ladder run --only); "
+                         "record the whole ladder to import it")
+    return doc
 
 
 def _date(doc: dict[str, Any]) -> str | None:

@@ -516,3 +516,16 @@ def test_git_state_prefers_the_commit_the_sender_names(monkeypatch):
     assert runner.git_state() == {"git_commit": "f33032791c3a32ec07d635507dac89f8cbca62db", "git_dirty": None}
     monkeypatch.delenv("COACH_GIT_COMMIT")
     assert len(runner.git_state()["git_commit"]) == 40
+
+
+def test_a_trial_measures_only_the_named_rungs_and_peers_and_says_so(fake_data):
+    pytest.importorskip("torch")
+    out = fake_data / "out"
+    builder = lambda path, arch, include: FakeBuild(path.read_text(), IMPLS)  # noqa: E731
+    rc = runner.run_ladder_child("fake", out, "small", device="cpu", builder=builder, timing=False,
+                                 describe=_describe, only=["01", "torch.clone"])
+    assert rc == 0
+    doc = json.loads((out / "fake" / "results.small.json").read_text())
+    assert [r["key"] for r in doc["rungs"]] == ["01_half"], "a rung is named by its id or its file stem"
+    assert [p["key"] for p in doc["peers"]] == ["torch.clone"]
+    assert doc["only"] == ["01", "torch.clone"]

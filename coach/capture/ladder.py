@@ -626,8 +626,12 @@ def _first_lines(text: str, n: int = 12) -> str:
 
 def run_ladder_child(name: str, out_dir: Path, size_name: str, *, device: str = "cuda",
                      builder: Builder = cupy_builder, timing: bool = True,
-                     describe: Callable[[], Mapping[str, Any]] | None = None) -> int:
+                     describe: Callable[[], Mapping[str, Any]] | None = None,
+                     only: Sequence[str] | None = None) -> int:
     """Measure what ``out_dir/<name>/results.json`` does not hold yet, saving after each item.
+
+    With ``only`` (rung ids, rung keys or peer names), measure just those: a trial, whose results file
+    says so (``"only"``) and which scripts/import-ladders.py refuses.
 
     Returns 0 when every rung and peer is recorded, EXIT_RESTART when an item failed in a way that may
     have poisoned the CUDA context (the parent starts a fresh child for the rest).
@@ -649,6 +653,10 @@ def run_ladder_child(name: str, out_dir: Path, size_name: str, *, device: str = 
     ctx_args = {"torch": torch, "device": device, "sm_count": sm_count}
     items = [("rungs", r.key, (lambda r=r: prepare_rung(defn, r, problem, ctx_args, builder))) for r in defn.rungs]
     items += [("peers", p, (lambda p=p: prepare_peer(problem, p))) for p in defn.peers]
+    if only:
+        wanted = set(only)
+        items = [it for it in items if it[1] in wanted or (it[0] == "rungs" and defn.rung(it[1]).id in wanted)]
+        doc["only"] = sorted(wanted)
     for section, key, prep in items:
         if any(m["key"] == key for m in doc[section]):
             continue
@@ -806,7 +814,8 @@ def git_state() -> dict[str, Any]:
 
 
 def run(names: Sequence[str], out_dir: Path, *, size: str | None = None, ncu: bool = False,
-        ncu_path: str | None = None, command: str = "", budget_s: float = RUN_BUDGET_S) -> int:
+        ncu_path: str | None = None, command: str = "", budget_s: float = RUN_BUDGET_S,
+        only: Sequence[str] | None = None) -> int:
     """Measure every ladder in ``names`` at each of its sizes (or at ``size`` alone), each in child
     processes, then optionally profile them at that run's first size while the time budget lasts;
     print a summary table last."""
@@ -817,7 +826,7 @@ def run(names: Sequence[str], out_dir: Path, *, size: str | None = None, ncu: bo
         defn = load_definition(name)
         for size_name in ([size] if size else defn.sizes):
             failed += not _measure(name, size_name, out_dir / name / results_file(size_name, defn.main_size),
-                                   out_dir, command)
+                                   out_dir, command, only)
     if ncu:
         for name in names:
             defn = load_definition(name)
@@ -829,14 +838,16 @@ def run(names: Sequence[str], out_dir: Path, *, size: str | None = None, ncu: bo
     return 1 if failed else 0
 
 
-def _measure(name: str, size_name: str, path: Path, out_dir: Path, command: str) -> bool:
+def _measure(name: str, size_name: str, path: Path, out_dir: Path, command: str,
+             only: Sequence[str] | None = None) -> bool:
     """Measure one ladder at one size into ``path``, restarting the child past rungs that kill it;
     False when a child fails without recording anything more."""
     path.unlink(missing_ok=True)
     done = -1
     ok = True
     while True:  # each restart records at least one more rung or peer, or the loop ends
-        rc, timed_out = _run_child(["measure", name, "--out", str(out_dir), "--size", size_name], CHILD_TIMEOUT_S)
+        rc, timed_out = _run_child(["measure", name, "--out", str(out_dir), "--size", size_name,
+                                    *(["--only", *only] if only else [])], CHILD_TIMEOUT_S)
         if rc == 0:
             break
         doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
@@ -1051,6 +1062,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     run_p.add_argument("--ncu-path", help="the ncu executable (default: found on PATH or under /opt/nvidia)")
     run_p.add_argument("--size", help="measure only this size (a key of the problem's SIZES; default: each "
                                       "size the ladder.toml names, the first into results.json)")
+    run_p.add_argument("--only", nargs="+", metavar="KEY",
+                       help="a trial: measure only these rungs (ids or file stems) and peers; the results "
+                            "file says so and is not imported")
     run_p.add_argument("--budget-s", type=float, default=RUN_BUDGET_S,
                        help=f"start no Nsight Compute pass after this many seconds (default {RUN_BUDGET_S})")
     for name, help_ in (("measure", "(internal) measure one ladder, resuming a partial results file"),
@@ -1060,6 +1074,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.add_argument("--size", required=True)
         if name == "measure":
             p.add_argument("--out", type=Path, required=True)
+            p.add_argument("--only", nargs="+", metavar="KEY")
         else:
             p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (file stems)")
     args = parser.parse_args(argv)
@@ -1093,12 +1108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd = shlex.join([sys.executable, "-m", "coach.capture.ladder", *(argv if argv is not None else sys.argv[1:])])
         started = _dt.datetime.now(_dt.timezone.utc)
         rc = run(args.names, args.out, size=args.size, ncu=args.ncu, ncu_path=args.ncu_path, command=cmd,
-                 budget_s=args.budget_s)
+                 budget_s=args.budget_s, only=args.only)
         print(f"done in {(_dt.datetime.now(_dt.timezone.utc) - started).total_seconds():.0f} s; results in {args.out}",
               file=sys.stderr)
         return rc
     if args.command == "measure":
-        return run_ladder_child(args.name, args.out, args.size)
+        return run_ladder_child(args.name, args.out, args.size, only=args.only)
     return profile_child(args.name, args.size, args.rungs)
 
 
