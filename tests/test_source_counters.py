@@ -257,7 +257,9 @@ def test_coach_source_at_80_columns(strided_ncu_rep, capsys, monkeypatch):
     lines = out.splitlines()
     assert all(len(l) <= 80 for l in lines)
     assert lines[0].startswith("copy_strided  launch 0  (150,583 warp samples)")
-    assert lines[1].split() == ["91.7%", "copy_strided_vs_coalesced.cu:4", "long", "scoreboard", "97%"]
+    # ranked by the leading finding's counter: the uncoalesced gather's excess sectors
+    assert lines[1].strip() == "ranked by: uncoalesced-global-access (L2 sectors beyond a coalesced access)"
+    assert lines[2].split() == ["91.7%", "copy_strided_vs_coalesced.cu:4", "long", "scoreboard", "97%"]
     assert "global: 58.7M L2 sectors beyond a coalesced access (4.5x the ideal)" in out
     assert "cause of: uncoalesced-global-access" in out
     assert re.search(r"\+0x0300 STG\.E desc\[UR6\]\[R2\.64\], R7\s+88\.6% long scoreboard", out)

@@ -128,11 +128,7 @@ class SourceTables:
             return None
         if self._maps is None:
             self._maps = self.line_maps() if self.line_maps is not None else {}
-        try:
-            name = action.name(action.NameBase_MANGLED)
-        except Exception:  # a module without name bases
-            name = action.name()
-        candidates = self._maps.get(name, [])
+        candidates = self._maps.get(_mangled_name(action) or "", [])
         if not candidates:
             self.inline_status[launch_id] = "source_info: the report's binary for this function was not found"
             return None
@@ -156,6 +152,15 @@ class SourceTables:
         used = sass["file_id"].drop_nulls().unique().implode()
         return {"sass": sass, "stall_samples": stalls,
                 "source_files": conform(files.filter(pl.col("file_id").is_in(used)), SOURCE_FILES, table="source_files")}
+
+
+def _mangled_name(action: Any) -> str | None:
+    for args in ((getattr(action, "NameBase_MANGLED", None),), ()):
+        try:
+            return action.name(*[a for a in args if a is not None])
+        except Exception:  # an action without name bases, or without names
+            continue
+    return None
 
 
 def _same_place(table: tuple[str, int] | None, info: tuple[str, int]) -> bool:
