@@ -256,6 +256,8 @@ SASS: dict[str, pl.DataType] = {
     "shared_wavefronts_ideal": Float,  # the same without bank conflicts
     "shared_excess_wavefronts": Float,  # the difference: wavefronts added by bank conflicts
     "l2_local_sectors": Float,  # L2 sectors of local-memory accesses (memory_l2_theoretical_sectors_local)
+    "divergent_branches": Float,  # executions of a branch whose warp's threads took both ways
+    #                               (smsp__branch_targets_threads_divergent: the Source page's "Divergent Branches")
 }
 
 #: Warp-state samples by stall reason per instruction (only non-zero counts).

@@ -34,7 +34,7 @@ WARP_SIZE = 32
 #: Counters summed per line, from the ``sass`` table.
 SUMMED = ("warp_inst", "thread_inst", "thread_inst_pred_on", "samples", "l1_global_requests", "l2_global_sectors",
           "l2_global_sectors_ideal", "l2_global_excess_sectors", "shared_wavefronts", "shared_wavefronts_ideal",
-          "shared_excess_wavefronts", "l2_local_sectors")
+          "shared_excess_wavefronts", "l2_local_sectors", "divergent_branches")
 #: Reasons shown beside a line: those with at least this share of its samples, at most TOP_REASONS.
 REASON_MIN_PCT = 10.0
 TOP_REASONS = 2
