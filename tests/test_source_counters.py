@@ -143,6 +143,32 @@ def test_older_metric_names_give_the_same_tables(strided_ncu_rep, strided):
     assert old["source_files"]["text"].is_null().all()
 
 
+class _WithoutSampleCount(_OlderAction):
+    """Further back (synthetic in names, real in numbers): no ``smsp__pcsamp_sample_count``, no
+    source_files or name methods on the action, and a source_info that raises (a binary without
+    line information, as some module versions report it)."""
+
+    DROPPED = (*_OlderAction.DROPPED, "smsp__pcsamp_sample_count")
+
+    def source_info(self, pc):
+        raise RuntimeError("no source correlation")
+
+    def source_files(self):
+        raise AttributeError("source_files")
+
+
+def test_samples_are_the_sum_of_the_reasons_where_the_count_is_missing(strided_ncu_rep, strided):
+    ctx = ncu_report.load_report(str(strided_ncu_rep))
+    tables = ncu_source.SourceTables()
+    for i in range(ctx.range_by_idx(0).num_actions()):
+        tables.add_launch(_WithoutSampleCount(ctx.range_by_idx(0).action_by_idx(i)), i)
+    old = tables.frames()["sass"]
+    assert old["samples"].equals(strided.sass["samples"])
+    assert old["line"].is_null().all() and tables.inline_status == {0: "no line information", 1: "no line information"}
+    assert old.drop("file_id", "line", "l2_global_sectors_ideal").equals(
+        strided.sass.drop("file_id", "line", "l2_global_sectors_ideal"))
+
+
 def test_a_report_without_line_information_keeps_its_sass(strided):
     sass_only = replace(strided, sass=strided.sass.with_columns(pl.lit(None, pl.Int64).alias("file_id"),
                                                                 pl.lit(None, pl.Int64).alias("line")))

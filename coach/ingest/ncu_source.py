@@ -15,8 +15,10 @@ Which metric fills which column is data (``ncu_source_metrics.csv``, first name 
 stall reasons are the members of the ``group:smsp__pcsamp_warp_stall_reasons`` metric (a list of
 metric names), or every ``smsp__pcsamp_warps_issue_stalled_*`` metric where a report has no group;
 the ``*_not_issued`` variants are left out: the ``selected`` reason already separates the samples
-of issuing warps. Addresses become offsets from the function's first instruction
-(``launch__function_pcs``, else the lowest address), which stay put from run to run.
+of issuing warps. A report without ``smsp__pcsamp_sample_count`` gets each instruction's samples
+as the sum of its reasons (which is what the count is where both are recorded). Addresses become
+offsets from the function's first instruction (``launch__function_pcs``, else the lowest address),
+which stay put from run to run.
 
 Inlined code: where the report embeds the binary with its line table (``cubin_lines``), each
 instruction is charged to its innermost line (the callee's: the ``switch`` of an inlined function,
@@ -105,6 +107,8 @@ class SourceTables:
                 if values.get(whole) is not None and values.get(ideal) is not None:
                     values[col] = values[whole] - values[ideal]
             reasons = {reason: per_pc[pc] for reason, per_pc in stalls.items() if per_pc.get(pc)}
+            if "samples" not in columns and stalls:  # a report without the sample count: its reasons' sum
+                values["samples"] = sum(reasons.values()) if reasons else None
             if not reasons and not any(v for v in values.values()):
                 continue
             info, call = where[pc], None
