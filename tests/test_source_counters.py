@@ -311,6 +311,32 @@ def test_coach_source_on_a_report_without_source_counters(capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_coach_source_says_in_one_line_what_a_report_without_lines_or_text_needs(tmp_path, particles, capsys,
+                                                                                 monkeypatch):
+    """Counters but no line table (a cuBLAS kernel, scenario 12): the SASS, and what to rebuild
+    with; lines but no text (scenario 01 as an NVRTC build without its file name): the lines, and
+    what to re-record with. Each note is one line of the JSON and of the terminal."""
+    from coach.model import save
+
+    monkeypatch.setenv("COLUMNS", "400")
+    sass_only = traces_dir() / "h200" / "scenario-12" / "slow" / "ncu"
+    code, out, err = _run(["source", str(sass_only), "--json"], capsys)
+    assert code == 0, err
+    (launch,) = json.loads(out)["launches"]
+    assert launch["note"] == f"SASS only in scenario-12/slow/ncu (no line information): {source.NEED_LINEINFO}"
+    assert launch["lines"] == [] and launch["instructions"]
+    code, out, _ = _run(["source", str(sass_only), "--top", "1"], capsys)
+    assert out.splitlines()[1].strip() == launch["note"]
+    textless = save(_as_cupy_named_it(particles), tmp_path / "r" / "slow" / "ncu")
+    code, out, err = _run(["source", str(textless), "--json"], capsys)
+    assert code == 0, err
+    (launch,) = json.loads(out)["launches"]
+    assert launch["note"] == f"no source text in r/slow/ncu (lines only): {source.NEED_TEXT}"
+    assert launch["lines"][0]["line"] == 24 and launch["lines"][0]["text"] is None
+    code, out, _ = _run(["source", str(textless), "--top", "1"], capsys)
+    assert out.splitlines()[1].strip() == launch["note"]
+
+
 def test_coach_diagnose_shows_the_line(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = _run(["diagnose", str(SCENARIO_01_REP), "--top", "1"], capsys)

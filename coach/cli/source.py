@@ -100,7 +100,7 @@ def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool,
 
     lid = launch["launch_id"]
     item: dict[str, Any] = {"launch_id": lid, "kernel": launch["kernel_name"],
-                            "note": source.gap(profile, lid, name=Path(str(profile.source.path)).name)}
+                            "note": source.gap(profile, lid)}
     if not source.has_counters(profile, lid):
         item.update(samples=None, lines=[], instructions=[])
         return item
