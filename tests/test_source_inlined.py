@@ -226,11 +226,15 @@ def test_coach_source_prints_the_call_line(capsys, monkeypatch):
 
 
 def test_recorded_scenarios_with_lines_all_use_the_binarys_table():
-    """Every shipped Nsight Compute scenario whose kernels carry line information was read with the
-    binary's table (its first rows agreed with source_info everywhere); the library kernels have none."""
+    """Every shipped Nsight Compute scenario recording whose kernels carry line information was read
+    with the binary's table (its first rows agreed with source_info everywhere); the library kernels
+    (cuBLAS, PyTorch's elementwise kernels) have none."""
     statuses = {}
     for n in range(1, 13):
-        header = json.loads((traces_dir() / "h200" / f"scenario-{n:02d}" / "slow" / "ncu" / "coach-profile.json").read_text())
-        statuses[n] = set(header["source"]["meta"].get("source_lines", {}).values())
-    assert all(statuses[n] == {"innermost"} for n in range(1, 10)), statuses
-    assert all(statuses[n] == {"no line information"} for n in (10, 11, 12)), statuses
+        for variant in ("slow", "fixed"):
+            folder = traces_dir() / "h200" / f"scenario-{n:02d}" / variant / "ncu"
+            header = json.loads((folder / "coach-profile.json").read_text())
+            statuses[(n, variant)] = set(header["source"]["meta"].get("source_lines", {}).values())
+    assert all(statuses[(n, v)] == {"innermost"} for n in range(1, 10) for v in ("slow", "fixed")), statuses
+    assert all(statuses[(n, "slow")] == {"no line information"} for n in (10, 11, 12)), statuses
+    assert statuses[(11, "fixed")] == {"innermost"}  # the fused chain: a Triton kernel (fused.py), lines included
