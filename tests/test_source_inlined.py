@@ -238,3 +238,26 @@ def test_recorded_scenarios_with_lines_all_use_the_binarys_table():
     assert all(statuses[(n, v)] == {"innermost"} for n in range(1, 10) for v in ("slow", "fixed")), statuses
     assert all(statuses[(n, "slow")] == {"no line information"} for n in (10, 11, 12)), statuses
     assert statuses[(11, "fixed")] == {"innermost"}  # the fused chain: a Triton kernel (fused.py), lines included
+
+
+def test_lines_not_from_the_binary_say_so(capsys):
+    """A profile whose lines are source_info's says in one line that inlined code may show at its
+    call, and why: a saved profile from before (a ladder's), or a table that disagreed."""
+    old = traces_dir() / "h200" / "ladders" / "transpose" / "ncu"
+    if not old.is_dir():
+        pytest.skip("no transpose ladder recording")
+    code, out, err = _run(["source", str(old), "--json", "--top", "1"], capsys)
+    assert code == 0, err
+    notes = {l["lines_note"] for l in json.loads(out)["launches"] if l["lines"]}
+    assert notes == {"lines as Nsight Compute's source_info gives them (saved before coach read inlined lines from "
+                     "the binary: load the .ncu-rep itself): inlined code may show at the line calling it"}
+    code, out, err = _run(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "1"], capsys)
+    assert json.loads(out)["launches"][0]["lines_note"] is None
+    from dataclasses import replace
+
+    profile = load(SCENARIO_06 / "ncu")
+    meta = {**profile.source.meta, "source_lines": {"0": "source_info: the binary's line table disagrees with it"}}
+    disagreed = replace(profile, source=replace(profile.source, meta=meta))
+    assert source.attribution(disagreed, 0) == ("lines as Nsight Compute's source_info gives them (the binary's line "
+                                                "table disagrees with it): inlined code may show at the line calling it")
+

@@ -81,6 +81,20 @@ def gap(profile: KernelProfile, launch_id: int | None = None, name: str | None =
     return None
 
 
+def attribution(profile: KernelProfile, launch_id: int) -> str | None:
+    """One line where the launch's lines may put inlined code at its call (the lines are Nsight
+    Compute's ``source_info``'s, not the binary's innermost ones), saying why; None where the lines
+    are the innermost ones, or there are none."""
+    if not has_counters(profile, launch_id) or not has_lines(profile, launch_id):
+        return None
+    status = ((profile.source.meta or {}).get("source_lines") or {}).get(str(launch_id))
+    if status == "innermost":
+        return None
+    why = ("saved before coach read inlined lines from the binary: load the .ncu-rep itself" if status is None
+           else status.removeprefix("source_info: "))
+    return f"lines as Nsight Compute's source_info gives them ({why}): inlined code may show at the line calling it"
+
+
 def short_path(path: str, folder: bool = False) -> str:
     """A report's name for a message: its file name, or for a saved profile folder (traces/.../slow/ncu)
     the last three parts, which name the recording."""

@@ -100,7 +100,7 @@ def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool,
 
     lid = launch["launch_id"]
     item: dict[str, Any] = {"launch_id": lid, "kernel": launch["kernel_name"],
-                            "note": source.gap(profile, lid)}
+                            "note": source.gap(profile, lid), "lines_note": source.attribution(profile, lid)}
     if not source.has_counters(profile, lid):
         item.update(samples=None, lines=[], instructions=[])
         return item
@@ -164,8 +164,9 @@ def _print_launch(item: dict[str, Any]) -> None:
 
     samples = f"{item['samples']:,.0f} warp samples" if item["samples"] else "no warp samples"
     console.print(f"[bold]{escape(item['kernel'] or '?')}[/]  launch {item['launch_id']}  ({samples})", highlight=False)
-    if item["note"]:
-        console.print(f"  [dim]{escape(item['note'])}[/]", highlight=False)
+    for note in (item["note"], item.get("lines_note")):
+        if note:
+            console.print(f"  [dim]{escape(note)}[/]", highlight=False)
     ranked = item.get("ranked_by")
     if ranked and ranked["finding"]:
         console.print(f"  [dim]ranked by: {escape(ranked['finding'])} ({escape(ranked['label'])})[/]",
