@@ -21,6 +21,7 @@ not decode so is not used, and the lines stay as Nsight Compute gives them.
 from __future__ import annotations
 
 import bisect
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -316,8 +317,9 @@ def line_maps(data: bytes) -> dict[str, list[LineMap]]:
 
 
 def report_line_maps(path: Path) -> dict[str, list[LineMap]]:
-    """``line_maps`` of a report file; empty where it cannot be read."""
+    """``line_maps`` of a report file (mapped, not read into memory); empty where it cannot be read."""
     try:
-        return line_maps(path.read_bytes())
-    except OSError:
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return line_maps(data)  # type: ignore[arg-type]  # find and slicing work on a mapping as on bytes
+    except (OSError, ValueError):  # unreadable, or empty (an empty file cannot be mapped)
         return {}

@@ -176,9 +176,12 @@ def _same_place(table: tuple[str, int] | None, info: tuple[str, int]) -> bool:
 def _instances(action: Any, name: str) -> dict[int, float] | None:
     """{address: value} of a metric keyed by address, or None where the report lacks it."""
     m = action.metric_by_name(name)
-    if m is None or not m.num_instances() or not m.has_correlation_ids():
+    try:
+        if m is None or not m.num_instances() or not m.has_correlation_ids():
+            return None
+        ids = m.correlation_ids()
+    except AttributeError:  # a module whose metrics have no instances or correlation IDs
         return None
-    ids = m.correlation_ids()
     out = {}
     for i in range(m.num_instances()):
         try:
