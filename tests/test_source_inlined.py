@@ -114,6 +114,51 @@ def test_the_decoded_chains_are_nvdisasms(image_06, tmp_path):
     assert max(len(c) for c in expected.values()) == 4  # a lambda inlined in series() inlined in model() in the kernel
 
 
+#: Two kernels in one binary, with an inlined function, a __noinline__ one (a subroutine in each
+#: kernel's section) and double-precision sine and cosine (CUDA's slow-path subroutine).
+SUBROUTINES_CU = """\
+__device__ __noinline__ float helper(float x) { return x * x + 1.0f; }
+__device__ __forceinline__ float twice(float x) { return 2.0f * helper(x); }
+extern "C" __global__ void k(const double* x, double* y, float* z, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = sin(x[i]) * cos(x[i] * 3.0);
+        z[i] = twice((float)x[i]);
+    }
+}
+extern "C" __global__ void k2(float* z) { z[threadIdx.x] = twice(z[threadIdx.x]); }
+"""
+
+
+def _sections_chains(listing: str) -> dict[str, dict[int, tuple[tuple[str, int], ...]]]:
+    """``_nvdisasm_chains`` per code section (``.text.<kernel>:``) of a listing."""
+    parts = re.split(r"^\.text\.(\S+):$", listing, flags=re.M)
+    return {name: _nvdisasm_chains(body) for name, body in zip(parts[1::2], parts[2::2])}
+
+
+def test_kernels_with_subroutines_decode_as_nvdisasm_reads_them(tmp_path):
+    """An nvcc build (the scenarios' binaries are NVRTC's): each kernel's table covers its section,
+    the subroutines after its own code included."""
+    tool, nvcc = _nvdisasm(), shutil.which("nvcc")
+    if tool is None or nvcc is None:
+        pytest.skip("needs nvcc and nvdisasm")
+    (tmp_path / "k.cu").write_text(SUBROUTINES_CU)
+    subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-lineinfo", "-O3", "-o", str(tmp_path / "k.cubin"),
+                    str(tmp_path / "k.cu")], check=True, capture_output=True)
+    image = (tmp_path / "k.cubin").read_bytes()
+    listing = subprocess.run([tool, "-gi", "-c", str(tmp_path / "k.cubin")], capture_output=True, text=True,
+                             check=True).stdout
+    assert "CALL.REL.NOINC `($k$__internal_trig_reduction_slowpathd)" in listing
+    expected = _sections_chains(listing)
+    assert sorted(expected) == ["k", "k2"]
+    maps = cubin_lines.line_maps(b"other bytes" + image)
+    for kernel, chains in expected.items():
+        (lines,) = maps[kernel]
+        assert {pc: tuple((Path(f).name, n) for f, n in lines.chain(pc)) for pc in chains} == chains, kernel
+    # the inlined call of twice() in k2: helper's call is charged to twice's line, inlined at k2's
+    assert ("k.cu", 2) in {c[0] for c in expected["k2"].values() if len(c) == 2 and c[1] == ("k.cu", 10)}
+
+
 def test_source_info_is_the_first_row_at_each_address(report_06, image_06):
     """What Nsight Compute's source_info answers is the table's first row at the address, for every
     instruction with counters: the check ncu_source makes before it uses the table."""

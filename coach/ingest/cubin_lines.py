@@ -144,7 +144,10 @@ def _sleb(b: bytes, i: int) -> tuple[int, int]:
 
 def function_rows(elf: bytes) -> dict[str, list[Row]]:
     """The line-table rows of each function of a CUDA ELF (by its symbol, the mangled name), in
-    program order; empty where the binary has no line table (built without ``-lineinfo``)."""
+    program order, addresses from the function's first instruction; empty where the binary has no
+    line table (built without ``-lineinfo``). A kernel's rows cover its whole section, the
+    subroutines it calls included (``$kernel$__internal_trig_reduction_slowpathd``, a
+    ``__noinline__`` function: code after the kernel's own, in the same section)."""
     sections = _sections(elf)
     line_index = next((i for i, s in enumerate(sections) if s.name == ".debug_line"), None)
     if line_index is None:
@@ -159,21 +162,26 @@ def function_rows(elf: bytes) -> dict[str, list[Row]]:
                 if sym is not None:
                     relocated[offset] = (sym.section, sym.value + addend)
     functions = [s for s in symbols if s.is_function]
-    out: dict[str, list[Row]] = {}
+    by_section: dict[int, list[Row]] = {}  # rows by code section, addresses from the section's start
     b = sections[line_index].data
     unit = 0
     while unit + 4 <= len(b):
         length, = struct.unpack_from("<I", b, unit)
         if length in (0, 0xFFFFFFFF):  # padding, or 64-bit DWARF (not written for CUDA binaries)
             break
-        for name, rows in _unit_rows(b, unit, unit + 4 + length, relocated, functions).items():
-            out.setdefault(name, []).extend(rows)
+        for section, rows in _unit_rows(b, unit, unit + 4 + length, relocated, functions).items():
+            by_section.setdefault(section, []).extend(rows)
         unit += 4 + length
+    out: dict[str, list[Row]] = {}
+    for f in functions:
+        rows = by_section.get(f.section, [])
+        if rows:
+            out[f.name] = [Row(r.address - f.value, r.file, r.line, r.context) for r in rows] if f.value else rows
     return out
 
 
 def _unit_rows(b: bytes, start: int, end: int, relocated: dict[int, tuple[int, int]],
-               functions: list[_Symbol]) -> dict[str, list[Row]]:
+               functions: list[_Symbol]) -> dict[int, list[Row]]:
     i = start + 4
     version, = struct.unpack_from("<H", b, i)
     i += 2
@@ -203,15 +211,16 @@ def _unit_rows(b: bytes, start: int, end: int, relocated: dict[int, tuple[int, i
         _, i = _uleb(b, i)
         folder = dirs[d] if d < len(dirs) else ""
         files.append(name if name.startswith("/") or not folder else f"{folder.rstrip('/')}/{name}")
-    out: dict[str, list[Row]] = {}
+    out: dict[int, list[Row]] = {}
     i = program
     address, file, line, context = 0, 1, 1, 0
-    function: _Symbol | None = functions[0] if len(functions) == 1 else None
-    base = 0
+    # the code section a sequence covers, from its start address's relocation; without one, the
+    # section of the binary's only function
+    section: int | None = functions[0].section if len(functions) == 1 else None
 
     def emit() -> None:
-        if function is not None and 0 < file < len(files):
-            out.setdefault(function.name, []).append(Row(address - base, files[file], line, context))
+        if section is not None and 0 < file < len(files):
+            out.setdefault(section, []).append(Row(address, files[file], line, context))
 
     while i < end:
         op = b[i]
@@ -227,14 +236,11 @@ def _unit_rows(b: bytes, start: int, end: int, relocated: dict[int, tuple[int, i
             i += n
             if sub == 1:  # end_sequence
                 address, file, line, context = 0, 1, 1, 0
-            elif sub == 2:  # set_address: relocated to the function it starts
+            elif sub == 2:  # set_address: relocated against the section (or a function in it)
                 address = int.from_bytes(args, "little")
                 if operand in relocated:
                     section, at = relocated[operand]
                     address += at
-                    function = next((f for f in functions if f.section == section
-                                     and f.value <= address < f.value + max(f.size, 1)), None)
-                    base = function.value if function is not None else 0
             elif sub == DW_LNE_INLINED_CALL:
                 context, _ = _uleb(args, 0)
         elif op == 1:  # copy
