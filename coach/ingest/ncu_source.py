@@ -112,7 +112,7 @@ class SourceTables:
             if not reasons and not any(v for v in values.values()):
                 continue
             info, call = where[pc], None
-            if chains is not None and len(chain := chains[pc - base]) > 0:
+            if chains is not None and info is not None and len(chain := chains[pc - base]) > 0:
                 info, call = chain[0], (chain[1] if len(chain) > 1 else None)
             text = _sass(action, pc)
             self.sass.append({"launch_id": launch_id, "pc_offset": pc - base,
