@@ -239,7 +239,9 @@ SASS: dict[str, pl.DataType] = {
     "launch_id": Int,
     "pc_offset": Int,  # bytes from the function's first instruction (addresses differ run to run)
     "file_id": Int,  # the source file (``source_files``), null without line information
-    "line": Int,  # 1-based line in that file, null without line information
+    "line": Int,  # 1-based line in that file, null without line information; for inlined code the callee's
+    "call_file_id": Int,  # for inlined code: the file of the line it is inlined at (one level out)
+    "call_line": Int,  # that line (e.g. the call of the inlined function); null where not inlined or not known
     "sass": Str,  # the instruction, e.g. "LDG.E.CONSTANT R7, desc[UR6][R6.64]"
     "opcode": Str,  # its opcode without predicate and modifiers, e.g. "LDG"
     "warp_inst": Float,  # warp-level instructions executed (inst_executed)
@@ -254,6 +256,8 @@ SASS: dict[str, pl.DataType] = {
     "shared_wavefronts_ideal": Float,  # the same without bank conflicts
     "shared_excess_wavefronts": Float,  # the difference: wavefronts added by bank conflicts
     "l2_local_sectors": Float,  # L2 sectors of local-memory accesses (memory_l2_theoretical_sectors_local)
+    "divergent_branches": Float,  # executions of a branch whose warp's threads took both ways
+    #                               (smsp__branch_targets_threads_divergent: the Source page's "Divergent Branches")
 }
 
 #: Warp-state samples by stall reason per instruction (only non-zero counts).

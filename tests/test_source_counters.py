@@ -143,6 +143,32 @@ def test_older_metric_names_give_the_same_tables(strided_ncu_rep, strided):
     assert old["source_files"]["text"].is_null().all()
 
 
+class _WithoutSampleCount(_OlderAction):
+    """Further back (synthetic in names, real in numbers): no ``smsp__pcsamp_sample_count``, no
+    source_files or name methods on the action, and a source_info that raises (a binary without
+    line information, as some module versions report it)."""
+
+    DROPPED = (*_OlderAction.DROPPED, "smsp__pcsamp_sample_count")
+
+    def source_info(self, pc):
+        raise RuntimeError("no source correlation")
+
+    def source_files(self):
+        raise AttributeError("source_files")
+
+
+def test_samples_are_the_sum_of_the_reasons_where_the_count_is_missing(strided_ncu_rep, strided):
+    ctx = ncu_report.load_report(str(strided_ncu_rep))
+    tables = ncu_source.SourceTables()
+    for i in range(ctx.range_by_idx(0).num_actions()):
+        tables.add_launch(_WithoutSampleCount(ctx.range_by_idx(0).action_by_idx(i)), i)
+    old = tables.frames()["sass"]
+    assert old["samples"].equals(strided.sass["samples"])
+    assert old["line"].is_null().all() and tables.inline_status == {0: "no line information", 1: "no line information"}
+    assert old.drop("file_id", "line", "l2_global_sectors_ideal").equals(
+        strided.sass.drop("file_id", "line", "l2_global_sectors_ideal"))
+
+
 def test_a_report_without_line_information_keeps_its_sass(strided):
     sass_only = replace(strided, sass=strided.sass.with_columns(pl.lit(None, pl.Int64).alias("file_id"),
                                                                 pl.lit(None, pl.Int64).alias("line")))
@@ -257,7 +283,9 @@ def test_coach_source_at_80_columns(strided_ncu_rep, capsys, monkeypatch):
     lines = out.splitlines()
     assert all(len(l) <= 80 for l in lines)
     assert lines[0].startswith("copy_strided  launch 0  (150,583 warp samples)")
-    assert lines[1].split() == ["91.7%", "copy_strided_vs_coalesced.cu:4", "long", "scoreboard", "97%"]
+    # ranked by the leading finding's counter: the uncoalesced gather's excess sectors
+    assert lines[1].strip() == "ranked by: uncoalesced-global-access (L2 sectors beyond a coalesced access)"
+    assert lines[2].split() == ["91.7%", "copy_strided_vs_coalesced.cu:4", "long", "scoreboard", "97%"]
     assert "global: 58.7M L2 sectors beyond a coalesced access (4.5x the ideal)" in out
     assert "cause of: uncoalesced-global-access" in out
     assert re.search(r"\+0x0300 STG\.E desc\[UR6\]\[R2\.64\], R7\s+88\.6% long scoreboard", out)
@@ -281,6 +309,32 @@ def test_coach_source_on_a_report_without_source_counters(capsys):
     assert err.strip() == (f"coach: error: no source counters in {saved}: profile with ncu --set full "
                            "(or --section SourceCounters) --import-source yes and build with -lineinfo")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_coach_source_says_in_one_line_what_a_report_without_lines_or_text_needs(tmp_path, particles, capsys,
+                                                                                 monkeypatch):
+    """Counters but no line table (a cuBLAS kernel, scenario 12): the SASS, and what to rebuild
+    with; lines but no text (scenario 01 as an NVRTC build without its file name): the lines, and
+    what to re-record with. Each note is one line of the JSON and of the terminal."""
+    from coach.model import save
+
+    monkeypatch.setenv("COLUMNS", "400")
+    sass_only = traces_dir() / "h200" / "scenario-12" / "slow" / "ncu"
+    code, out, err = _run(["source", str(sass_only), "--json"], capsys)
+    assert code == 0, err
+    (launch,) = json.loads(out)["launches"]
+    assert launch["note"] == f"SASS only in scenario-12/slow/ncu (no line information): {source.NEED_LINEINFO}"
+    assert launch["lines"] == [] and launch["instructions"]
+    code, out, _ = _run(["source", str(sass_only), "--top", "1"], capsys)
+    assert out.splitlines()[1].strip() == launch["note"]
+    textless = save(_as_cupy_named_it(particles), tmp_path / "r" / "slow" / "ncu")
+    code, out, err = _run(["source", str(textless), "--json"], capsys)
+    assert code == 0, err
+    (launch,) = json.loads(out)["launches"]
+    assert launch["note"] == f"no source text in r/slow/ncu (lines only): {source.NEED_TEXT}"
+    assert launch["lines"][0]["line"] == 24 and launch["lines"][0]["text"] is None
+    code, out, _ = _run(["source", str(textless), "--top", "1"], capsys)
+    assert out.splitlines()[1].strip() == launch["note"]
 
 
 def test_coach_diagnose_shows_the_line(capsys, monkeypatch):

@@ -39,8 +39,8 @@ class Planted:
     pattern: str | None  # a regular expression matching exactly one line of that file
     why: str  # what the line does wrong, or why no line is to blame
     predicted: bool = True  # named before a recording with source counters confirmed it
-    # False where the warps' samples are elsewhere by nature: coach source ranks by samples, so the
-    # planted line is then checked to be listed and marked as the top finding's cause, not first.
+    # False where the planted line is not first even by the leading finding's counter (coach source's
+    # order): it is then checked to be listed and marked as the top finding's cause, not first.
     hottest: bool = True
 
 
@@ -58,9 +58,10 @@ PLANTED = (
             "lands on the load's first use, the decode of the word (scenario 04's build charges it to the shuffle)",
             predicted=False),
     Planted("scenario-06", "materials.cu", r"switch \(material\) \{",
-            "the per-thread material splits every warp into up to eight paths; the samples fall in the paths' "
-            "series, so the switch is marked, not ranked first (with the call inlined, its jump is charged to the "
-            "call's line as well)", hottest=False, predicted=False),
+            "the per-thread material splits every warp into up to eight paths: the switch's branches (inlined "
+            "into the call on line 54, charged to the switch's own line) split off every lane the divergence "
+            "costs; the samples fall in the paths' series, so it leads by the finding's counter, not by samples",
+            predicted=False),
     Planted("scenario-07", None, None, "a partial last wave: the launch configuration, no line"),
     Planted("scenario-08", "histogram.cu", r"atomicAdd\(&bins\[bin_of\(x\[i\]\)\], 1u\);",
             "every thread's global atomic on one of 64 bins", predicted=False),

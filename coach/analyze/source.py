@@ -11,6 +11,10 @@ the dominant reasons say what the warps at that line wait on. A stall is charged
 that waits, not to the one it waits for: a load's latency shows at the first use of its result,
 usually on the same line or the next.
 
+Inlined code is charged to its innermost line (the callee's: the ``switch`` of an inlined device
+function, not the call), where the report's binary says so (``coach.ingest.cubin_lines``); the
+lines it is inlined at are the line's context (``inlined_at``).
+
 The counters that say why a line is slow come from the memory instructions on it: L2 sectors the
 global accesses need beyond a fully coalesced pattern (``l2_global_excess_sectors``), shared-memory
 wavefronts beyond one per request (``shared_excess_wavefronts``: bank conflicts), L2 sectors of
@@ -30,7 +34,7 @@ WARP_SIZE = 32
 #: Counters summed per line, from the ``sass`` table.
 SUMMED = ("warp_inst", "thread_inst", "thread_inst_pred_on", "samples", "l1_global_requests", "l2_global_sectors",
           "l2_global_sectors_ideal", "l2_global_excess_sectors", "shared_wavefronts", "shared_wavefronts_ideal",
-          "shared_excess_wavefronts", "l2_local_sectors")
+          "shared_excess_wavefronts", "l2_local_sectors", "divergent_branches")
 #: Reasons shown beside a line: those with at least this share of its samples, at most TOP_REASONS.
 REASON_MIN_PCT = 10.0
 TOP_REASONS = 2
@@ -75,6 +79,20 @@ def gap(profile: KernelProfile, launch_id: int | None = None, name: str | None =
     if files["text"].is_null().all():
         return f"no source text in {where} (lines only): {NEED_TEXT}"
     return None
+
+
+def attribution(profile: KernelProfile, launch_id: int) -> str | None:
+    """One line where the launch's lines may put inlined code at its call (the lines are Nsight
+    Compute's ``source_info``'s, not the binary's innermost ones), saying why; None where the lines
+    are the innermost ones, or there are none."""
+    if not has_counters(profile, launch_id) or not has_lines(profile, launch_id):
+        return None
+    status = ((profile.source.meta or {}).get("source_lines") or {}).get(str(launch_id))
+    if status == "innermost":
+        return None
+    why = ("saved before coach read inlined lines from the binary: load the .ncu-rep itself" if status is None
+           else status.removeprefix("source_info: "))
+    return f"lines as Nsight Compute's source_info gives them ({why}): inlined code may show at the line calling it"
 
 
 def short_path(path: str, folder: bool = False) -> str:
@@ -158,9 +176,25 @@ def lines(profile: KernelProfile, launch_id: int, *, with_reasons: bool = True) 
     per_line = (per_line.join(profile.source_files.select("file_id", "path", "local_path"), on="file_id", how="left")
                 .join(line_texts(profile), on=["file_id", "line"], how="left")
                 .with_columns(file_label(pl.coalesce("local_path", "path")).alias("file")))
+    per_line = per_line.join(call_sites(profile, launch_id), on=["file_id", "line"], how="left", nulls_equal=True)
     if with_reasons:
         per_line = per_line.join(reasons(profile, launch_id), on=["file_id", "line"], how="left", nulls_equal=True)
     return per_line.sort(["samples", "warp_inst", "first_pc"], descending=[True, True, False], nulls_last=True)
+
+
+def call_sites(profile: KernelProfile, launch_id: int, sass: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per (file, line) of inlined code: the lines it is inlined at, as "file:line", the one with
+    the most executed instructions first (``inlined_at``; a line inlined nowhere has no row)."""
+    rows = profile.sass.filter(pl.col("launch_id") == launch_id) if sass is None else sass
+    files = profile.source_files.select(pl.col("file_id").alias("call_file_id"),
+                                        file_label(pl.coalesce("local_path", "path")).alias("call_file"))
+    return (rows.filter(pl.col("call_line").is_not_null())
+            .group_by("file_id", "line", "call_file_id", "call_line")
+            .agg(pl.col("warp_inst").fill_null(0).sum().alias("n"), pl.col("pc_offset").min().alias("pc"))
+            .join(files, on="call_file_id", how="left")
+            .sort(["n", "pc"], descending=[True, False])
+            .group_by("file_id", "line", maintain_order=True)
+            .agg((pl.col("call_file").fill_null("?") + ":" + pl.col("call_line").cast(pl.Utf8)).alias("inlined_at")))
 
 
 def reasons(profile: KernelProfile, launch_id: int) -> pl.DataFrame:

@@ -14,9 +14,10 @@ shared bank conflicts      shared-memory wavefronts beyond one per request
                            (``shared_excess_wavefronts``)
 local memory               L2 sectors of local loads and stores (``l2_local_sectors``), else
                            the local instructions executed (LDL, STL)
-divergence                 lanes a branch splits off: the branch's executions times the drop in
-                           active threads from the branch to the instruction after it, else the
-                           idle lanes of partly filled warps
+divergence                 divergent executions of a branch (``divergent_branches``: Nsight
+                           Compute's "Divergent Branches"), else the lanes a branch splits off:
+                           its executions times the drop in active threads from the branch to
+                           the instruction after it, else the idle lanes of partly filled warps
 atomics                    global atomic instructions executed (ATOM, ATOMG, RED)
 FP64                       FP64 instructions executed
 a dominant stall reason    warp-state samples of that reason
@@ -50,15 +51,16 @@ STALL_REASONS = {"stall_no_instruction": "no_instructions", "stall_dispatch": "d
 class Pick:
     counter: str  # column of ``source.sass_rows`` (or "<reason>_samples" for a stall reason)
     label: str  # what the counter counts, for the note
-    fallback: str | None = None  # used when the counter is zero or missing everywhere
+    fallbacks: tuple[str, ...] = ()  # used in turn when the counter is zero or missing everywhere
 
 
 SAMPLES = Pick("samples", "warp-state samples")
 BY_RULE: dict[str, Pick] = {
     "uncoalesced-global-access": Pick("l2_global_excess_sectors", "L2 sectors beyond a coalesced access"),
     "shared-bank-conflicts": Pick("shared_excess_wavefronts", "shared-memory wavefronts beyond one per request"),
-    "local-memory-spills": Pick("l2_local_sectors", "L2 sectors of local memory", fallback="local_inst"),
-    "warp-divergence": Pick("divergent_lanes", "lanes the branch splits off", fallback="idle_lanes"),
+    "local-memory-spills": Pick("l2_local_sectors", "L2 sectors of local memory", fallbacks=("local_inst",)),
+    "warp-divergence": Pick("divergent_branches", "divergent executions of the branch",
+                            fallbacks=("divergent_lanes", "idle_lanes")),
     "atomics-contention": Pick("global_atomic_inst", "global atomic instructions executed"),
     "fp64": Pick("fp64_inst", "FP64 instructions executed"),
 }
@@ -70,7 +72,8 @@ BY_CATEGORY: dict[Bottleneck, Pick | None] = {
     Bottleneck.MEASUREMENT: None,
     Bottleneck.OTHER: None,
 }
-LABELS = {"local_inst": "local loads and stores executed", "idle_lanes": "idle lanes of partly filled warps"}
+LABELS = {"local_inst": "local loads and stores executed", "idle_lanes": "idle lanes of partly filled warps",
+          "divergent_lanes": "lanes the branch splits off"}
 
 
 def attach(findings: list[Finding], profile: KernelProfile) -> list[Finding]:
@@ -100,7 +103,7 @@ def pick_for(f: Finding) -> Pick | None:
         return BY_RULE[f.rule_id]
     if f.rule_id == "warp-stalls" and f.evidence:
         reason = STALL_REASONS.get(f.evidence[0].metric, f.evidence[0].metric.removeprefix("stall_"))
-        return Pick(f"{reason}_samples", f"warp-state samples stalled on {reason.replace('_', ' ')}", fallback="samples")
+        return Pick(f"{reason}_samples", f"warp-state samples stalled on {reason.replace('_', ' ')}", fallbacks=("samples",))
     return BY_CATEGORY.get(f.category, SAMPLES)
 
 
@@ -115,14 +118,39 @@ def _instructions(profile: KernelProfile, launch_id: int) -> pl.DataFrame:
     return rows
 
 
+def counter_of(rows: pl.DataFrame, pick: Pick) -> tuple[str, str] | None:
+    """(column, what it counts) that locates ``pick`` in ``rows``: its counter, else its fallback
+    where the counter is zero or missing throughout; None where neither counts anything."""
+    for counter in (pick.counter, *pick.fallbacks):
+        if counter in rows.columns and (rows[counter].fill_null(0) > 0).any():
+            return counter, (pick.label if counter == pick.counter else LABELS.get(counter, SAMPLES.label))
+    return None
+
+
+def line_values(profile: KernelProfile, launch_id: int, f: Finding) -> tuple[str, str, pl.DataFrame] | None:
+    """(column, what it counts, per (file_id, line) its ``value`` and ``share_pct`` of the launch's
+    total) for the counter that locates finding ``f``: how ``coach source`` ranks lines by a finding.
+    None for a finding about no line, or where its counter counts nothing."""
+    pick = pick_for(f)
+    if pick is None:
+        return None
+    rows = _instructions(profile, launch_id)
+    found = counter_of(rows, pick)
+    if found is None:
+        return None
+    counter, label = found
+    total = float(rows[counter].fill_null(0).sum())
+    values = (rows.group_by("file_id", "line").agg(pl.col(counter).fill_null(0).sum().alias("value"))
+              .with_columns((100 * pl.col("value") / total).alias("share_pct")))
+    return counter, label, values
+
+
 def locations(rows: pl.DataFrame, pick: Pick, profile: KernelProfile) -> tuple[Location, ...]:
     """The lines with the most of ``pick``'s counter (its fallback where that is zero throughout)."""
-    counter = pick.counter
-    if counter not in rows.columns or not (rows[counter].fill_null(0) > 0).any():
-        counter = pick.fallback
-        if counter is None or counter not in rows.columns or not (rows[counter].fill_null(0) > 0).any():
-            return ()
-    label = pick.label if counter == pick.counter else LABELS.get(counter, SAMPLES.label)
+    found = counter_of(rows, pick)
+    if found is None:
+        return ()
+    counter, label = found
     total = float(rows[counter].fill_null(0).sum())
     hits = rows.filter(pl.col(counter) > 0).with_columns(
         pl.when(pl.col("line").is_null()).then(pl.col("pc_offset")).otherwise(None).alias("pc_key"))
@@ -136,6 +164,7 @@ def locations(rows: pl.DataFrame, pick: Pick, profile: KernelProfile) -> tuple[L
     kept = pl.concat([per_line.head(1), per_line.slice(1).filter(pl.col("share_pct") >= MIN_SHARE_PCT)]).head(MAX_LINES)
     kept = (kept.join(profile.source_files.select("file_id", "path", "local_path"), on="file_id", how="left")
             .join(source.line_texts(profile), on=["file_id", "line"], how="left")
+            .join(source.call_sites(profile, -1, rows), on=["file_id", "line"], how="left", nulls_equal=True)
             .with_columns(source.file_label(pl.coalesce("local_path", "path")).alias("file_name")))
     return tuple(_location(r, counter, label) for r in kept.iter_rows(named=True))
 
@@ -146,7 +175,9 @@ def _location(r: dict, counter: str, label: str) -> Location:
     else:
         where = f"{r['file_name']}:{r['line']}"
     note = f"{r['share_pct']:.0f}% of the launch's {label}"
-    if counter == "divergent_lanes" and r["threads"] is not None and r["threads_after"] is not None:
+    if counter in ("divergent_branches", "divergent_lanes") and r["threads"] is not None and r["threads_after"] is not None:
         note += f"; {r['threads']:.1f} threads active at the branch, {r['threads_after']:.1f} after it"
+    if r["line"] is not None and r["inlined_at"]:
+        note += f"; inlined at {', '.join(r['inlined_at'][:2])}"
     return Location(where=where, file=r["path"], line=r["line"], text=r["text"], counter=counter,
                     value=float(r["value"]), share_pct=float(r["share_pct"]), opcodes=tuple(r["opcodes"]), note=note)

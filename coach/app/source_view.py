@@ -106,6 +106,8 @@ def _tooltip(pct: float | None, r: dict[str, Any] | None) -> str:
         parts.append(f"{r['shared_excess_wavefronts']:,.0f} excess shared wavefronts")
     if r.get("l2_local_sectors"):
         parts.append(f"{r['l2_local_sectors']:,.0f} local-memory sectors")
+    if r.get("inlined_at"):
+        parts.append(f"inlined at {', '.join(r['inlined_at'][:3])}")
     return "; ".join(parts)
 
 

@@ -23,12 +23,18 @@ def source_cmd(
     top: int = typer.Option(5, "--top", min=0, help="Show the N hottest lines per launch (0: all)."),
     sass: bool = typer.Option(False, "--sass", help="Also show the SASS instructions of the hottest line."),
     source_dir: list[Path] = typer.Option([], "--source-dir", help="Where to look for sources the report lacks (repeatable)."),
+    rank: str = typer.Option("finding", "--rank", help="Order lines by the counter of the launch's leading finding "
+                             "that points at lines (finding), or by warp-state samples (samples)."),
     as_json: bool = typer.Option(False, "--json", help="Write the lines as JSON on stdout."),
 ) -> None:
     """The hot lines of each kernel: share of warp-state samples, what the warps wait on, excess sectors.
 
-    Lines are ranked by their share of the samples (where the warps spend their time); a line that
-    a finding of `coach diagnose` points at says so ("cause of: ...").
+    Lines are ranked by the counter of the launch's leading finding in `coach diagnose` that points
+    at lines (divergence: the lanes a branch splits off; uncoalesced access: the L2 sectors beyond a
+    coalesced access; a stall reason: its samples; ...), ties and the rest by their share of the
+    warp-state samples (where the warps spend their time); --rank samples ranks by samples alone. A
+    line that a finding points at says so ("cause of: ..."). Inlined code is charged to the callee's
+    line, with the line it is inlined at beside it, where the report's binary says so.
 
     Reads the source counters of an Nsight Compute report (--set full, or --section SourceCounters):
     per line, its share of the warp-state samples with the dominant stall reasons, the L2 sectors
@@ -48,6 +54,8 @@ def source_cmd(
     from coach.analyze import source  # noqa: PLC0415 - polars-heavy, imported on use
     from coach.ingest import load, source_text  # noqa: PLC0415
 
+    if rank not in ("finding", "samples"):
+        raise CoachError(f"--rank: {rank!r} is not one of finding, samples")
     try:
         pattern = re.compile(kernel) if kernel else None
     except re.error as err:
@@ -67,10 +75,16 @@ def source_cmd(
     from coach.analyze.diagnose import diagnose  # noqa: PLC0415
 
     pointed: dict[tuple[int, str], list[str]] = {}  # (launch, file:line) -> the findings that point there
+    leading: dict[int, Any] = {}  # launch -> its first finding (in diagnose's order) that points at a line
     for f in diagnose(profile):
         for loc in f.locations:
             pointed.setdefault((f.launch_id, loc.where), []).append(f.rule_id)
-    out = {"path": str(report), "launches": [_launch(profile, l, top, sass, pointed) for l in launches]}
+        if f.launch_id is not None and f.launch_id not in leading and any(loc.line is not None for loc in f.locations):
+            leading[f.launch_id] = f
+    if rank == "samples":
+        leading = {}
+    out = {"path": str(report), "launches": [_launch(profile, l, top, sass, pointed, leading.get(l["launch_id"]))
+                                             for l in launches]}
     if as_json:
         print_json(out)
         return
@@ -79,17 +93,31 @@ def source_cmd(
 
 
 def _launch(profile, launch: dict[str, Any], top: int, with_sass: bool,
-            pointed: dict[tuple[int, str], list[str]]) -> dict[str, Any]:
-    from coach.analyze import source  # noqa: PLC0415
+            pointed: dict[tuple[int, str], list[str]], lead=None) -> dict[str, Any]:
+    import polars as pl  # noqa: PLC0415
+
+    from coach.analyze import source, source_evidence  # noqa: PLC0415
 
     lid = launch["launch_id"]
     item: dict[str, Any] = {"launch_id": lid, "kernel": launch["kernel_name"],
-                            "note": source.gap(profile, lid, name=Path(str(profile.source.path)).name)}
+                            "note": source.gap(profile, lid), "lines_note": source.attribution(profile, lid)}
     if not source.has_counters(profile, lid):
         item.update(samples=None, lines=[], instructions=[])
         return item
     if source.has_lines(profile, lid):
-        table = source.hot_lines(profile, lid, top)
+        table = source.lines(profile, lid)
+        by = source_evidence.line_values(profile, lid, lead) if lead is not None else None
+        if by is None:
+            item["ranked_by"] = {"counter": "samples", "label": source_evidence.SAMPLES.label, "finding": None}
+            table = table.with_columns(pl.col("samples").alias("rank_value"), pl.col("samples_pct").alias("rank_share_pct"))
+        else:
+            counter, label, values = by
+            item["ranked_by"] = {"counter": counter, "label": label, "finding": lead.rule_id}
+            table = (table.join(values.rename({"value": "rank_value", "share_pct": "rank_share_pct"}),
+                                on=["file_id", "line"], how="left", nulls_equal=True)
+                     .sort(["rank_value", "samples", "warp_inst", "first_pc"], descending=[True, True, True, False],
+                           nulls_last=True))
+        table = table.head(top) if top else table
         item["samples"] = float(source.sass_rows(profile, lid)["samples"].sum())
         item["lines"] = [_line(r) for r in table.iter_rows(named=True)]
         for line in item["lines"]:
@@ -119,7 +147,9 @@ def _line(r: dict[str, Any]) -> dict[str, Any]:
             "l2_global_excess_sectors": r["l2_global_excess_sectors"] if r["l2_global_sectors"] is not None else None,
             "shared_wavefronts": r["shared_wavefronts"], "shared_wavefronts_ideal": r["shared_wavefronts_ideal"],
             "shared_excess_wavefronts": r["shared_excess_wavefronts"] if r["shared_wavefronts"] is not None else None,
-            "l2_local_sectors": r["l2_local_sectors"], "opcodes": list(r["opcodes"])}
+            "l2_local_sectors": r["l2_local_sectors"], "opcodes": list(r["opcodes"]),
+            "inlined_at": list(r["inlined_at"] or []), "rank_value": r["rank_value"],
+            "rank_share_pct": r["rank_share_pct"]}
 
 
 def _instruction(r: dict[str, Any]) -> dict[str, Any]:
@@ -134,8 +164,13 @@ def _print_launch(item: dict[str, Any]) -> None:
 
     samples = f"{item['samples']:,.0f} warp samples" if item["samples"] else "no warp samples"
     console.print(f"[bold]{escape(item['kernel'] or '?')}[/]  launch {item['launch_id']}  ({samples})", highlight=False)
-    if item["note"]:
-        console.print(f"  [dim]{escape(item['note'])}[/]", highlight=False)
+    for note in (item["note"], item.get("lines_note")):
+        if note:
+            console.print(f"  [dim]{escape(note)}[/]", highlight=False)
+    ranked = item.get("ranked_by")
+    if ranked and ranked["finding"]:
+        console.print(f"  [dim]ranked by: {escape(ranked['finding'])} ({escape(ranked['label'])})[/]",
+                      highlight=False, overflow="ellipsis", no_wrap=True)
     for r in item["lines"]:
         reasons = ", ".join(f"{x['reason'].replace('_', ' ')} {x['pct']:.0f}%" for x in r["reasons"])
         pct = f"{r['samples_pct']:5.1f}%" if r["samples_pct"] is not None else "    - "
@@ -148,6 +183,12 @@ def _print_launch(item: dict[str, Any]) -> None:
                 console.print(f"        [dim]{reasons}[/]", highlight=False)
         if r["text"]:
             console.print(f"        {escape(r['text'])}", highlight=False, overflow="ellipsis", no_wrap=True)
+        if r["inlined_at"]:
+            more = f" (+{len(r['inlined_at']) - 2} more)" if len(r["inlined_at"]) > 2 else ""
+            console.print(f"        [dim]inlined at {escape(', '.join(r['inlined_at'][:2]))}{more}[/]", highlight=False)
+        if ranked and ranked["finding"] and ranked["counter"] != "samples" and r["rank_value"]:
+            share = f"{r['rank_share_pct']:.0f}%" if r["rank_share_pct"] >= 0.5 else "<1%"
+            console.print(f"        [cyan]{share} of the launch's {escape(ranked['label'])}[/]", highlight=False)
         for extra in _excess(r):
             console.print(f"        [yellow]{extra}[/]", highlight=False)
         if r["findings"]:

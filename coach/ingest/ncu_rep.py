@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from coach.errors import InputError, ToolError
+from coach.ingest.cubin_lines import report_line_maps
 from coach.ingest.ncu_source import SourceTables
 from coach.ingest.ncu_common import RULE_SEVERITY, SPEEDUP_TYPE, canonical_metrics, devices, launch_config, to_base_units
 from coach.model import KernelProfile, Source, make_kernel_profile
@@ -160,7 +161,7 @@ def _read(path: Path) -> KernelProfile:
                                          "instance": []}
     identity: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
-    source = SourceTables()
+    source = SourceTables(line_maps=lambda: report_line_maps(path))
     launch_id = 0
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
@@ -189,7 +190,10 @@ def _read(path: Path) -> KernelProfile:
     aggregates = metrics.filter(pl.col("instance").is_null())
     launches = _launches(pl.DataFrame(identity), aggregates)
     origin = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=None,
-                    meta={"reader": f"ncu_report {ncu_report.get_version() if hasattr(ncu_report, 'get_version') else ''}".strip()})
+                    meta={"reader": f"ncu_report {ncu_report.get_version() if hasattr(ncu_report, 'get_version') else ''}".strip(),
+                          # per launch with source counters: "innermost" (lines from the binary's table) or why not
+                          **({"source_lines": {str(k): v for k, v in source.inline_status.items()}}
+                             if source.inline_status else {})})
     return make_kernel_profile(
         origin,
         launches=launches,

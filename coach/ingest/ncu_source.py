@@ -15,8 +15,18 @@ Which metric fills which column is data (``ncu_source_metrics.csv``, first name 
 stall reasons are the members of the ``group:smsp__pcsamp_warp_stall_reasons`` metric (a list of
 metric names), or every ``smsp__pcsamp_warps_issue_stalled_*`` metric where a report has no group;
 the ``*_not_issued`` variants are left out: the ``selected`` reason already separates the samples
-of issuing warps. Addresses become offsets from the function's first instruction
-(``launch__function_pcs``, else the lowest address), which stay put from run to run.
+of issuing warps. A report without ``smsp__pcsamp_sample_count`` gets each instruction's samples
+as the sum of its reasons (which is what the count is where both are recorded). Addresses become
+offsets from the function's first instruction (``launch__function_pcs``, else the lowest address),
+which stay put from run to run.
+
+Inlined code: where the report embeds the binary with its line table (``cubin_lines``), each
+instruction is charged to its innermost line (the callee's: the ``switch`` of an inlined function,
+not the line that calls it), and the line it is inlined at is kept beside it (``call_file_id``,
+``call_line``). ``source_info`` alone gives the first line the table holds at the address, which
+for inlined code is sometimes the caller's. The binary's table is used only where its first lines
+agree with ``source_info`` on every instruction of the launch; otherwise the lines stay as
+``source_info`` gives them (``SourceTables.inline_status`` says which, per launch).
 
 Only instructions with a non-zero counter are kept: the table stays small enough to ship.
 """
@@ -28,10 +38,11 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
+from coach.ingest import cubin_lines
 from coach.model import SASS, SOURCE_FILES, STALL_SAMPLES, conform, empty
 
 _MAPPING = Path(__file__).with_name("ncu_source_metrics.csv")
@@ -67,6 +78,11 @@ class SourceTables:
     stalls: list[dict[str, Any]] = field(default_factory=list)
     file_ids: dict[str, int] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    #: Gives the line tables of the report's binaries (``cubin_lines.line_maps``); asked once, on need.
+    line_maps: Callable[[], dict[str, list[cubin_lines.LineMap]]] | None = None
+    #: Per launch: "innermost" (lines from the binary's table), or why ``source_info``'s lines are kept.
+    inline_status: dict[int, str] = field(default_factory=dict)
+    _maps: dict[str, list[cubin_lines.LineMap]] | None = None
 
     def file_id(self, path: str) -> int:
         return self.file_ids.setdefault(path, len(self.file_ids))
@@ -83,21 +99,51 @@ class SourceTables:
             self.file_id(path)
             if text:
                 self.texts.setdefault(path, text)
+        where = {pc: _source_info(action, pc) for pc in pcs}
+        chains = self._inline_chains(action, launch_id, {pc - base: info for pc, info in where.items()})
         for pc in sorted(pcs):
             values = {col: per_pc.get(pc) for col, per_pc in columns.items()}
             for col, (whole, ideal) in EXCESS.items():
                 if values.get(whole) is not None and values.get(ideal) is not None:
                     values[col] = values[whole] - values[ideal]
             reasons = {reason: per_pc[pc] for reason, per_pc in stalls.items() if per_pc.get(pc)}
+            if "samples" not in columns and stalls:  # a report without the sample count: its reasons' sum
+                values["samples"] = sum(reasons.values()) if reasons else None
             if not reasons and not any(v for v in values.values()):
                 continue
-            info = _source_info(action, pc)
+            info, call = where[pc], None
+            if chains is not None and info is not None and len(chain := chains[pc - base]) > 0:
+                info, call = chain[0], (chain[1] if len(chain) > 1 else None)
             text = _sass(action, pc)
             self.sass.append({"launch_id": launch_id, "pc_offset": pc - base,
                               "file_id": self.file_id(info[0]) if info else None, "line": info[1] if info else None,
+                              "call_file_id": self.file_id(call[0]) if call else None,
+                              "call_line": call[1] if call else None,
                               "sass": text, "opcode": opcode(text), **values})
             self.stalls.extend({"launch_id": launch_id, "pc_offset": pc - base, "reason": reason, "samples": n}
                                for reason, n in reasons.items())
+
+    def _inline_chains(self, action: Any, launch_id: int,
+                       lines: dict[int, tuple[str, int] | None]) -> dict[int, cubin_lines.Chain] | None:
+        """{pc_offset: (file, line) innermost first} from the binary's line table, where one of the
+        function's tables agrees with ``source_info`` (``lines``) on every instruction; else None."""
+        if not any(lines.values()):
+            self.inline_status[launch_id] = "no line information"
+            return None
+        if self._maps is None:
+            self._maps = self.line_maps() if self.line_maps is not None else {}
+        candidates = self._maps.get(_mangled_name(action) or "", [])
+        if not candidates:
+            self.inline_status[launch_id] = "source_info: the report's binary for this function was not found"
+            return None
+        for m in candidates:
+            if all(_same_place(m.first(pc), info) for pc, info in lines.items() if info is not None):
+                self.inline_status[launch_id] = "innermost"
+                # the table's spelling of a path -> source_info's (which names the imported source files)
+                spelled = {m.first(pc)[0]: info[0] for pc, info in lines.items() if info is not None}
+                return {pc: tuple((spelled.get(f, f), n) for f, n in m.chain(pc)) for pc in lines}
+        self.inline_status[launch_id] = "source_info: the binary's line table disagrees with it"
+        return None
 
     def frames(self) -> dict[str, pl.DataFrame]:
         sass = conform(pl.DataFrame(self.sass, infer_schema_length=None), SASS, table="sass") if self.sass else empty(SASS)
@@ -112,12 +158,30 @@ class SourceTables:
                 "source_files": conform(files.filter(pl.col("file_id").is_in(used)), SOURCE_FILES, table="source_files")}
 
 
+def _mangled_name(action: Any) -> str | None:
+    for args in ((getattr(action, "NameBase_MANGLED", None),), ()):
+        try:
+            return action.name(*[a for a in args if a is not None])
+        except Exception:  # an action without name bases, or without names
+            continue
+    return None
+
+
+def _same_place(table: tuple[str, int] | None, info: tuple[str, int]) -> bool:
+    """The line table's first row and ``source_info`` name one line (file compared by name: the
+    table joins the compile directory to a relative path, ``source_info`` may not)."""
+    return table is not None and table[1] == info[1] and Path(table[0]).name == Path(info[0]).name
+
+
 def _instances(action: Any, name: str) -> dict[int, float] | None:
     """{address: value} of a metric keyed by address, or None where the report lacks it."""
     m = action.metric_by_name(name)
-    if m is None or not m.num_instances() or not m.has_correlation_ids():
+    try:
+        if m is None or not m.num_instances() or not m.has_correlation_ids():
+            return None
+        ids = m.correlation_ids()
+    except AttributeError:  # a module whose metrics have no instances or correlation IDs
         return None
-    ids = m.correlation_ids()
     out = {}
     for i in range(m.num_instances()):
         try:
