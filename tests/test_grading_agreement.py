@@ -2,6 +2,8 @@
 
 ``tests/data/grading/answers.toml`` was written before the grader was tuned and tuned against;
 ``heldout.toml`` was written after the grader was finished and never used to tune it;
+``heldout3.toml`` was written before the grader's third round of changes, over questions and
+scenarios the others do not cover, and scored only before and after that round;
 ``heldout2.toml`` was written before the grader's second round of changes, over the topics the
 other two sets do not cover (compilers, correctness, distributed training, Hopper, Nsight workflow,
 serving, Triton vs CUDA), and never used to tune it. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
@@ -106,7 +108,7 @@ def test_every_scenario_red_flag_is_graded():
 
 
 def test_the_sets_are_well_formed():
-    for name in ("answers.toml", "heldout.toml", "heldout2.toml"):
+    for name in ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
         if not (DATA / name).is_file():
             continue
         bank = load_bank()
@@ -130,6 +132,11 @@ def test_the_sets_are_well_formed():
     # 100%, misconception 100%, negated 96%, overall 91%.
     pytest.param("heldout2.toml", marks=pytest.mark.xfail(
         reason="paraphrase recall on unseen answers is 60% (< 80%)", strict=True)),
+    # When the set was written, before the grader's third round: strong 95%, paraphrase 77%, salad
+    # 100%, misconception 86%, negated 90%, overall 90%.
+    pytest.param("heldout3.toml", marks=pytest.mark.xfail(
+        reason="paraphrase 77% (< 80%), misconceptions 86% and negations 90% (< 95%) on unseen answers",
+        strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
@@ -144,6 +151,6 @@ def test_agreement_with_labelled_answers(name):
 
 
 if __name__ == "__main__":  # python -m tests.test_grading_agreement: the numbers, and every disagreement
-    for n in ("answers.toml", "heldout.toml", "heldout2.toml"):
+    for n in ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
         if (DATA / n).is_file():
             print(report(n))
