@@ -100,11 +100,36 @@ def test_numbers_in_a_scenario_line_are_parsed():
 
 
 def test_every_scenario_red_flag_is_graded():
+    """Every red flag of every scenario is a claim mapped to the bank's misconceptions, with a reason."""
     from coach.exercises.player import scenarios
 
-    for s in scenarios():
-        ex = _exercise(s.id)
-        assert all(r.concept is not None and r.concept.explain for r in ex.rubric_flags), s.id
+    unmapped = [(s.id, r.text) for s in scenarios() for r in _exercise(s.id).rubric_flags
+                if r.how != "mapped" or r.concept is None or not r.concept.explain]
+    assert not unmapped, unmapped
+
+
+def test_every_question_red_flag_is_a_bank_misconception():
+    bank = load_bank()
+    for q in bank.questions:
+        assert q.red_flags and all(c.id in bank.examples and c.explain for c in q.red_flags), q.id
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    ("scenario-03", "ptxas reports no spills, so local memory is not involved; lower -maxrregcount to fix the spills.",
+     "rf-no-spills-no-local"),
+    ("scenario-07", "Launch the 265th integral separately so the rest finish in one wave.", "rf-tail-block-separately"),
+    ("scenario-14", "Replace loss.item() with print(loss): print does not synchronise.", "rf-print-no-sync"),
+])
+def test_a_scenario_misconception_is_named_in_the_feedback(item, text, flag):
+    g = grade_item(item, text)
+
+    def ids(c):
+        return {c.id} | set().union(*(ids(p) for p in c.parts)) if c.parts else {c.id}
+
+    assert g.verdict == "fail"
+    hit = next(h for h in g.flags if flag in ids(h.concept))
+    line = next(x for x in g.feedback() if x.startswith(f"! red flag: {hit.concept.label.rstrip('.')}"))
+    assert len(line.split(f'"{hit.quote}".', 1)[1].strip()) > 20, line  # the misconception, quoted, and why
 
 
 def test_the_sets_are_well_formed():
