@@ -148,20 +148,22 @@ def test_the_sets_are_well_formed():
     "answers.toml",
     # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
     # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
-    # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%.
-    pytest.param("heldout.toml", marks=pytest.mark.xfail(
-        reason="paraphrase recall 77% (< 80%) and misconceptions caught 93% (< 95%) on unseen answers",
-        strict=True)),
+    # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%. After the third round
+    # (looser plain-word matching, denials that outweigh overlapping matches, compounds as one word,
+    # the thesaurus's new GPU words): strong 97%, paraphrase 87%, salad 97%, misconception 97%,
+    # negated 97%, overall 95%.
+    "heldout.toml",
     # When the set was written, before the grader's second round: strong 100%, paraphrase 32%, salad
     # 100%, misconception 100%, negated 88%, overall 84%. After it: strong 100%, paraphrase 60%, salad
-    # 100%, misconception 100%, negated 96%, overall 91%.
-    pytest.param("heldout2.toml", marks=pytest.mark.xfail(
-        reason="paraphrase recall on unseen answers is 60% (< 80%)", strict=True)),
+    # 100%, misconception 100%, negated 96%, overall 91%. After the third: strong 100%, paraphrase 92%,
+    # salad 100%, misconception 100%, negated 96%, overall 98%.
+    "heldout2.toml",
     # When the set was written, before the grader's third round: strong 95%, paraphrase 77%, salad
-    # 100%, misconception 86%, negated 90%, overall 90%.
+    # 100%, misconception 86%, negated 90%, overall 90%. After it (scored once): strong 95%,
+    # paraphrase 82%, salad 100%, misconception 86%, negated 95%, overall 92%.
     pytest.param("heldout3.toml", marks=pytest.mark.xfail(
-        reason="paraphrase 77% (< 80%), misconceptions 86% and negations 90% (< 95%) on unseen answers",
-        strict=True)),
+        reason="misconceptions caught 86% (< 95%) on unseen answers: stated in words no red flag of the "
+               "question has", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
