@@ -601,15 +601,15 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             if len(present) < 2 or not numbers <= set(present):
                 continue
             idx = sorted(i for st in present for i in index[st])
+            # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
+            # only with its head
+            idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
                     if idx[b] - idx[a] > span:
                         break
                     w = sent.words[idx[b]]
-                    head = sent.words[idx[b] - 1] if w.joined and idx[b] > 0 else None
-                    if head is not None and head.stem not in cue and not head.connector and head.stem not in FRAMING:
-                        continue  # "bound" of "memory-bound" is not the "bound" of "compute bound"
                     if strict and (w.clause != sent.words[idx[a]].clause  # a misconception is stated in one clause,
                                    or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
                         continue
@@ -623,6 +623,14 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                                          bool(own_negs)))
                         break
     return out
+
+
+def _foreign_tail(words: tuple[_Word, ...], i: int, cue: tuple[str, ...]) -> bool:
+    """Whether word i is the tail of a compound whose head (a content word) the cue does not hold."""
+    if not words[i].joined or i == 0:
+        return False
+    head = words[i - 1]
+    return head.stem not in cue and not head.connector and head.stem not in FRAMING
 
 
 def _loose_negation(sent: _Sentence, got: list[_Word], own: set[str], cue_negations: int) -> tuple[bool, bool]:
