@@ -90,3 +90,55 @@ def test_a_concept_needs_something_to_match():
         Concept("empty", "nothing", "")
     with pytest.raises(ValueError):
         Concept("bad", "x", "", keywords=("a",), min_keywords=2)
+
+
+# ---- third round: compounds, "non-", denials that outweigh, plain GPU words ------------------------
+
+COMPUTE_BOUND = Concept("rf-cb", "calling decode compute-bound", "Decode is memory-bound.",
+                        ("decode is compute bound",), example="Decode is compute bound.")
+WEIGHT_ONLY = Concept("wo", "weight-only quantisation", "Only the weights are stored in low precision.", ("weight-only",),
+                      loose_label=False)
+STICKY = Concept("sticky", "sticky errors", "The context is unusable.", ("sticky error",), loose_label=False)
+
+
+def test_a_compound_is_one_word():
+    # "bound" of "memory-bound" is not the "bound" of "compute bound"
+    assert COMPUTE_BOUND.find("It uses the spare compute of memory-bound decode steps.") is None
+    assert COMPUTE_BOUND.find("decode is compute-bound") is not None
+    # a synonym written as a compound needs its words together
+    assert WEIGHT_ONLY.find("the weights are stored as int4 and only the scales in fp16") is None
+    assert WEIGHT_ONLY.find("weight-only int4 with fp16 activations") is not None
+
+
+def test_non_prefix_is_not_a_negation():
+    resets = Concept("resets", "get resets the error", "", ("resets the error",), loose_label=False)
+    assert resets.find("cudaGetLastError resets the error it returns (for non-sticky errors)",
+                       honour_negation=True) is not None
+    assert STICKY.find("it is a non-sticky error", honour_negation=True) is None  # another word
+
+
+def test_a_denial_outweighs_a_match_of_the_same_words():
+    from coach.exercises.bank import load_bank
+
+    # a synonym denied outright outweighs a loose reading of the rest of its sentence
+    managed = load_bank().concept("programmer-managed")
+    assert managed.find("Shared memory isn't programmer managed, the hardware caches it.", honour_negation=True) is None
+    assert managed.find("Shared memory is programmer managed, L1 is a hardware cache.", honour_negation=True) is not None
+
+
+@pytest.mark.parametrize("text, concept", [
+    ("the else-threads are switched off while the if part runs", Concept("m", "masked lanes", "", ("masked",),
+                                                                        loose_label=False)),
+    ("one kernel pays the start-up cost once", Concept("l", "launch overhead", "", ("launch overhead",),
+                                                       loose_label=False)),
+    ("it saves the keys and values of earlier tokens", Concept("k", "kv cache", "", ("kv",), loose_label=False)),
+    ("everything went into one queue", Concept("s", "one stream", "", ("one stream",), loose_label=False)),
+])
+def test_plain_words_for_gpu_terms(text, concept):
+    assert concept.find(text) is not None
+
+
+def test_a_memory_generation_is_not_any_dram():
+    h200 = Concept("h", "HBM3e", "", ("hbm3e",), loose_label=False)
+    assert h200.find("141 GB of HBM3e") is not None
+    assert h200.find("the DRAM bandwidth") is None

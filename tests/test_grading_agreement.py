@@ -2,6 +2,8 @@
 
 ``tests/data/grading/answers.toml`` was written before the grader was tuned and tuned against;
 ``heldout.toml`` was written after the grader was finished and never used to tune it;
+``heldout3.toml`` was written before the grader's third round of changes, over questions and
+scenarios the others do not cover, and scored only before and after that round;
 ``heldout2.toml`` was written before the grader's second round of changes, over the topics the
 other two sets do not cover (compilers, correctness, distributed training, Hopper, Nsight workflow,
 serving, Triton vs CUDA), and never used to tune it. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
@@ -98,15 +100,40 @@ def test_numbers_in_a_scenario_line_are_parsed():
 
 
 def test_every_scenario_red_flag_is_graded():
+    """Every red flag of every scenario is a claim mapped to the bank's misconceptions, with a reason."""
     from coach.exercises.player import scenarios
 
-    for s in scenarios():
-        ex = _exercise(s.id)
-        assert all(r.concept is not None and r.concept.explain for r in ex.rubric_flags), s.id
+    unmapped = [(s.id, r.text) for s in scenarios() for r in _exercise(s.id).rubric_flags
+                if r.how != "mapped" or r.concept is None or not r.concept.explain]
+    assert not unmapped, unmapped
+
+
+def test_every_question_red_flag_is_a_bank_misconception():
+    bank = load_bank()
+    for q in bank.questions:
+        assert q.red_flags and all(c.id in bank.examples and c.explain for c in q.red_flags), q.id
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    ("scenario-03", "ptxas reports no spills, so local memory is not involved; lower -maxrregcount to fix the spills.",
+     "rf-no-spills-no-local"),
+    ("scenario-07", "Launch the 265th integral separately so the rest finish in one wave.", "rf-tail-block-separately"),
+    ("scenario-14", "Replace loss.item() with print(loss): print does not synchronise.", "rf-print-no-sync"),
+])
+def test_a_scenario_misconception_is_named_in_the_feedback(item, text, flag):
+    g = grade_item(item, text)
+
+    def ids(c):
+        return {c.id} | set().union(*(ids(p) for p in c.parts)) if c.parts else {c.id}
+
+    assert g.verdict == "fail"
+    hit = next(h for h in g.flags if flag in ids(h.concept))
+    line = next(x for x in g.feedback() if x.startswith(f"! red flag: {hit.concept.label.rstrip('.')}"))
+    assert len(line.split(f'"{hit.quote}".', 1)[1].strip()) > 20, line  # the misconception, quoted, and why
 
 
 def test_the_sets_are_well_formed():
-    for name in ("answers.toml", "heldout.toml", "heldout2.toml"):
+    for name in ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
         if not (DATA / name).is_file():
             continue
         bank = load_bank()
@@ -121,15 +148,22 @@ def test_the_sets_are_well_formed():
     "answers.toml",
     # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
     # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
-    # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%.
-    pytest.param("heldout.toml", marks=pytest.mark.xfail(
-        reason="paraphrase recall 77% (< 80%) and misconceptions caught 93% (< 95%) on unseen answers",
-        strict=True)),
+    # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%. After the third round
+    # (looser plain-word matching, denials that outweigh overlapping matches, compounds as one word,
+    # the thesaurus's new GPU words): strong 97%, paraphrase 87%, salad 97%, misconception 97%,
+    # negated 97%, overall 95%.
+    "heldout.toml",
     # When the set was written, before the grader's second round: strong 100%, paraphrase 32%, salad
     # 100%, misconception 100%, negated 88%, overall 84%. After it: strong 100%, paraphrase 60%, salad
-    # 100%, misconception 100%, negated 96%, overall 91%.
-    pytest.param("heldout2.toml", marks=pytest.mark.xfail(
-        reason="paraphrase recall on unseen answers is 60% (< 80%)", strict=True)),
+    # 100%, misconception 100%, negated 96%, overall 91%. After the third: strong 100%, paraphrase 92%,
+    # salad 100%, misconception 100%, negated 96%, overall 98%.
+    "heldout2.toml",
+    # When the set was written, before the grader's third round: strong 95%, paraphrase 77%, salad
+    # 100%, misconception 86%, negated 90%, overall 90%. After it (scored once): strong 95%,
+    # paraphrase 82%, salad 100%, misconception 86%, negated 95%, overall 92%.
+    pytest.param("heldout3.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 86% (< 95%) on unseen answers: stated in words no red flag of the "
+               "question has", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
@@ -144,6 +178,6 @@ def test_agreement_with_labelled_answers(name):
 
 
 if __name__ == "__main__":  # python -m tests.test_grading_agreement: the numbers, and every disagreement
-    for n in ("answers.toml", "heldout.toml", "heldout2.toml"):
+    for n in ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
         if (DATA / n).is_file():
             print(report(n))

@@ -13,7 +13,9 @@ A claim counts only where a sentence *asserts* it:
   negations ("doesn't" = "does not"); a small thesaurus of plain words maps onto the rubric's terms
   ("on-chip scratchpad" = "shared memory", "round trip" = "latency", "bigger" = "larger").
 * **Exact and loose matches.** A synonym matches when its words appear in order within one sentence,
-  at most ``MAX_GAP`` other words apart. A label, a paraphrase, an example or a longer synonym also
+  at most ``MAX_GAP`` other words apart; a compound is one word ("memory-bound" holds no "bound" for
+  "compute bound", and a synonym "weight-only" needs the two words together). "non-sticky" is one
+  word, not a negation. A label, a paraphrase, an example or a longer synonym also
   matches *loosely* when most of its informative words (``LOOSE_SHARE`` of their weight) occur close
   together in one sentence, in any order: this is how an answer in plain words is recognised.
 * **Negation.** A "not", "no", "never", "without", "instead of" ... near the match, or a dismissal
@@ -21,7 +23,8 @@ A claim counts only where a sentence *asserts* it:
   help"), flips the claim: a negated red flag is the right idea, not the misconception; a negated
   signal is not a signal, and a dismissed one ("the ridge point is not relevant") is a contradiction
   that fails the answer. A concept with ``polarity = "negative"`` is the other way round: it is
-  found only where the answer denies its phrases.
+  found only where the answer denies its phrases. Where two matches of one claim share words and
+  one is denied ("switching isn't free either, it costs ..."), the denial holds.
 * **Assertion.** A sentence made only of rubric terms, with no word that connects them into a
   statement ("launch overhead capture replay static shapes"), asserts nothing, and neither does a
   sentence that strings three or more terms together with almost no such word. Their matches are
@@ -57,7 +60,12 @@ NEGATION_WINDOW = 4
 #: Negations right after a match also flip it: "maximising occupancy is not the goal".
 NEGATION_AFTER = 2
 #: Share of a loose cue's informative weight an answer sentence must hold for a loose match.
-LOOSE_SHARE = 0.65
+LOOSE_SHARE = 0.55
+#: And at least this share of its distinct informative words: two common words of a long cue
+#: ("more ... thread") say nothing of its claim.
+LOOSE_MIN_WORDS = 0.4
+#: A loose match over several clauses is denied when the clauses that deny it hold this share of its weight.
+LOOSE_DENIED_SHARE = 0.5
 #: A red flag's loose cue must be held almost whole: a strong answer discusses the same words with
 #: the opposite claim, and a wrong flag costs more than a missed one.
 LOOSE_SHARE_FLAG = 0.85
@@ -137,7 +145,7 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bmemory (?:speed|rate)\b", "bandwidth"), (r"\bbytes? per second\b", "bandwidth"),
     (r"\bmath (?:units?|rate|throughput)\b", "compute"), (r"\bwarp slots?\b", "occupancy"),
     (r"\bmain memory\b", "dram"), (r"\bdevice memory\b", "dram"), (r"\bglobal memory\b", "dram"),
-    (r"\bhbm\d?e?\b", "dram"), (r"\bvram\b", "dram"),
+    (r"\bhbm\b", "dram"), (r"\bhbm(\d+e?)\b", r"dram hbm\1"), (r"\bvram\b", "dram"),  # a generation is specific
     (r"\bgroups? of 32(?: threads)?\b", "warp"), (r"\b32 threads\b", "warp"),
     (r"\bfloat4\b", "vector 16 byte"), (r"\bint4 vector\b", "vector"),
     (r"\bthe cpu\b", "host"), (r"\bcpu side\b", "host"),
@@ -149,6 +157,12 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\brounds?\b(?! (?:up|down|off|to|robin)\b)", "wave"),
     (r"\b(?:at the same time|simultaneously|side by side)\b", "concurrently"),
     (r"\b(?:the )?(?:gpu|card|video|off[- ]chip)(?:s)? (?:big |main )?memory\b", "dram"),
+    # plain words for GPU terms: a lane "switched off" is masked, a kernel's "start-up cost" its launch
+    # overhead, an ordered "queue" of GPU work a stream, "keys and values" the KV cache's contents
+    (r"\b(?:switched|turned|shut) off\b|\bdisabled\b|\bsit(?:s|ting)? out\b", "masked"),
+    (r"\b(?:start[- ]?up|starting|launch(?:ing)?) (?:cost|overhead|time)s?\b", "launch overhead"),
+    (r"\bcost of (?:starting|launching) (?:a |each |the )?kernels?\b", "launch overhead"),
+    (r"\bkeys? and values?\b", "kv"), (r"\btpot\b", "tpot decode"),
 )]
 _CANON = {stem(a): stem(b) for a, b in (
     ("bigger", "larger"), ("greater", "larger"), ("big", "large"), ("huge", "large"), ("massive", "large"),
@@ -165,7 +179,7 @@ _CANON = {stem(a): stem(b) for a, b in (
     ("math", "compute"), ("arithmetic", "compute"), ("flops", "flop"), ("flop", "flop"),
     ("fast", "speed"), ("faster", "speed"), ("quicker", "speed"), ("speedup", "speed"), ("slow", "slow"),
     ("slower", "slow"), ("serialize", "serialise"), ("serialized", "serialise"), ("serialised", "serialise"),
-    ("queue", "serialise"), ("queues", "serialise"), ("turns", "serialise"),
+    ("queue", "stream"), ("queues", "stream"), ("turns", "serialise"),
     ("privatize", "privatise"), ("privatized", "privatise"), ("minimize", "minimise"), ("maximize", "maximise"),
     ("optimize", "optimise"), ("optimized", "optimise"), ("synchronize", "synchronise"),
     ("synchronizes", "synchronise"), ("synchronization", "synchronisation"), ("initialized", "initialise"),
@@ -199,6 +213,7 @@ def _normalise(text: str) -> str:
     """Folded text with contractions as "not" and the thesaurus's phrases replaced."""
     text = _CONTRACTIONS.sub("not", fold(text))
     text = re.sub(r"\b(?:not|never) forget\b", "remember", text)
+    text = re.sub(r"\bnon[- ](?=[a-z])", "non", text)  # "non-sticky" is one word, not "none" and "sticky"
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
     return text
@@ -215,6 +230,7 @@ class _Word:
     end: int
     clause: int  # index of the clause within the sentence
     connector: bool  # a word that connects terms into a statement
+    joined: bool = False  # the tail of a compound ("bound" in "memory-bound"): it belongs to the word before
 
 
 @dataclass(frozen=True)
@@ -255,7 +271,8 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
             if raw == ":" and m.end() >= len(spaced.rstrip()):
                 continue
             clause = sum(c <= m.start() for c in cuts)
-            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS)
+            joined = m.start() >= 2 and part[m.start() - 1] in "-_/" and part[m.start() - 2].isalnum()
+            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined)
             every.append(w)
             if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
                 words.append(w)
@@ -354,6 +371,7 @@ class Match:
     dismissed: bool = False  # negated by "not relevant", "doesn't matter", "irrelevant"
     loose: bool = False
     words: frozenset[int] = frozenset()  # word indices (in sentence.all_words) the match covers
+    own_negation: bool = False  # the form holds a negation of its own ("costs nothing"), met by the answer's
 
 
 @lru_cache(maxsize=1)
@@ -473,19 +491,33 @@ def _predicate_dismissal(sent: _Sentence, clause: int, lo: int, own: set[str]) -
     return False
 
 
-def _phrase_spans(stems: list[str], phrase: tuple[str, ...]):
-    """Every (start, end) word-index span where ``phrase`` occurs in order with gaps <= MAX_GAP."""
+def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: frozenset[int] = frozenset()):
+    """Every (start, end) word-index span where ``phrase`` occurs in order with gaps <= MAX_GAP.
+
+    A compound is one word: the tail of one in the answer ("bound" of "memory-bound") continues a
+    phrase only right after the phrase's previous word, and a compound in the phrase (``tight``: the
+    indices of its tails, "weight-only") must be written together in the answer too."""
+    stems = [w.stem for w in words]
     for start, s in enumerate(stems):
         if not phrase or s != phrase[0]:
             continue
         pos = start
-        for p in phrase[1:]:
+        for k, p in enumerate(phrase[1:], 1):
             window = stems[pos + 1: pos + 2 + MAX_GAP]
             if p not in window:
                 break
-            pos = pos + 1 + window.index(p)
+            nxt = pos + 1 + window.index(p)
+            if nxt != pos + 1 and (words[nxt].joined or k in tight):
+                break
+            pos = nxt
         else:
             yield start, pos
+
+
+@lru_cache(maxsize=8192)
+def _tight(phrase: str) -> frozenset[int]:
+    """The indices (in ``phrase_stems``) of a phrase's words joined to the word before by a hyphen."""
+    return frozenset(i for i, w in enumerate(w for s in _sentences(phrase) for w in s.words) if w.joined)
 
 
 def _covered(sent: _Sentence, lo: int, hi: int) -> frozenset[int]:
@@ -495,16 +527,16 @@ def _covered(sent: _Sentence, lo: int, hi: int) -> frozenset[int]:
 def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     for k, sent in enumerate(sentences):
-        stems = [w.stem for w in sent.words]
         index = sent.stems
         for syn in concept.synonyms:
             phrase = phrase_stems(syn)
             if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
                 continue
-            for i, j in _phrase_spans(stems, phrase):
+            for i, j in _phrase_spans(sent.words, phrase, _tight(syn)):
                 lo, hi = sent.words[i].start, sent.words[j].end
                 neg, dis = _negation(sent, lo, hi, set(phrase))
-                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi)))
+                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi),
+                                 bool(_NEGATIONS & set(phrase))))
         for pat in concept.patterns:
             for m in re.finditer(pat, sent.raw):
                 if m.group().strip():
@@ -527,6 +559,11 @@ def _shortest(matches: list[Match]) -> list[Match]:
     return list(keep.values())
 
 
+#: The cue words a negation inside a cue governs: this many before it ("costs nothing") and after it.
+SCOPE_BEFORE = 2
+SCOPE_AFTER = 3
+
+
 @lru_cache(maxsize=None)
 def _cue_plan(full: tuple[str, ...], share: float, strict: bool):
     """What matching one loose cue needs, worked out once per cue: (cue without negations, its
@@ -537,7 +574,8 @@ def _cue_plan(full: tuple[str, ...], share: float, strict: bool):
     # the cue words a cue's own negation governs ("no other thread can interleave", "costs
     # nothing"): only a match that holds one of them must hold the negation too
     scoped = frozenset(full[j] for i, st in enumerate(full) if st in _NEGATIONS
-                       for j in range(max(0, i - 2), min(len(full), i + 4)) if full[j] not in _NEGATIONS)
+                       for j in range(max(0, i - SCOPE_BEFORE), min(len(full), i + 1 + SCOPE_AFTER))
+                       if full[j] not in _NEGATIONS)
     total = sum(_weight(s) for s in cue)
     need = total * share
     numbers = frozenset(s for s in cue if s[0].isdigit())  # a number is the claim: it must be there
@@ -556,12 +594,16 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
         cue, negs, scoped, need, numbers, span = _cue_plan(full, share, strict)
         if len(cue) < 2:
             continue
+        min_words = max(2, math.ceil(LOOSE_MIN_WORDS * len(cue)))
         for k, sent in enumerate(sentences):
             index = sent.stems
             present = [st for st in cue if st in index]
             if len(present) < 2 or not numbers <= set(present):
                 continue
             idx = sorted(i for st in present for i in index[st])
+            # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
+            # only with its head
+            idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
@@ -572,14 +614,23 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                                    or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
                         continue
                     got.setdefault(w.stem, idx[b])
-                    if len(got) >= 2 and sum(_weight(s) for s in got) >= need:
+                    if len(got) >= min_words and sum(_weight(s) for s in got) >= need:
                         lo = sent.words[idx[a]].start
                         hi = sent.words[idx[b]].end
                         own_negs = negs if scoped & set(got) else 0
                         neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), own_negs)
-                        out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
+                        out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi),
+                                         bool(own_negs)))
                         break
     return out
+
+
+def _foreign_tail(words: tuple[_Word, ...], i: int, cue: tuple[str, ...]) -> bool:
+    """Whether word i is the tail of a compound whose head (a content word) the cue does not hold."""
+    if not words[i].joined or i == 0:
+        return False
+    head = words[i - 1]
+    return head.stem not in cue and not head.connector and head.stem not in FRAMING
 
 
 def _loose_negation(sent: _Sentence, got: list[_Word], own: set[str], cue_negations: int) -> tuple[bool, bool]:
@@ -601,7 +652,9 @@ def _loose_negation(sent: _Sentence, got: list[_Word], own: set[str], cue_negati
     dismissed = any(v[1][1] for v in verdicts)
     if cue_negations % 2:  # the cue holds a negation itself: asserted where the answer denies it
         return negated_weight < total / 2, False
-    return dismissed or negated_weight >= total / 2, dismissed
+    # one claim, partly denied ("blocks ... don't run in any order, they run in sequence"): a clause
+    # that holds a third of the cue's weight and denies it denies the claim
+    return dismissed or negated_weight >= total * LOOSE_DENIED_SHARE, dismissed
 
 
 def _quantities(text: str, concept: Concept) -> list[Match]:
@@ -638,7 +691,32 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
         found += _loose(sentences, concept)
+    if concept.polarity == "positive":
+        # the same words cannot both deny and assert one claim: where overlapping matches disagree
+        # ("switching isn't free either, it costs ..."), the denial holds
+        denied = [(m, _denied_clauses(sentences[m.sentence], m)) for m in found if m.negated and m.words]
+        # and a synonym denied outright outweighs a loose match in the same sentence ("shared memory
+        # isn't programmer managed, the hardware caches it")
+        found = [m for m in found if m.negated or m.own_negation
+                 or not any(d.sentence == m.sentence and (any(sentences[m.sentence].all_words[i].clause in cl
+                                                              for i in d.words & m.words)
+                                                          or (cl and m.loose and not d.loose))
+                            for d, cl in denied)]
     return found
+
+
+def _denied_clauses(sent: _Sentence, m: Match) -> set[int]:
+    """The clauses in which a denied match is denied: where a negation stands in it or just before it
+    ("not free", "no need for X"), or all of it if dismissed. A denial only in what follows a term
+    ("small messages will not reach it") denies the predicate, not the term: no clause."""
+    if m.dismissed:
+        return {sent.all_words[i].clause for i in m.words}
+    first = min(m.words)
+    clause = sent.all_words[first].clause
+    out = {sent.all_words[i].clause for i in m.words if sent.all_words[i].stem in _NEGATIONS}
+    if any(w.stem in _NEGATIONS and w.clause == clause for w in sent.all_words[max(0, first - NEGATION_WINDOW):first]):
+        out.add(clause)
+    return out
 
 
 def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
