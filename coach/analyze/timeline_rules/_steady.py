@@ -229,7 +229,7 @@ def _kernel_loop(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFr
                                     & (pl.col("domain").fill_null("") != OPERATOR_DOMAIN))
     rows = []
     for (pid,), k in launched.group_by("pid", maintain_order=True):
-        found = repeating_stretch(k["name"].cast(pl.Categorical).to_physical().to_numpy())
+        found = repeating_stretch(k["name"].fill_null("").cast(pl.Categorical).to_physical().to_numpy())
         if found is None:
             continue
         first, stop, period = found
