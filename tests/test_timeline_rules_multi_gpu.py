@@ -101,3 +101,15 @@ def test_blocked_time_is_the_most_blocked_process_not_the_sum(one, two):
     blocked = {e.metric: e.value for e in double.evidence}["host_blocked_ns"]
     assert blocked == {e.metric: e.value for e in single.evidence}["host_blocked_ns"]
     assert "over 2 processes, the most" in double.message
+
+
+def test_the_device_count_is_the_gpus_listed_or_working(one, two):
+    """The issue's "counts.devices is 0 beside two device rows": the two-GPU trace lists one GPU's
+    properties and runs work on two; a copy of the one-GPU trace that lists a second, idle GPU counts it."""
+    from coach.analyze.timeline_summary import summarize_timeline
+
+    summary = summarize_timeline(two)
+    assert summary["counts"]["devices"] == summary["devices"].height == 2
+    listed = dataclasses.replace(one, devices=pl.concat([one.devices, one.devices.with_columns(device_id=pl.lit(1, one.devices.schema["device_id"]))]))
+    assert summarize_timeline(listed)["counts"]["devices"] == 2
+    assert summarize_timeline(one)["counts"]["devices"] == 1
