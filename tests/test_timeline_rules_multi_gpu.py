@@ -110,6 +110,7 @@ def test_the_device_count_is_the_gpus_listed_or_working(one, two):
 
     summary = summarize_timeline(two)
     assert summary["counts"]["devices"] == summary["devices"].height == 2
-    listed = dataclasses.replace(one, devices=pl.concat([one.devices, one.devices.with_columns(device_id=pl.lit(1, one.devices.schema["device_id"]))]))
+    second = one.devices.with_columns(device_id=pl.lit(1, one.devices.schema["device_id"]))
+    listed = dataclasses.replace(one, devices=pl.concat([one.devices, second]))
     assert summarize_timeline(listed)["counts"]["devices"] == 2
     assert summarize_timeline(one)["counts"]["devices"] == 1
