@@ -61,7 +61,7 @@ def test_without_its_marks_a_recordings_loop_is_found_from_its_kernels(case, mar
     assert both.select((pl.col("start_ns_kernels") - capture[0]).min()).item() > 1e8
 
 
-def test_two_loops_unmarked_the_one_that_runs_longer_is_taken():
+def test_of_two_unmarked_loops_the_one_repeating_at_more_launches_is_taken():
     """decode_graph decodes eagerly (64 repetitions of its layer's kernels, 180 ms) and then replays
     a CUDA graph per token (22 launches; the twenty token ranges span 13 ms), which its NVTX ranges mark as the steady
     window. Without the marks nothing says which loop is meant; the eager one repeats at more launches
