@@ -366,3 +366,52 @@ def test_a_cut_inside_a_string_falls_back_to_the_whole_read():
     assert kineto._parse_pieces(raw, piece_bytes=600) is None
     doc, read_events = kineto._parse(raw, Path("synthetic.json"))
     assert read_events["name"].to_list() == [e["name"] for e in events]
+
+
+# --- older PyTorch profilers (synthetic traces in the shapes their exporters wrote) ---------------
+
+
+def _legacy_events(t: float = 400.0) -> list[dict]:
+    """torch 1.8-era events as torch_tb_profiler's tests show them: Kernel rows name their stream only
+    in tid ("stream 7"), their args hold correlation, external id and device."""
+    return [
+        _x("Operator", "ProfilerStep#1", t, 400, pid=13721, tid="123", **{"External id": 1}),
+        _x("Runtime", "cudaLaunchKernel", t + 55, 5, pid=13721, tid="123", correlation=40348, **{"external id": 1}),
+        _x("Kernel", "void cunn_ClassNLLCriterion_updateGradInput_kernel<float>", t + 80, 15, pid=0, tid="stream 7",
+           correlation=40348, device=0, **{"external id": 1}),
+    ]
+
+
+def test_a_legacy_kernel_without_a_stream_argument_takes_its_stream_from_tid(tmp_path):
+    tl = read(_write(tmp_path, "legacy_stream_in_tid.json", {"schemaVersion": 1, "traceEvents": _legacy_events()}))
+    assert tl.kernels.select("name", "stream_id", "device_id", "pid", "dur_ns").row(0) == (
+        "cunn_ClassNLLCriterion_updateGradInput_kernel", 7, 0, 13721, 15000)
+
+
+def test_a_bare_array_of_events_reads_as_the_same_trace(tmp_path):
+    """The Chrome trace format's array form (no enclosing object) holds the same events."""
+    wrapped = read(_write(tmp_path, "wrapped.json", {"traceEvents": _legacy_events()}))
+    bare = read(_write(tmp_path, "bare.json", _legacy_events()))
+    for name in ("kernels", "api", "nvtx"):
+        assert getattr(bare, name).equals(getattr(wrapped, name)), name
+
+
+def test_a_pre_kineto_autograd_trace_fails_in_one_line_with_its_reason(tmp_path):
+    """torch 1.7's export_chrome_trace: a bare array, X events without a category under "CPU functions"
+    and "CUDA functions" (tid the device), flow arrows of category cpu_to_cuda between them. Before,
+    coach said it was not a PyTorch-profiler trace at all."""
+    t = 1600000000000.0
+    events = [
+        {"name": "aten::add", "ph": "X", "ts": t, "dur": 20.0, "tid": 1, "pid": "CPU functions", "args": {}},
+        {"name": "aten::add", "ph": "s", "ts": t, "tid": 1, "pid": "CPU functions", "id": 0, "cat": "cpu_to_cuda",
+         "args": {}},
+        {"name": "add_kernel", "ph": "f", "ts": t + 30, "tid": 0, "pid": "CUDA functions", "id": 0, "cat": "cpu_to_cuda",
+         "args": {}},
+        {"name": "add_kernel", "ph": "X", "ts": t + 30, "dur": 5.0, "tid": 0, "pid": "CUDA functions", "args": {}},
+    ]
+    path = _write(tmp_path, "autograd_torch17.json", events)
+    with pytest.raises(InputError) as info:
+        load(path)
+    message = str(info.value)
+    assert "\n" not in message and "torch.autograd.profiler trace of torch 1.7 or older" in message
+    assert "record it again with torch.profiler.profile" in message

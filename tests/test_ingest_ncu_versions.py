@@ -205,3 +205,19 @@ def test_a_per_kernel_summary_reads_one_launch_per_kernel(data_dir, tmp_path):
     assert profile.source.meta["page"] == "summary"
     assert profile.launches.select("kernel_name", "duration_ns").rows() == \
         reference.launches.select("kernel_name", "duration_ns").rows()
+
+
+def test_a_trimmed_metrics_table_without_the_id_column_says_so(tmp_path):
+    """Synthetic, in the shape public tools keep of ncu's CSV (the kernel, section, metric, unit and value
+    columns; units register/thread and Kbyte/block): it holds ncu's metrics but not the ID column that
+    tells launches apart, which is the reason it does not load (before: "is not a profile coach reads")."""
+    p = tmp_path / "trimmed.csv"
+    p.write_text('"Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+                 '"k","GPU Speed Of Light Throughput","Duration","ms","76.30"\n'
+                 '"k","Launch Statistics","Registers Per Thread","register/thread","34"\n'
+                 '"k","Launch Statistics","Dynamic Shared Memory Per Block","Kbyte/block","4.10"\n')
+    with pytest.raises(InputError) as err:
+        load(p)
+    msg = str(err.value)
+    assert msg.startswith(str(p)) and "\n" not in msg
+    assert 'without ncu\'s "ID" column' in msg and "ncu --csv --page details" in msg

@@ -196,3 +196,38 @@ def test_real_nsys_2022_refuses_a_2025_report(softmax_nsys_rep):
         pytest.skip("the installed nsys is not 2022.4")
     with pytest.raises(ToolError, match=r"recorded by Nsight Systems 2025\.3\.1\.0, which nsys 2022\.4\.2\.1"):
         load(softmax_nsys_rep)
+
+
+# --- .qdrep, the report suffix of nsys before 2021.4 ---------------------------------------------
+
+
+@pytest.fixture
+def qdrep_2021(data_dir, tmp_path):
+    """Synthetic: the 2022.4 report of tests/data with its footer's version rewritten to a 2021.3 one of
+    the same length and saved as .qdrep, the suffix nsys used before 2021.4. Only the version differs;
+    the footer layout of a real 2021 report is not known here."""
+    data = (data_dir / "nsys_nvtx_cpu_2022" / "nvtx_cpu.nsys-rep").read_bytes()
+    assert data.count(b"2022.4.2.1-df9881f") >= 1
+    rep = tmp_path / "old.qdrep"
+    rep.write_bytes(data.replace(b"2022.4.2.1-df9881f", b"2021.3.1.5-ee9c30a"))
+    return rep
+
+
+def test_a_qdrep_names_the_nsys_that_recorded_it_not_the_one_that_exported_it(fake_nsys, qdrep_2021, softmax_nsys_sqlite):
+    fake_nsys(f'cp "{softmax_nsys_sqlite}" "$out"')
+    tl = load(qdrep_2021)
+    assert tl.source.format == "nsys-rep" and tl.source.path == str(qdrep_2021)
+    assert tl.source.tool_version == "2021.3.1.5-ee9c30a"  # as the footer writes it, build hash and all
+    assert tl.source.meta["export_product_version"] == "2025.3.2.0"  # what the export says: the exporter
+
+
+def test_a_qdrep_without_gpu_activity_says_so_in_one_line(fake_nsys, qdrep_2021, data_dir):
+    """The export of a capture without --trace=cuda: the true reason, against the report the user gave,
+    not "cannot concat empty list" nor "unreadable"."""
+    fake_nsys(f'cp "{data_dir / "nsys_layouts_synthetic" / "no_activity.sqlite"}" "$out"')
+    with pytest.raises(InputError) as info:
+        load(qdrep_2021)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(str(qdrep_2021))
+    assert "no GPU activity was recorded" in message and "--trace=cuda" in message
+    assert "unreadable" not in message and "concat" not in message

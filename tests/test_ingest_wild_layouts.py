@@ -81,3 +81,36 @@ def test_an_nvtx_table_of_an_unknown_layout_is_left_out(copy_to_tmp, softmax_nsy
     tl = load(path)
     assert tl.kernels.height == 11 and tl.nvtx.height == 0
     assert "NVTX_EVENTS has no column for event_type" in tl.source.meta["unread"]["nvtx"]
+
+
+def _without_kernel_columns(copy_to_tmp, softmax_nsys_sqlite, name, *columns):
+    """Synthetic: the real export with the named columns of its kernel table dropped."""
+    import sqlite3  # noqa: PLC0415
+
+    path = copy_to_tmp(softmax_nsys_sqlite, name)
+    con = sqlite3.connect(path)
+    con.executescript("".join(f"ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN {c};" for c in columns))
+    con.close()
+    return path
+
+
+def test_a_kernel_table_with_only_demangled_names_reads_their_base_names(copy_to_tmp, softmax_nsys_sqlite):
+    """Public readers of 2021-era exports take kernel names from demangledName (NVIDIA's 2021.1 report
+    scripts join StringIds on it); an export without shortName must give the same short names, taken
+    from the signatures (``void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<...>
+    (...)`` -> ``distribution_elementwise_grid_stride_kernel``), not the whole signatures."""
+    path = _without_kernel_columns(copy_to_tmp, softmax_nsys_sqlite, "demangled_only.sqlite", "shortName", "mangledName")
+    tl, reference = load(path), load(softmax_nsys_sqlite)
+    assert tl.kernels.equals(reference.kernels)
+    assert sorted(set(tl.kernels["name"])) == ["cunn_SoftMaxForwardReg", "distribution_elementwise_grid_stride_kernel",
+                                              "reduce_kernel", "vectorized_elementwise_kernel"]
+    assert [f.rule_id for f in diagnose(tl)] == [f.rule_id for f in diagnose(reference)]
+
+
+def test_a_kernel_table_without_any_name_fails_in_one_line_naming_the_columns(copy_to_tmp, softmax_nsys_sqlite):
+    """Before, its null names reached the loop search and the table printer: an internal error (exit 70)."""
+    path = _without_kernel_columns(copy_to_tmp, softmax_nsys_sqlite, "no_names.sqlite", "shortName", "mangledName",
+                                   "demangledName")
+    done = subprocess.run([sys.executable, "-m", "coach", "load", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "CUPTI_ACTIVITY_KIND_KERNEL lacks the columns for name_id (shortName or demangledName)" in done.stderr

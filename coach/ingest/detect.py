@@ -79,8 +79,17 @@ def detect(path: str | Path) -> Format:
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
                             "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "
                             "database (nvprof -o FILE.nvvp) into an .nsys-rep")
+    if _TRIMMED_NCU_CSV.search(text):
+        raise InputError(p, 'is a CSV of Nsight Compute metrics without ncu\'s "ID" column (a summary or a trimmed copy '
+                            "of ncu's CSV): coach reads the export as ncu writes it (ncu --csv --page details or --page "
+                            "raw, or the .ncu-rep), whose ID column tells the launches apart")
     raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
                         "or PyTorch-profiler JSON)")
+
+
+#: The header of a table with Nsight Compute's metric columns but not its first, "ID": what a
+#: spreadsheet or a script keeps of ``ncu --csv`` output ("Kernel Name","Metric Name","Metric Unit","Metric Value").
+_TRIMMED_NCU_CSV = re.compile(r'^(?![^\n]*"ID")[^\n]*"Metric Name"[^\n]*"Metric Value"', re.MULTILINE)
 
 
 def _sanitizer_format(text: str) -> Format | None:

@@ -210,10 +210,31 @@ def _read_bytes(path: Path) -> bytes:
     return raw
 
 
+#: Where torch 1.7 and older (``torch.autograd.profiler``, before Kineto) put their events: ``pid`` is
+#: one of these words, ``tid`` the thread or the device, and the events have no category.
+_AUTOGRAD_PIDS = ("CPU functions", "CUDA functions")
+
+
 def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The document (its ``traceEvents`` aside) and its events, one row each (the event's fields as
     columns). A large trace is read in pieces on every core (``_parse_pieces``); any piece that
-    does not read falls back to reading the whole file, whose errors name the problem."""
+    does not read falls back to reading the whole file, whose errors name the problem.
+
+    A bare array of events (the Chrome trace format's other form) is read as the events of an empty
+    document; one written by ``torch.autograd.profiler`` (torch 1.7 and older) is refused with that
+    reason: its kernels carry no stream, launch call or correlation id, which every timeline rule needs."""
+    if raw.lstrip()[:1] == b"[":
+        doc, events = _parse(b'{"traceEvents": ' + raw + b"}", path)
+        spans = events.filter(pl.col("ph") == "X")  # the flow arrows between them have a category of their own
+        if spans.height and spans["cat"].null_count() == spans.height and spans["pid"].is_in(_AUTOGRAD_PIDS).any():
+            raise InputError(path, "is a torch.autograd.profiler trace of torch 1.7 or older (events under 'CPU functions' "
+                                   "and 'CUDA functions', before the Kineto profiler): its kernels carry no stream, launch "
+                                   "call or correlation id, which coach's timeline needs; record it again with "
+                                   "torch.profiler.profile (torch 1.8 or later)")
+        if events["cat"].null_count() == events.height:
+            raise InputError(path, f"is a JSON array of {events.height:,} events none of which has a category: not a "
+                                   "PyTorch-profiler trace")
+        return doc, events
     pieces = _parse_pieces(raw) if len(raw) >= _PIECES_FROM_BYTES else None
     if pieces is not None:
         return pieces
@@ -405,7 +426,9 @@ def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
             start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64),
             dur_ns=(pl.col("dur") * _US_TO_NS).round().cast(pl.Int64).clip(lower_bound=0).fill_null(0),
             pid=pl.col("pid").cast(pl.Int64, strict=False),
-            tid=pl.col("tid").cast(pl.Int64, strict=False),
+            # torch 1.8-era GPU rows name their stream in tid ("stream 7"); later ones write the number
+            tid=pl.coalesce(pl.col("tid").cast(pl.Int64, strict=False),
+                            pl.col("tid").str.extract(r"^stream (\d+)$", 1).cast(pl.Int64)),
         )
         .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"))
         .pipe(_with_canonical_args, "arg", "args")

@@ -94,6 +94,8 @@ def read(path: str | Path) -> Timeline:
             raise _export_failed(path, nsys, recorded, code, stderr)
         try:
             timeline = nsys_sqlite.read(exported)
+        except nsys_sqlite.NothingRecorded as err:  # true of the report itself: say it of the report
+            raise InputError(path, err.problem) from None
         except InputError as err:  # about a temporary file the user never saw: name the report instead
             raise InputError(path, f"nsys export of it gave an unreadable SQLite file: {err.problem}") from None
     meta = {**timeline.source.meta, "exported_by": nsys}

@@ -35,7 +35,7 @@ from coach.model import Source, Timeline, make_table, make_timeline
 #: Staging columns a raw table must have to be read at all. A table without them is a layout coach
 #: does not know, and guessing would give wrong numbers.
 REQUIRED: dict[str, tuple[str, ...]] = {
-    "kernels": ("start_ns", "end_ns"),
+    "kernels": ("start_ns", "end_ns", "name_id"),
     "graphs": ("start_ns", "end_ns", "correlation_id"),
     "memcpy": ("start_ns", "end_ns"),
     "memset": ("start_ns", "end_ns"),
@@ -44,6 +44,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "nvtx": ("start_ns", "event_type"),
     "devices": ("device_id",),
 }
+
+class NothingRecorded(InputError):
+    """A readable export that holds nothing to analyse: the capture recorded no CUDA activity."""
+
 
 #: Tables a timeline is still right without: a device-properties, synchronisation or NVTX table of a layout
 #: coach does not know is left out (and said so in ``Source.meta["unread"]``) rather than failing the
@@ -96,7 +100,7 @@ def read(path: str | Path) -> Timeline:
         if export.unread:
             meta["unread"] = export.unread
         if all(raw[t] is None or raw[t].is_empty() for t in ACTIVITY_TABLES):
-            raise InputError(path, "no GPU activity was recorded: no CUDA kernel, copy, API or NVTX records (was it "
+            raise NothingRecorded(path, "no GPU activity was recorded: no CUDA kernel, copy, API or NVTX records (was it "
                                    "profiled with --trace=cuda?)" + _tables_note(export.tables))
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
@@ -183,7 +187,10 @@ class _Export:
                                       f"{', '.join(sorted(self.tables[plan.raw_table]))})")
                 continue
             if missing:
-                raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(missing)}: an "
+                raw = schema.columns().filter((pl.col("table") == table) & (pl.col("raw_table") == plan.raw_table))
+                named = [f"{c} ({' or '.join(raw.filter(pl.col('column') == c)['raw_column'].unique(maintain_order=True))})"
+                         for c in missing]
+                raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(named)}: an "
                                             f"export layout coach does not know (written by nsys "
                                             f"{version or 'of unknown version'})")
             plans[table] = plan
@@ -361,7 +368,19 @@ def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | 
         .with_columns(_mapped("name_id", strings).alias("name"),
                       _mapped("demangled_name_id", strings).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
+        .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name")))
         .drop("name_id", "demangled_name_id", "global_pid"))
+
+
+def _short_name(name: pl.Expr, demangled: pl.Expr) -> pl.Expr:
+    """The base function name where the export has no ``shortName`` column and the name is the
+    demangled signature (``void at::native::<unnamed>::reduce_kernel<512, 1, ...>(T3)`` ->
+    ``reduce_kernel``, as nsys's own shortName has it): the last identifier before the template or
+    parameter list, namespaces and return type dropped. A name that is no signature stays as it is."""
+    signature = (name == demangled) & name.str.contains(r"[<(]")
+    base = (name.str.replace_all(r"<unnamed>::|\(anonymous namespace\)::", "")
+            .str.extract(r"^([^<(]*)", 1).str.strip_chars().str.extract(r"([A-Za-z_]\w*)$", 1))
+    return pl.when(signature & base.is_not_null()).then(base).otherwise(name)
 
 
 def _with_graphs(kernels: pl.DataFrame | None, graphs: pl.DataFrame | None) -> pl.DataFrame | None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import SECTOR_BYTES
-from coach.analyze.kernel_rules._common import (KernelContext, cannot_decide, ev, finding, fmt_bytes, fmt_count,
+from coach.analyze.kernel_rules._common import (NCU, KernelContext, cannot_decide, ev, finding, fmt_bytes, fmt_count,
                                                fmt_time)
 
 SPEC = RuleSpec(
@@ -132,9 +132,10 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
     if at_l2:
         message += (f" Counted at L2 ({_METRIC[l2]}: the report has no L1 sector counts), which sees only what "
                     "missed L1: the excess at L1 is at least this.")
+    # counted at L2, the ratio is not the report's L1 one (null here): the source says what it came from
     evidence = [ev(f"{op}_sectors_per_request", per_request, "sector/request",
                    f"{ideal_per_request:.0f} (all the bytes of a warp's access in contiguous sectors)",
-                   EXCESS_RATIO * ideal_per_request)]
+                   EXCESS_RATIO * ideal_per_request, source=f"ncu, at L2: {_METRIC[l2]}" if at_l2 else NCU)]
     if at_l2:
         evidence.append(ev(column, sectors, "sector", "as many as the requests' useful bytes need"))
     bps = launch.get(f"global_{op}_bytes_per_sector")

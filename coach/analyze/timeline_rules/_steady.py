@@ -27,13 +27,21 @@ NVTX step ranges
 
 A repeating loop of kernels
     Where nothing is marked, in a capture the program did not bound itself (not a PyTorch-profiler
-    trace, whose window the program opened), and one-time work precedes it: per process, the kernels
-    in launch order repeat with a period (taken from the spacing of the most frequent kernel's
-    launches) from some kernel to the end, at least ``MIN_LOOP_PERIODS`` periods, with at most
-    ``LOOP_MISMATCH_PCT`` of kernels off the pattern; the window starts at the first repeated
-    kernel's launch. It never starts inside an NVTX range the program opened (a benchmark's single
-    "timed" range that holds its first, compiling call is measured on purpose): there the whole
-    capture is read.
+    trace, whose window the program opened), and one-time work precedes it: per process, the longest
+    stretch of its launches (in launch order, by kernel name) that repeats itself with one period,
+    at least ``MIN_LOOP_PERIODS`` periods long. A sequence ``c`` repeats with period ``p`` where
+    ``c[i] == c[i + p]``; the candidate periods are the spacings of the most frequent kernel's
+    launches at every lag (a kernel that runs k times per step, as a GEMM does per layer, repeats at
+    its lag-k spacing). A kernel that strays from the pattern once (an allocator's memset, a
+    checkpoint's copy) breaks the self-match for at most one period and one launch, after which the
+    loop matches itself again: stretches that each repeat a whole period and lie that close together
+    are one loop. Of the candidates, the period whose loop matches itself at the most launches is the
+    step: a token's sequence of layers matches itself at every launch at the token's period, while at
+    one layer's period the kernels between tokens break it. The window runs from the loop's first
+    launch to the end of the last kernel it launched (an epilogue after the loop, a final check or
+    save, is left out with the start-up). It never starts inside an NVTX range the program opened (a
+    benchmark's single "timed" range that holds its first, compiling call is measured on purpose):
+    there the whole capture is read.
 
 A window that leaves out less than ``MIN_LEFT_OUT_PCT`` of the capture is not used: the capture is
 its steady state already. With several processes each process's records are kept within its own
@@ -60,16 +68,16 @@ MIN_STEP_GPU_SHARE_PCT = 25.0
 # (see _shared.REPORTABLE_SHARE_PCT): the whole capture is read as it is.
 MIN_LEFT_OUT_PCT = 5.0
 
-# A loop's kernels may stray from the pattern now and then (an allocator's memset, a checkpoint's
-# copy kernel, a cuBLAS heuristic switching kernels): one kernel in fifty, and the loop still repeats.
-LOOP_MISMATCH_PCT = 2.0
 # Unmarked, a repetition must be longer to be a loop: a benchmark's handful of calls after its first
 # (tests/data/nsys_triton_softmax: six calls of one kernel, the first compiling it) is the measurement
-# itself, which the program chose to time, not a steady state it lives in.
+# itself, which the program chose to time, not a steady state it lives in. Marked steps need three
+# (MIN_STEPS); a repetition found by its kernels alone must hold ten, enough that its period is seen
+# many times over rather than read into a few calls.
 MIN_LOOP_PERIODS = 10
-# Periods tried: the spacing of the most frequent kernel's launches at lags 1 to this (a kernel that
-# runs several times per step, as a GEMM does per layer, repeats at its lag-k spacing).
-LOOP_LAGS = 8
+# The lags tried: a step that runs its most frequent kernel up to this many times (64 layers of four
+# GEMMs). Each costs a pass over that kernel's launches, and over all of them where it passes that:
+# it bounds the search on a capture of a million launches with no loop in it to seconds.
+MAX_LAGS = 256
 PYTORCH_PROFILER = "PyTorch profiler"
 
 PROFILER_START = r"^cu(da)?ProfilerStart$"
@@ -213,9 +221,7 @@ def _nvtx_steps(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFra
 
 
 def _kernel_loop(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFrame | None, str]:
-    """Per process, where its kernels start repeating to the end (see the module doc)."""
-    import numpy as np  # noqa: PLC0415
-
+    """Per process, the loop its kernels repeat after the start-up (see the module doc)."""
     launched = a.launches.filter(pl.col("api_start_ns").is_not_null()).sort("pid", "api_start_ns")
     if launched.height < MIN_LOOP_PERIODS:
         return None, ""
@@ -223,38 +229,100 @@ def _kernel_loop(a: TimelineAnalysis, one_time: pl.DataFrame) -> tuple[pl.DataFr
                                     & (pl.col("domain").fill_null("") != OPERATOR_DOMAIN))
     rows = []
     for (pid,), k in launched.group_by("pid", maintain_order=True):
-        codes = k["name"].cast(pl.Categorical).to_physical().to_numpy()
-        n = len(codes)
-        top = np.bincount(codes).argmax()
-        where = np.flatnonzero(codes == top)
-        best = None
-        for lag in range(1, min(LOOP_LAGS, len(where) - 1) + 1):
-            period = int(np.median(where[lag:] - where[:-lag]))
-            if period < 1 or n < (MIN_LOOP_PERIODS + 1) * period:
-                continue
-            off = (codes[period:] != codes[:-period]).astype(np.int64)
-            # mismatches from each start to the end, against the kernels there
-            tail = np.cumsum(off[::-1])[::-1]
-            length = np.arange(len(off), 0, -1)
-            ok = np.flatnonzero((tail * 100.0 <= LOOP_MISMATCH_PCT * length) & (length >= MIN_LOOP_PERIODS * period))
-            if ok.size and (best is None or ok[0] < best[0]):
-                best = (int(ok[0]), period)
-        if best is None:
+        found = repeating_stretch(k["name"].fill_null("").cast(pl.Categorical).to_physical().to_numpy())
+        if found is None:
             continue
-        first = k.row(best[0], named=True)
-        start = first["api_start_ns"]
+        first, stop, period = found
+        start = k["api_start_ns"][first]
         held = one_time.filter((pl.col("pid") == pid) & (pl.col("end_ns") <= start))
         if held.is_empty():
             continue  # nothing one-time before the loop: no start-up to set aside
         inside = ranges.filter((pl.col("pid") == pid) & (pl.col("start_ns") < start) & (pl.col("end_ns") > start))
         if inside.height:
             return None, ""  # the program measures a range that holds the start-up: read it whole
-        rows.append({"pid": pid, "start_ns": start, "end_ns": int(k["end_ns"].max()),
-                     "steps": (n - best[0]) // best[1]})
+        rows.append({"pid": pid, "start_ns": start, "end_ns": int(k["end_ns"][first:stop].max()),
+                     "steps": (stop - first) // period})
     if not rows:
         return None, ""
     return (pl.DataFrame(rows, schema={"pid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "steps": pl.Int64}),
             "a repeating loop of kernels")
+
+
+def repeating_stretch(codes) -> tuple[int, int, int] | None:
+    """The longest stretch of ``codes`` (kernel names as integers, in launch order) that repeats itself
+    with one period, at least ``MIN_LOOP_PERIODS`` periods long: ``(first, stop, period)``, the
+    stretch being ``codes[first:stop]``; None where there is none. See the module doc."""
+    import numpy as np  # noqa: PLC0415
+
+    n = len(codes)
+    if n < MIN_LOOP_PERIODS:
+        return None
+    top = np.bincount(codes).argmax()
+    where = np.flatnonzero(codes == top)
+    best: tuple[int, int, int, int] | None = None  # (matched launches, first, stop, period)
+    tried: set[int] = set()
+    for lag in range(1, min(len(where) // MIN_LOOP_PERIODS, MAX_LAGS) + 1):
+        period = int(np.median(where[lag:] - where[:-lag]))
+        if period < 1 or period in tried or n < MIN_LOOP_PERIODS * period:
+            continue
+        if best is not None and n - period <= best[0]:
+            break  # no longer period can match itself at more places than the best has (n - period at most)
+        tried.add(period)
+        # first on the most frequent kernel's launches alone (a pass over a fraction of them): in ten
+        # periods of a loop, its lag launches in each of nine are followed one period on by the same
+        # kernel, but for the lag + 1 before a stray kernel
+        ahead = where[where + period < n]
+        if _longest_run(codes[ahead + period] == top, lag + 1) < lag * (MIN_LOOP_PERIODS - 1):
+            continue
+        found = _self_matching(codes, period)
+        if found is not None and found[2] - found[1] >= MIN_LOOP_PERIODS * period and (best is None or found[0] > best[0]):
+            best = (*found, period)
+    return None if best is None else best[1:]
+
+
+def _longest_run(flags, gap: int) -> int:
+    """The most True values in one stretch of a boolean array whose runs of True lie at most ``gap``
+    places apart."""
+    import numpy as np  # noqa: PLC0415
+
+    edges = np.diff(np.concatenate(([0], flags.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if not starts.size:
+        return 0
+    group = np.cumsum(np.concatenate(([True], starts[1:] - ends[:-1] > gap))) - 1
+    return int(np.bincount(group, weights=ends - starts).max())
+
+
+def _self_matching(codes, period: int) -> tuple[int, int, int] | None:
+    """The stretch of ``codes`` that matches itself ``period`` launches on at the most places:
+    ``(matched, first, stop)``. Runs of ``codes[i] == codes[i + period]`` a whole period long or longer
+    are joined where at most ``period + 1`` places lie between them (what one stray kernel breaks) and
+    the period after the break holds the same kernels as the one before it (the same step, its phase
+    shifted by an inserted kernel or not): a run of other kernels beside a loop is not joined to it."""
+    import numpy as np  # noqa: PLC0415
+
+    same = np.concatenate(([False], codes[period:] == codes[:-period], [False])).astype(np.int8)
+    edges = np.diff(same)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # runs same[starts:ends]
+    solid = (ends - starts) >= period
+    starts, ends = starts[solid], ends[solid]
+    if not starts.size:
+        return None
+    # which kernels a period starting at i holds, as a sum of one large odd number per kernel
+    # (wrapping 64-bit arithmetic; equal sums for different kernel sets are a 2**-64 chance)
+    weights = (codes.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    total = np.concatenate(([np.uint64(0)], np.cumsum(weights, dtype=np.uint64)))
+    held = total[period:] - total[:-period]  # held[i]: the kernels of codes[i:i + period]
+    # a run's stretch is codes[start:end + period]: its last period codes[end:end + period]
+    close = starts[1:] - ends[:-1] <= period + 1
+    alike = held[np.minimum(ends[:-1], len(held) - 1)] == held[starts[1:]]
+    new = np.concatenate(([True], ~(close & alike)))
+    group = np.cumsum(new) - 1
+    matched = np.bincount(group, weights=ends - starts).astype(np.int64)
+    g = int(matched.argmax())
+    first = int(starts[group == g][0])
+    last = int(ends[group == g][-1])  # codes[last - 1] == codes[last - 1 + period]
+    return int(matched[g]), first, last + period
 
 
 def crop(timeline: Timeline, window: SteadyWindow) -> Timeline:

@@ -45,7 +45,7 @@ SCALAR_BYTES = 8
 
 @derived
 def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
-    """The calls that block the host: ``name, start_ns, end_ns, dur_ns, tid, reason`` ("sync",
+    """The calls that block the host: ``name, start_ns, end_ns, dur_ns, pid, tid, reason`` ("sync",
     "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar
     device-to-host copy (it is that copy, or the first synchronisation after it on its thread)."""
     api = a.timeline.api.with_columns(base=a.api_base)
@@ -57,11 +57,11 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
         pl.col("base").str.contains(COPY_CALLS)
         & (~pl.col("base").str.contains("Async") | (pl.col("pageable").fill_null(False) & (pl.col("kind") == "DtoH")))
     ).select(
-        name="api_name", start_ns="api_start_ns", end_ns="api_end_ns", dur_ns="launch_ns", tid="tid",
+        name="api_name", start_ns="api_start_ns", end_ns="api_end_ns", dur_ns="launch_ns", pid="pid", tid="tid",
         reason=pl.when(pl.col("base").str.contains("Async")).then(pl.lit("pageable copy")).otherwise(pl.lit("sync copy")),
         scalar_read="scalar",
     )
-    syncs = api.filter(pl.col("base").str.contains(SYNC_CALLS)).select("name", "start_ns", "end_ns", "dur_ns", "tid")
+    syncs = api.filter(pl.col("base").str.contains(SYNC_CALLS)).select("name", "start_ns", "end_ns", "dur_ns", "pid", "tid")
     scalar_copies = copies.filter("scalar").select("tid", copy_end_ns="api_end_ns").sort("copy_end_ns")
     syncs = (
         syncs.sort("start_ns")
@@ -135,13 +135,20 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
     on_gpus = (f"the queue had drained, and the GPU idled {ns(bubble_ns)}" if per_device.height == 1 else
                f"the queue had drained; the GPUs idled side by side ({_per_gpu(bubbles)}), the most GPU {worst}: "
                f"{ns(bubble_ns)}")
-    blocked_ns = int(points["dur_ns"].sum())
+    # the host's blocked time per process, the largest: processes block side by side, so their sum is
+    # no wall time (four processes each blocked for most of a window would sum past it)
+    blocked_total_ns = int(points["dur_ns"].sum())
+    blocked_by_pid = largest_group(points, "pid", "dur_ns")[1]
+    blocked_ns = int(blocked_by_pid["saving_ns"][0]) if blocked_by_pid.height else 0
+    blocked = (f"blocked {ns(blocked_ns)} in those calls" if blocked_by_pid.height <= 1 else
+               f"blocked {ns(blocked_total_ns)} in those calls over {blocked_by_pid.height} processes, the most "
+               f"{ns(blocked_ns)} in one")
     alloc_ns = int(bubbles["alloc_ns"].sum())
     by_name = points.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     calls = ", ".join(f"{n} x {name}" for name, n, _ in by_name.iter_rows())
     scalars = int(points["scalar_read"].sum())
     message = (
-        f"The host synchronised with the GPU {points.height} time(s) ({calls}), blocked {ns(blocked_ns)} in those calls. "
+        f"The host synchronised with the GPU {points.height} time(s) ({calls}), {blocked}. "
         f"They returned into {bubbles.height} GPU gap(s) longer than one launch latency: {on_gpus} "
         f"({share_pct(bubble_ns, a.window_ns):.1f}% of the {ns(a.window_ns)} window) until the host launched again."
         + (f" Of these, {scalars} waited for a one-scalar device-to-host copy: .item(), float(t) or a printed loss."
@@ -160,7 +167,7 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         evidence=(
             Evidence("sync_points", points.height, "calls", healthy="none inside the steady-state loop",
                      source=a.timeline.source.tool),
-            Evidence("host_blocked_ns", blocked_ns, "ns", source=a.timeline.source.tool),
+            Evidence("host_blocked_ns", blocked_ns, "ns", source=a.timeline.source.tool),  # the most blocked process
             Evidence("gpu_idle_after_sync_ns", bubble_ns, "ns",
                      healthy=f"no gap after a synchronisation longer than one launch latency ({ns(LAUNCH_LATENCY_NS)})",
                      threshold=LAUNCH_LATENCY_NS, source=a.timeline.source.tool),
