@@ -324,11 +324,15 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     for a device's first operation) and ``waited_for_launch`` (the device had finished its earlier
     work before the launch call returned, or the kernel is its first operation: the GPU had nothing
     queued and waited for this launch), sorted by device and kernel start."""
-    queued = work.sort("device_id", "start_ns").with_columns(
+    if not _sorted_by_device_start(work):  # gpu_work's order already: no copy of a million rows
+        work = work.sort("device_id", "start_ns")
+    queued = work.with_columns(
         _free_ns=pl.col("end_ns").cum_max().shift(1).over("device_id")
     ).with_columns(idle_before_ns=(pl.col("start_ns") - pl.col("_free_ns")).clip(lower_bound=0))
+    # the kernels picked out after the join, which keeps only the launched ones
     return (
-        with_launch_call(queued.filter(pl.col("activity") == "kernel"), api)
+        with_launch_call(queued, api)
+        .filter(pl.col("activity") == "kernel")
         .with_columns(
             latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
             waited_for_launch=(pl.col("_free_ns") < pl.col("api_end_ns")).fill_null(True),
@@ -336,6 +340,16 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
         .drop("_free_ns")
         .sort("device_id", "start_ns")
     )
+
+
+def _sorted_by_device_start(work: pl.DataFrame) -> bool:
+    """Whether ``work`` is in device order, and by start within each device, with no missing value."""
+    if work.height < 2:
+        return True
+    d, t = pl.col("device_id"), pl.col("start_ns")
+    return bool(work.select(
+        (d.null_count() + t.null_count() == 0)
+        & ((d.diff() > 0) | ((d.diff() == 0) & (t.diff() >= 0))).slice(1).all()).item())
 
 
 def launch_stats(launched: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
@@ -460,6 +474,15 @@ class TimelineAnalysis:
     @cached_property
     def window(self) -> tuple[int, int] | None:
         return self.timeline.span_ns
+
+    def release(self) -> None:
+        """Let go of the tables computed so far (they are computed again if asked for): for an
+        analysis whose work is done while the process goes on, so that its tables, a few columns per
+        operation each, do not stay in memory beside the next analysis's."""
+        for name, value in list(vars(self).items()):
+            if isinstance(getattr(type(self), name, None), cached_property) and isinstance(value, (pl.DataFrame, pl.Series)):
+                del self.__dict__[name]
+        self._derived.clear()
 
     @cached_property
     def window_ns(self) -> int:
