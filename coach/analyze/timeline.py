@@ -88,7 +88,8 @@ def gpu_work(tl: Timeline) -> pl.DataFrame:
         tl.memset.select(*_place(), activity=pl.lit("memset"), name=pl.lit("memset"), bytes=pl.col("bytes"),
                          kind=null_str, pageable=null_bool),
     ]
-    return pl.concat(parts).select(GPU_WORK_COLUMNS).sort("device_id", "start_ns", nulls_last=True)
+    # sorted before the columns are put in order: selecting from the parts joined copies every column
+    return pl.concat(parts, rechunk=False).sort("device_id", "start_ns", nulls_last=True).select(GPU_WORK_COLUMNS)
 
 
 def _place() -> list[pl.Expr]:
