@@ -132,3 +132,26 @@ def test_merge_intervals_union_is_the_covered_time():
 def test_merge_intervals_with_missing_times_takes_the_group_path():
     df = pl.DataFrame({"start_ns": [0, None, 5], "end_ns": [10, 3, 7], "d": [0, 0, 0]})
     assert merge_intervals(df, ["d"]).equals(_merge_by_group(df.sort("d", "start_ns", nulls_last=True), ["d"], False))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("nulls", [False, True])
+def test_covered_time_per_window_matches_the_summed_overlaps(seed, nulls):
+    """``timeline._covered_in`` (cumulative sums over the per-thread union of calls) gives each
+    window the time that summing ``interval_join``'s overlaps with that union gives it, on random
+    calls with missing times and keys, empty and touching calls, and windows reaching past them."""
+    from coach.analyze.timeline import _covered_in
+
+    rng = np.random.default_rng(seed)
+    calls = random_intervals(rng, 300, keys=3, nulls=nulls)
+    union = merge_intervals(calls, ["k", "t"])
+    start = rng.integers(-10, 90, 80)
+    windows = pl.DataFrame({"start_ns": start, "end_ns": start + rng.integers(1, 30, 80)}).with_row_index("_gap")
+    summed = interval_join(windows, union, "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum())
+
+    def per_window(frame: pl.DataFrame) -> list[int]:
+        return windows.select("_gap").join(frame, on="_gap", how="left").sort("_gap")["api_ns"].fill_null(0).to_list()
+
+    got = per_window(_covered_in(windows, union, ["k", "t"]))
+    assert got == per_window(summed)
+    assert sum(got) > 0

@@ -38,7 +38,9 @@ def merge_intervals(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     ``dur_ns``. Sorts once; a new interval starts where the start passes the running maximum of
     earlier ends (touching intervals, one ending where the next starts, merge)."""
     named = "name" in intervals.columns
-    s = intervals.select(*by, _S, _E, *(["name"] if named else [])).sort(*by, _S, nulls_last=True)
+    s = intervals.select(*by, _S, _E, *(["name"] if named else []))
+    if not _in_order(s, [*by, _S]):  # a timeline's GPU work comes sorted by device and start: no copy then
+        s = s.sort(*by, _S, nulls_last=True)
     if s.is_empty() or not _well_formed(s):
         return _merge_by_group(s, by, named)
     n = s.height
@@ -217,6 +219,21 @@ def _pairs_schema(left: pl.DataFrame, right: pl.DataFrame, right_columns: list[s
 # --------------------------------------------------------------------------------------------
 # Shared
 # --------------------------------------------------------------------------------------------
+
+
+def _in_order(frame: pl.DataFrame, columns: list[str]) -> bool:
+    """Whether ``frame`` is sorted by ``columns`` (ascending, lexicographic), with no missing value in them."""
+    if frame.height < 2:
+        return frame.select(pl.any_horizontal(pl.col(c).is_null() for c in columns).any()).item() is not True
+    nulls = frame.select(pl.sum_horizontal(pl.col(c).null_count() for c in columns)).item()
+    if nulls:
+        return False
+    ahead, tied = pl.lit(False), pl.lit(True)  # row i after row i - 1 on an earlier column / equal so far
+    for c in columns:
+        step = pl.col(c) > pl.col(c).shift(1)
+        back = pl.col(c) < pl.col(c).shift(1)
+        ahead, tied = ahead | (tied & step), tied & ~step & ~back
+    return bool(frame.select((ahead | tied).slice(1).all()).item())
 
 
 def _present(columns: list[str]) -> pl.Expr:

@@ -88,7 +88,8 @@ def gpu_work(tl: Timeline) -> pl.DataFrame:
         tl.memset.select(*_place(), activity=pl.lit("memset"), name=pl.lit("memset"), bytes=pl.col("bytes"),
                          kind=null_str, pageable=null_bool),
     ]
-    return pl.concat(parts).select(GPU_WORK_COLUMNS).sort("device_id", "start_ns", nulls_last=True)
+    # sorted before the columns are put in order: selecting from the parts joined copies every column
+    return pl.concat(parts, rechunk=False).sort("device_id", "start_ns", nulls_last=True).select(GPU_WORK_COLUMNS)
 
 
 def _place() -> list[pl.Expr]:
@@ -185,8 +186,8 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
     calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
                           "overlap")
     per_name = calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
-    in_calls = interval_join(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
-                             "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum())
+    in_calls = _covered_in(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
+                           ["pid", "tid"])
     api_stats = per_name.group_by("_gap").agg(
         api_calls=pl.col("n").sum(),
         top_api=pl.col("api_name").sort_by("ns").last().cast(pl.Utf8),
@@ -213,6 +214,53 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
         .with_columns(api_pct=pl.min_horizontal(pl.col("api_ns") / pl.col("dur_ns") * 100.0, pl.lit(100.0)))
         .drop("_gap")
     )
+
+
+#: ``_covered_in`` evaluates each window once per key; past this many evaluations it joins the pairs instead.
+COVERED_POINTS = 20_000_000
+
+
+def _covered_in(window: pl.DataFrame, union: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """``_gap, api_ns``: for each window row (``_gap, start_ns, end_ns``), the time inside ``union``
+    (``merge_intervals`` output: disjoint intervals per ``by`` key), summed over the keys. What
+    ``interval_join(window, union, "overlap")`` summed per window gives, from cumulative sums: with
+    each key moved onto its own stretch of the time axis, the union is one sorted run of disjoint
+    intervals, and the time it covers before t is the lengths of those that start before t, less
+    the part of the last one past t; a window's share is that at its end less that at its start."""
+    u = union.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    w = window.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    keys = u.select(by).unique(maintain_order=True)
+    if (u.is_empty() or w.is_empty() or w.height * keys.height > COVERED_POINTS
+            or w.select((pl.col("end_ns") < pl.col("start_ns")).any()).item()):
+        return (interval_join(window, union, "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum()))
+    lo = min(int(u["start_ns"].min()), int(w["start_ns"].min()))
+    hi = max(int(u["end_ns"].max()), int(w["end_ns"].max()))
+    stretch = hi - lo + 1
+    keys = keys.with_row_index("_lane")
+    lanes = (u.join(keys, on=by, how="left", nulls_equal=True, maintain_order="left")
+             .select(_s=pl.col("start_ns") - lo + pl.col("_lane").cast(pl.Int64) * stretch,
+                     _e=pl.col("end_ns") - lo + pl.col("_lane").cast(pl.Int64) * stretch)
+             .sort("_s"))
+    s, e = lanes["_s"], lanes["_e"]
+    # disjoint and in order (what merge_intervals gives), else the pairs are joined
+    if not lanes.select(((pl.col("_e") >= pl.col("_s")).all()
+                         & (pl.col("_s").shift(-1) >= pl.col("_e")).fill_null(True).all())).item():
+        return (interval_join(window, union, "overlap").group_by("_gap").agg(api_ns=pl.col("overlap_ns").sum()))
+    before = (e - s).cum_sum() - (e - s)  # lengths of the intervals before each one
+
+    def covered(t: pl.Series) -> pl.Series:
+        k = s.search_sorted(t, "left").cast(pl.Int64) - 1  # the last interval starting before t
+        last = k.clip(lower_bound=0)
+        frame = pl.DataFrame({"t": t, "k": k, "s": s.gather(last), "e": e.gather(last), "b": before.gather(last)})
+        return frame.select(pl.when(pl.col("k") >= 0)
+                            .then(pl.col("b") + pl.min_horizontal("t", "e") - pl.col("s"))
+                            .otherwise(0)).to_series()
+
+    points = w.select("_gap", "start_ns", "end_ns").join(keys.select("_lane"), how="cross").with_columns(
+        _shift=pl.col("_lane").cast(pl.Int64) * stretch - lo)
+    inside = covered(points["end_ns"] + points["_shift"]) - covered(points["start_ns"] + points["_shift"])
+    return (points.select("_gap", api_ns=inside).group_by("_gap", maintain_order=True).agg(pl.col("api_ns").sum())
+            .filter(pl.col("api_ns") > 0))
 
 
 def host_activity_without(gaps: pl.DataFrame, api: pl.DataFrame, removed: pl.DataFrame,
@@ -306,7 +354,9 @@ def with_launch_call(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     """GPU work joined to the API call that issued it (by correlation id, and process where both
     know it): adds ``api_name``, ``api_start_ns``, ``api_end_ns``, ``launch_ns``, ``tid`` (the
     calling thread), and fills ``pid`` from the call where the work lacks it."""
-    calls = api.filter(pl.col("correlation_id").is_not_null()).select(
+    # no filter for the calls without a correlation id (a copy of a million rows): the inner join
+    # matches no missing key
+    calls = api.select(
         "correlation_id", api_pid="pid", tid="tid", api_name="name", api_start_ns="start_ns", api_end_ns="end_ns",
         launch_ns="dur_ns",
     )
@@ -324,11 +374,15 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     for a device's first operation) and ``waited_for_launch`` (the device had finished its earlier
     work before the launch call returned, or the kernel is its first operation: the GPU had nothing
     queued and waited for this launch), sorted by device and kernel start."""
-    queued = work.sort("device_id", "start_ns").with_columns(
+    if not _sorted_by_device_start(work):  # gpu_work's order already: no copy of a million rows
+        work = work.sort("device_id", "start_ns")
+    queued = work.with_columns(
         _free_ns=pl.col("end_ns").cum_max().shift(1).over("device_id")
     ).with_columns(idle_before_ns=(pl.col("start_ns") - pl.col("_free_ns")).clip(lower_bound=0))
+    # the kernels picked out after the join, which keeps only the launched ones
     return (
-        with_launch_call(queued.filter(pl.col("activity") == "kernel"), api)
+        with_launch_call(queued, api)
+        .filter(pl.col("activity") == "kernel")
         .with_columns(
             latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
             waited_for_launch=(pl.col("_free_ns") < pl.col("api_end_ns")).fill_null(True),
@@ -336,6 +390,16 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
         .drop("_free_ns")
         .sort("device_id", "start_ns")
     )
+
+
+def _sorted_by_device_start(work: pl.DataFrame) -> bool:
+    """Whether ``work`` is in device order, and by start within each device, with no missing value."""
+    if work.height < 2:
+        return True
+    d, t = pl.col("device_id"), pl.col("start_ns")
+    return bool(work.select(
+        (d.null_count() + t.null_count() == 0)
+        & ((d.diff() > 0) | ((d.diff() == 0) & (t.diff() >= 0))).slice(1).all()).item())
 
 
 def launch_stats(launched: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFrame:
@@ -461,6 +525,15 @@ class TimelineAnalysis:
     def window(self) -> tuple[int, int] | None:
         return self.timeline.span_ns
 
+    def release(self) -> None:
+        """Let go of the tables computed so far (they are computed again if asked for): for an
+        analysis whose work is done while the process goes on, so that its tables, a few columns per
+        operation each, do not stay in memory beside the next analysis's."""
+        for name, value in list(vars(self).items()):
+            if isinstance(getattr(type(self), name, None), cached_property) and isinstance(value, (pl.DataFrame, pl.Series)):
+                del self.__dict__[name]
+        self._derived.clear()
+
     @cached_property
     def window_ns(self) -> int:
         return (self.window[1] - self.window[0]) if self.window else 0
@@ -507,7 +580,9 @@ class TimelineAnalysis:
         if "gaps" in self.__dict__:
             return host_activity_without(self.gaps, self.timeline.api, removed, self.timeline.nvtx)
         keys = ["pid", "tid", "start_ns", "name"]
-        api = self.timeline.api.join(removed.select(keys), on=keys, how="anti", nulls_equal=True, maintain_order="left")
+        # the columns host_activity_in_gaps reads alone: the calls left are a copy
+        api = self.timeline.api.select(*keys, "end_ns").join(removed.select(keys), on=keys, how="anti", nulls_equal=True,
+                                                             maintain_order="left")
         return host_activity_in_gaps(self.idle, api, self.timeline.nvtx)
 
     @cached_property

@@ -176,7 +176,8 @@ def read(path: str | Path) -> Timeline:
     """Read a PyTorch-profiler trace (``.json`` or ``.json.gz``) into the canonical ``Timeline``."""
     path = Path(path)
     doc, events = _parse(_read_bytes(path), path)
-    events = _duration_events(events, path)
+    if events.is_empty():
+        raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
     t0 = events["ts"].min()
     ev = _canonical_events(events, t0)
     if ev.is_empty():
@@ -216,9 +217,10 @@ _AUTOGRAD_PIDS = ("CPU functions", "CUDA functions")
 
 
 def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The document (its ``traceEvents`` aside) and its events, one row each (the event's fields as
-    columns). A large trace is read in pieces on every core (``_parse_pieces``); any piece that
-    does not read falls back to reading the whole file, whose errors name the problem.
+    """The document (its ``traceEvents`` aside) and its duration events (``_DURATION``), one row each
+    (the event's fields as columns). A large trace is read in pieces on every core
+    (``_parse_pieces``), each piece's events picked out on its own thread; any piece that does not
+    read falls back to reading the whole file, whose errors name the problem.
 
     A bare array of events (the Chrome trace format's other form) is read as the events of an empty
     document; one written by ``torch.autograd.profiler`` (torch 1.7 and older) is refused with that
@@ -247,7 +249,7 @@ def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             raise _explain(raw, path, err) from None
     if doc.height != 1 or doc["traceEvents"][0] is None:
         raise InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
-    return doc, doc.select(pl.col("traceEvents").explode()).unnest("traceEvents")
+    return doc, doc.select(pl.col("traceEvents").explode()).unnest("traceEvents").filter(_DURATION)
 
 
 #: Traces from this size on are read in pieces of about ``_PIECE_BYTES`` each: Polars reads one JSON
@@ -288,7 +290,7 @@ def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataF
     head = raw[:first] + raw[end:]  # the document with an empty event array
 
     def read(body: bytes) -> pl.DataFrame:
-        return pl.read_json(b"".join((b"[", body, b"]")), schema=schema)
+        return pl.read_json(b"".join((b"[", body, b"]")), schema=schema).filter(_DURATION)
 
     try:
         with ThreadPoolExecutor(max_workers=_cores()) as pool:  # Polars reads without holding the GIL
@@ -388,16 +390,9 @@ def _first_odd_field(events: list) -> str | None:
     return None
 
 
-def _duration_events(events: pl.DataFrame, path: Path) -> pl.DataFrame:
-    events = (
-        events
-        # Complete events; Chrome-trace writers other than Kineto may leave ph out of them
-        .filter(((pl.col("ph") == "X") | (pl.col("ph").is_null() & pl.col("dur").is_not_null()))
-                & pl.col("ts").is_not_null())
-    )
-    if events.is_empty():
-        raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
-    return events
+#: The events read: complete events (Chrome-trace writers other than Kineto may leave ph out of them)
+#: with a time.
+_DURATION = ((pl.col("ph") == "X") | (pl.col("ph").is_null() & pl.col("dur").is_not_null())) & pl.col("ts").is_not_null()
 
 
 #: Categories named in the error for a Chrome trace of another tool.

@@ -84,8 +84,11 @@ def run_all(timeline: Timeline, hardware: Any = None, analysis: TimelineAnalysis
     steady = _steady.find(analysis, warmup.one_time_calls(analysis))
     whole = analysis
     if steady is not None:
-        analysis = TimelineAnalysis(_steady.crop(timeline, steady), holes=steady.holes)
         findings.extend(warmup.start_up(whole, steady))
+        # the rules read the steady window's analysis alone: the whole capture's tables (the caller's
+        # summary has used them already) are let go before the window's are computed
+        whole.release()
+        analysis = TimelineAnalysis(_steady.crop(timeline, steady), holes=steady.holes)
     for rule in RULES:
         gone = missing_columns(rule.SPEC, timeline)
         if gone:

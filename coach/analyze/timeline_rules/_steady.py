@@ -55,7 +55,6 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from coach.analyze.timeline import TimelineAnalysis, interval_join, merge_intervals
-from coach.analyze.timeline_rules._shared import base_api_name
 from coach.model import Timeline
 
 # Three steps are the fewest in which a repetition can be told from a sequence of one-off phases
@@ -154,13 +153,12 @@ def _profiler_range(a: TimelineAnalysis) -> pl.DataFrame | None:
     api = a.timeline.api
     if api.is_empty():
         return None
-    calls = api.with_columns(base=base_api_name(pl.col("name"))).filter(
-        pl.col("base").str.contains(PROFILER_START) | pl.col("base").str.contains(PROFILER_STOP))
-    starts = calls.filter(pl.col("base").str.contains(PROFILER_START))
+    # the names matched once per distinct name (``api_matching``), not once per call
+    starts = api.filter(a.api_matching(PROFILER_START))
     if starts.is_empty():
         return None
     first = starts.group_by("pid").agg(start_ns=pl.col("end_ns").min())
-    stops = calls.filter(pl.col("base").str.contains(PROFILER_STOP)).select("pid", stop_ns="start_ns")
+    stops = api.filter(a.api_matching(PROFILER_STOP)).select("pid", stop_ns="start_ns")
     last = (first.join(stops, on="pid", how="left", nulls_equal=True)
             .filter(pl.col("stop_ns").is_null() | (pl.col("stop_ns") > pl.col("start_ns")))
             .group_by("pid").agg(pl.col("start_ns").first(), end_ns=pl.col("stop_ns").max()))
@@ -336,13 +334,17 @@ def crop(timeline: Timeline, window: SteadyWindow) -> Timeline:
     def keep(df: pl.DataFrame, overlap: bool = False, per_process: bool = True) -> pl.DataFrame:
         if df.is_empty():
             return df
-        joined = (df.join(bounds, on="pid", how="left", maintain_order="left") if per_process and "pid" in df.columns
-                  else df.with_columns(_lo=pl.lit(None, pl.Int64), _hi=pl.lit(None, pl.Int64)))
+        # the mask from the times and process alone: the table itself is not copied by a join, and a
+        # table the window keeps whole is returned as it is
+        times = df.select("start_ns", "end_ns", *(["pid"] if per_process and "pid" in df.columns else []))
+        joined = (times.join(bounds, on="pid", how="left", maintain_order="left", validate="m:1") if "pid" in times.columns
+                  else times.with_columns(_lo=pl.lit(None, pl.Int64), _hi=pl.lit(None, pl.Int64)))
         lo = pl.col("_lo").fill_null(window.start_ns)
         hi = pl.col("_hi").fill_null(window.end_ns)
         inside = ((pl.col("start_ns") < hi) & (pl.col("end_ns").fill_null(pl.col("start_ns")) > lo) if overlap
                   else (pl.col("start_ns") >= lo) & (pl.col("start_ns") < hi))
-        return joined.filter(inside).drop("_lo", "_hi")
+        mask = joined.select(inside.fill_null(False)).to_series()
+        return df if mask.all() else df.filter(mask)
 
     return replace(timeline, kernels=keep(timeline.kernels, per_process=False), memcpy=keep(timeline.memcpy, per_process=False),
                    memset=keep(timeline.memset, per_process=False),
