@@ -115,10 +115,14 @@ def main(keys: list[str]) -> int:
             torch.cuda.synchronize()
             return c
 
-        ok = structured(run, 256)
-        for m, n, k in ((384, 512, 256), (1024, 768, 1024), (8192, 8192, 8192)):
-            ok = random_check(run, m, n, k, "uniform") and ok
-        ok = random_check(run, 8192, 8192, 8192, "normal") and ok
+        try:
+            ok = structured(run, 256)
+            for m, n, k in ((384, 512, 256), (1024, 768, 1024), (8192, 8192, 8192)):
+                ok = random_check(run, m, n, k, "uniform") and ok
+            ok = random_check(run, 8192, 8192, 8192, "normal") and ok
+        except Exception as err:  # noqa: BLE001 - a launch error or a fault: say it in one line
+            say(f"  failed: {type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}")
+            return 1
         if not ok:
             failed += 1
             continue
