@@ -17,7 +17,7 @@ from coach.capture import ladder as runner  # noqa: E402
 from coach.paths import kernels_dir  # noqa: E402
 
 FOLDER = kernels_dir() / "matmul" / "bf16"
-RUNGS = ("07_wgmma_tma", "08_wgmma_specialized")
+RUNGS = ("07_wgmma_tma", "08_wgmma_specialized", "09_wgmma_cluster")
 
 
 def _problem():
@@ -55,9 +55,11 @@ class RecordingBuild:
 
 
 @pytest.mark.parametrize("key, grid, block", [("07_wgmma_tma", (2, 3, 1), (256, 1, 1)),
-                                              ("08_wgmma_specialized", (4, 1, 1), (384, 1, 1))])
+                                              ("08_wgmma_specialized", (4, 1, 1), (384, 1, 1)),
+                                              ("09_wgmma_cluster", (4, 1, 1), (384, 1, 1))])
 def test_a_launch_passes_the_maps_buffer_and_the_runners_checks(monkeypatch, key, grid, block):
-    """384 x 512 (the small size): 3 x 2 tiles of 128 x 256; rung 08 runs one block per SM (4 here)."""
+    """384 x 512 (the small size): 3 x 2 tiles of 128 x 256; rung 08 runs one block per SM (4 here),
+    rung 09 an even number of blocks (clusters of 2): 2 x 2 tile pairs, 2 clusters on 4 SMs."""
     maps = torch.zeros(256, dtype=torch.uint8)
     monkeypatch.setattr(problem, "_maps", lambda a, b: maps)
     build = RecordingBuild(key)

@@ -137,3 +137,33 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
+// ---- thread-block clusters (rungs that share TMA loads between the blocks of a cluster) ---------
+
+__device__ __forceinline__ unsigned cluster_ctarank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// All threads of all blocks of the cluster (release / acquire: shared-memory writes before it, such as
+// barrier initialisation, are seen by the other blocks after it).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// One arrival on the mbarrier at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}"
+                 ::"r"(bar), "r"(rank) : "memory");
+}
+
+// tma_load_2d into every block of the cluster named in `mask` (bit i: rank i), at the same offsets:
+// the box lands at `dst` in each, and completes its bytes on each one's barrier at `bar`.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* map, unsigned bar, int c0, int c1,
+                                                      unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;"
+        ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
+}

@@ -17,7 +17,7 @@ SIZES = {"h200": {"m": 8192, "n": 8192, "k": 8192}, "small": {"m": 384, "n": 512
 INPUTS = ("uniform", "normal")
 EXACT = frozenset()
 CUDA_TILE = (128, 128, 32)  # rung 00's block tile (BM, BN, BK): the launcher's grid and its size check
-WGMMA_TILE = (128, 256, 64)  # rungs 07-08: (BM, BN, BK), as their #defines
+WGMMA_TILE = (128, 256, 64)  # rungs 07-09: (BM, BN, BK), as their #defines
 WGMMA_STAGES = 4
 WGMMA_SMEM = WGMMA_STAGES * (128 * 64 + 64 * 256) * 2 + 1024  # the kernels' SMEM_BYTES: 4 stages of 48 KiB + alignment
 
@@ -62,7 +62,7 @@ def _mma_sync(ctx, inp, out):
     ctx.launch("mmbf16_00_mma_sync", (n // bn, m // bm), 256, a, b, c, m, n, k)
 
 
-# --- TMA tensor maps (rungs 07-08) --------------------------------------------------------------
+# --- TMA tensor maps (rungs 07-09) --------------------------------------------------------------
 # cuTensorMapEncodeTiled (CUDA driver API, through ctypes on libcuda.so.1: no CUDA Python needed)
 # writes the 128-byte CUtensorMap that describes a 2-D bf16 tensor and the box one TMA copy moves.
 # Enum values from cuda.h (CUDA 12-13): CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9, INTERLEAVE_NONE = 0,
@@ -143,4 +143,15 @@ def _wgmma_specialized(ctx, inp, out):
     ctx.launch("mmbf16_08_wgmma_specialized", grid, 384, _maps(a, b), c, m, n, k, smem=WGMMA_SMEM)
 
 
-LAUNCH = {"00_mma_sync": _mma_sync, "07_wgmma_tma": _wgmma_tma, "08_wgmma_specialized": _wgmma_specialized}
+def _wgmma_cluster(ctx, inp, out):
+    """Clusters of 2 blocks (the kernel's __cluster_dims__), one per 256 x 256 tile pair: an even grid."""
+    a, b, c = inp["a"], inp["b"], out["c"]
+    m, n, k = _wgmma_shape("09_wgmma_cluster", a, b)
+    bm, bn, _ = WGMMA_TILE
+    pairs = (m // bm + 1) // 2 * (n // bn)
+    grid = 2 * min(ctx.sm_count // 2, pairs)
+    ctx.launch("mmbf16_09_wgmma_cluster", grid, 384, _maps(a, b), c, m, n, k, smem=WGMMA_SMEM)
+
+
+LAUNCH = {"00_mma_sync": _mma_sync, "07_wgmma_tma": _wgmma_tma, "08_wgmma_specialized": _wgmma_specialized,
+          "09_wgmma_cluster": _wgmma_cluster}
