@@ -89,7 +89,7 @@ class FakeDriver:
 
     def cuTensorMapEncodeTiled(self, tmap, dtype, rank, addr, dims, strides, box, elem, inter, swz, l2, oob):
         self.calls.append({"aligned": tmap.value % 64 == 0, "dtype": dtype, "rank": rank, "addr": addr.value,
-                           "dims": (dims[0], dims[1]), "stride": strides[0], "box": (box[0], box[1]),
+                           "dims": (dims[0], dims[1]), "stride": strides[0], "box": (box[0], box[1]), "l2": l2,
                            "elem": (elem[0], elem[1]), "swizzle": swz, "interleave": inter, "oob": oob})
         ctypes.memmove(tmap.value, bytes(range(128)), 128)
         return self.rc
@@ -105,8 +105,8 @@ def test_the_maps_are_inner_dimension_first_with_128_byte_rows_swizzled(monkeypa
     ca, cb = drv.calls
     assert ca["dims"] == (256, 384) and ca["stride"] == 512 and ca["box"] == (64, 128) and ca["addr"] == a.data_ptr()
     assert cb["dims"] == (512, 256) and cb["stride"] == 1024 and cb["box"] == (64, 64)
-    for c in (ca, cb):  # bf16, 2-D, 128-byte swizzle, no interleave, no OOB fill; a 64-byte aligned map
-        assert (c["dtype"], c["rank"], c["swizzle"], c["interleave"], c["oob"], c["elem"]) == (9, 2, 3, 0, 0, (1, 1))
+    for c in (ca, cb):  # bf16, 2-D, 128-byte swizzle, no interleave, no OOB fill, L2 promotion 128 B; 64-byte aligned
+        assert (c["dtype"], c["rank"], c["swizzle"], c["interleave"], c["oob"], c["elem"], c["l2"]) == (9, 2, 3, 0, 0, (1, 1), 2)
         assert c["aligned"]
 
 

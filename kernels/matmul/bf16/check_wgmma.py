@@ -6,7 +6,8 @@ For each rung: build it as the runner does (NVRTC through CuPy, the runner's opt
 registers, spills and SASS counts (HGMMA, UTMALDG, USETMAXREG); then structured products whose
 wrong elements say which operand path is wrong (A = I: C must equal B; B = I: C must equal A, with
 entries that name their own row or column); then random products at three sizes against a float64
-reference and torch.matmul; then the time at 8192^3 beside torch.matmul (cuBLAS). Needs torch, cupy
+reference and torch.matmul; then the time at 8192^3 beside torch.matmul (cuBLAS), with the tensor maps' L2 promotion at
+problem.py's setting, at the other of 128 / 256 bytes, and at problem.py's again. Needs torch, cupy
 and triton (the GPU machine's python3); run it under `timeout`, a deadlocked kernel never returns.
 """
 
@@ -141,10 +142,16 @@ def main(keys: list[str]) -> int:
             i = state["i"] = (state["i"] + 1) % 2
             torch.matmul(sets[i]["a"], sets[i]["b"])
 
-        t_rung = do_bench(call, warmup=50, rep=300)
         t_cublas = do_bench(peer, warmup=50, rep=300)
-        say(f"  8192^3: {t_rung * 1e3:.1f} us = {flops / t_rung / 1e9:.1f} TFLOP/s; cuBLAS {t_cublas * 1e3:.1f} us = "
-            f"{flops / t_cublas / 1e9:.1f} TFLOP/s; ratio {t_cublas / t_rung:.3f}")
+        default = problem.L2_PROMOTION
+        for promotion in (default, 3 if default != 3 else 2, default):  # A/B/A: the tensor maps' L2 promotion
+            problem.L2_PROMOTION = promotion
+            problem._MAPS.clear()
+            t_rung = do_bench(call, warmup=50, rep=300)
+            say(f"  8192^3, L2 promotion {64 << (promotion - 1)} B: {t_rung * 1e3:.1f} us = {flops / t_rung / 1e9:.1f} TFLOP/s; "
+                f"cuBLAS {t_cublas * 1e3:.1f} us = {flops / t_cublas / 1e9:.1f} TFLOP/s; ratio {t_cublas / t_rung:.3f}")
+        problem.L2_PROMOTION = default
+        problem._MAPS.clear()
         del sets, outs
     return 1 if failed else 0
 

@@ -66,8 +66,12 @@ def _mma_sync(ctx, inp, out):
 # cuTensorMapEncodeTiled (CUDA driver API, through ctypes on libcuda.so.1: no CUDA Python needed)
 # writes the 128-byte CUtensorMap that describes a 2-D bf16 tensor and the box one TMA copy moves.
 # Enum values from cuda.h (CUDA 12-13): CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9, INTERLEAVE_NONE = 0,
-# SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3, FLOAT_OOB_FILL_NONE = 0.
-_TMAP_BF16, _TMAP_SWIZZLE_128B, _TMAP_L2_256B = 9, 3, 3
+# SWIZZLE_128B = 3, FLOAT_OOB_FILL_NONE = 0; L2 promotion NONE = 0, 64B = 1, 128B = 2, 256B = 3.
+# L2 promotion: how much an L2 miss of a TMA request fetches. 128 B, one box row - Triton's choice;
+# with 256 B (a trial on the H200, rung 08) L2 looked up 1.6x the sectors for the same bytes delivered
+# to the SMs (lts__t_sectors 55.6% of peak against Triton rung 06's 34.7%, l1tex xbar reads level).
+_TMAP_BF16, _TMAP_SWIZZLE_128B = 9, 3
+L2_PROMOTION = 2
 _LIBCUDA: list = []
 #: (device, a pointer, b pointer, m, n, k) -> the device buffer holding A's map then B's (256 bytes).
 #: A map holds the tensor's address, so one per input set; encoded on the first call with that set.
@@ -102,7 +106,7 @@ def tensor_map_2d(t: torch.Tensor, box_cols: int, box_rows: int) -> bytes:
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     ones = (ctypes.c_uint32 * 2)(1, 1)
     rc = lib.cuTensorMapEncodeTiled(ctypes.c_void_p(addr), _TMAP_BF16, 2, ctypes.c_void_p(t.data_ptr()), dims,
-                                    strides, box, ones, 0, _TMAP_SWIZZLE_128B, _TMAP_L2_256B, 0)
+                                    strides, box, ones, 0, _TMAP_SWIZZLE_128B, L2_PROMOTION, 0)
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc} for a {rows} x {cols} tensor, "
                            f"box {box_rows} x {box_cols}")
