@@ -151,10 +151,13 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// One arrival on the mbarrier at the same shared-memory offset in block `rank` of the cluster.
+// One arrival on the mbarrier at the same shared-memory offset in block `rank` of the cluster. The
+// default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive: what the arrival
+// must order is only that this block's wgmma have finished reading the stage (wait_group before
+// it), not any memory write; .release.cluster would put a MEMBAR.ALL.GPU before every arrival.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}"
                  ::"r"(bar), "r"(rank) : "memory");
 }
 
@@ -166,4 +169,33 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* 
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
         " [%0], [%1, {%3, %4}], [%2], %5;"
         ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
+}
+
+// ---- TMA stores (shared -> global) and named barriers -------------------------------------------
+
+// Generic-proxy writes to shared memory (st.shared) made visible to the async proxy (a TMA store that
+// reads them): every writing thread, before the barrier after which one thread issues the store.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// The box of `map` at (c0 = innermost, c1) written from shared memory at `src`, in the issuing
+// thread's current bulk async-group.
+__device__ __forceinline__ void tma_store_2d(const void* map, unsigned src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 ::"l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Until at most N of this thread's bulk groups are still reading their shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory"); }
+// Until at most N of them are incomplete (their global writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned v) {
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+// A barrier among `threads` threads (a multiple of 32) on hardware barrier `id` (0 is __syncthreads').
+__device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }

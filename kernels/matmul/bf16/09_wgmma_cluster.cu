@@ -10,7 +10,7 @@
 // block still receives 48 KiB a stage, but fetches 32 KiB of it from L2 instead of 48. A stage may be
 // refilled only when the consumers of both blocks are done with it (the peer's multicast writes into
 // this block too), so `empty` counts 16 arrivals: the 8 consumer warps of each block arrive on both
-// blocks' barriers (mapa + mbarrier.arrive.release.cluster). The blocks start after a cluster barrier
+// blocks' barriers (mapa + mbarrier.arrive.shared::cluster). The blocks start after a cluster barrier
 // (every barrier initialised before any multicast or remote arrival) and end with one (no block
 // leaves while its peer may still arrive on its barriers).
 //
@@ -110,15 +110,15 @@ mmbf16_09_wgmma_cluster(const uint4* __restrict__ maps, bf16* __restrict__ c, un
                 wgmma_commit();
                 wgmma_wait<1>();
                 if (step > 0 && lane == 0) {
-                    mbar_arrive_cluster(smem_addr(&empty[prev]), 0);
-                    mbar_arrive_cluster(smem_addr(&empty[prev]), 1);
+                    mbar_arrive(smem_addr(&empty[prev]));
+                    mbar_arrive_cluster(smem_addr(&empty[prev]), rank ^ 1);  // the peer's barrier
                 }
                 prev = s;
             }
             wgmma_wait<0>();
             if (lane == 0) {
-                mbar_arrive_cluster(smem_addr(&empty[prev]), 0);
-                mbar_arrive_cluster(smem_addr(&empty[prev]), 1);
+                mbar_arrive(smem_addr(&empty[prev]));
+                mbar_arrive_cluster(smem_addr(&empty[prev]), rank ^ 1);  // the peer's barrier
             }
             fence_accumulators(d);
             if (row0 < m) {

@@ -1,4 +1,4 @@
-"""Check the hand-written wgmma/TMA rungs (07-09) on the GPU before the ladder runner times them.
+"""Check the hand-written wgmma/TMA rungs (07-10) on the GPU before the ladder runner times them.
 
     python3 kernels/matmul/bf16/check_wgmma.py [RUNG_KEY...]
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from coach.capture.ladder import Context, CupyBuild, _use_torch_stream  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-RUNGS = {"07_wgmma_tma": "sm_90a", "08_wgmma_specialized": "sm_90a", "09_wgmma_cluster": "sm_90a"}
+RUNGS = {key: "sm_90a" for key in ("07_wgmma_tma", "08_wgmma_specialized", "09_wgmma_cluster", "10_wgmma_tma_store")}
 
 
 def _problem():

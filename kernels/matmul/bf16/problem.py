@@ -17,9 +17,10 @@ SIZES = {"h200": {"m": 8192, "n": 8192, "k": 8192}, "small": {"m": 384, "n": 512
 INPUTS = ("uniform", "normal")
 EXACT = frozenset()
 CUDA_TILE = (128, 128, 32)  # rung 00's block tile (BM, BN, BK): the launcher's grid and its size check
-WGMMA_TILE = (128, 256, 64)  # rungs 07-09: (BM, BN, BK), as their #defines
+WGMMA_TILE = (128, 256, 64)  # rungs 07-10: (BM, BN, BK), as their #defines
 WGMMA_STAGES = 4
 WGMMA_SMEM = WGMMA_STAGES * (128 * 64 + 64 * 256) * 2 + 1024  # the kernels' SMEM_BYTES: 4 stages of 48 KiB + alignment
+WGMMA_STORE_SMEM = WGMMA_SMEM + 2 * 2 * 64 * 64 * 2  # rung 10: + two 8 KiB staging buffers of C per consumer
 
 
 def inputs(kind: str, *, m: int, n: int, k: int, device: str, generator: torch.Generator) -> dict[str, torch.Tensor]:
@@ -62,7 +63,7 @@ def _mma_sync(ctx, inp, out):
     ctx.launch("mmbf16_00_mma_sync", (n // bn, m // bm), 256, a, b, c, m, n, k)
 
 
-# --- TMA tensor maps (rungs 07-09) --------------------------------------------------------------
+# --- TMA tensor maps (rungs 07-10) --------------------------------------------------------------
 # cuTensorMapEncodeTiled (CUDA driver API, through ctypes on libcuda.so.1: no CUDA Python needed)
 # writes the 128-byte CUtensorMap that describes a 2-D bf16 tensor and the box one TMA copy moves.
 # Enum values from cuda.h (CUDA 12-13): CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9, INTERLEAVE_NONE = 0,
@@ -73,7 +74,8 @@ def _mma_sync(ctx, inp, out):
 _TMAP_BF16, _TMAP_SWIZZLE_128B = 9, 3
 L2_PROMOTION = 2
 _LIBCUDA: list = []
-#: (device, a pointer, b pointer, m, n, k) -> the device buffer holding A's map then B's (256 bytes).
+#: (device, L2 promotion, a, b and c pointers, m, k, n) -> the device buffer holding A's map, B's, and C's
+#: where the rung stores through TMA (128 bytes each).
 #: A map holds the tensor's address, so one per input set; encoded on the first call with that set.
 _MAPS: dict[tuple, torch.Tensor] = {}
 
@@ -113,12 +115,16 @@ def tensor_map_2d(t: torch.Tensor, box_cols: int, box_rows: int) -> bytes:
     return ctypes.string_at(addr, 128)
 
 
-def _maps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    key = (str(a.device), a.data_ptr(), b.data_ptr(), *a.shape, b.shape[1])
+def _maps(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> torch.Tensor:
+    """A's map (boxes of 128 rows x 64), B's (64 x 64), and with `c` C's (64 x 64), in one device buffer."""
+    key = (str(a.device), L2_PROMOTION, a.data_ptr(), b.data_ptr(), c.data_ptr() if c is not None else None,
+           *a.shape, b.shape[1])
     maps = _MAPS.get(key)
     if maps is None:
         _, bn, bk = WGMMA_TILE
-        raw = tensor_map_2d(a, bk, WGMMA_TILE[0]) + tensor_map_2d(b, 64, bk)  # A: 128 x 64 boxes; B: 64 x 64
+        raw = tensor_map_2d(a, bk, WGMMA_TILE[0]) + tensor_map_2d(b, 64, bk)
+        if c is not None:
+            raw += tensor_map_2d(c, 64, 64)
         maps = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(a.device)
         _MAPS[key] = maps
     return maps
@@ -157,5 +163,15 @@ def _wgmma_cluster(ctx, inp, out):
     ctx.launch("mmbf16_09_wgmma_cluster", grid, 384, _maps(a, b), c, m, n, k, smem=WGMMA_SMEM)
 
 
+def _wgmma_tma_store(ctx, inp, out):
+    """Rung 09's clusters; C written by TMA stores, through a third tensor map."""
+    a, b, c = inp["a"], inp["b"], out["c"]
+    m, n, k = _wgmma_shape("10_wgmma_tma_store", a, b)
+    bm, bn, _ = WGMMA_TILE
+    pairs = (m // bm + 1) // 2 * (n // bn)
+    grid = 2 * min(ctx.sm_count // 2, pairs)
+    ctx.launch("mmbf16_10_wgmma_tma_store", grid, 384, _maps(a, b, c), c, m, n, k, smem=WGMMA_STORE_SMEM)
+
+
 LAUNCH = {"00_mma_sync": _mma_sync, "07_wgmma_tma": _wgmma_tma, "08_wgmma_specialized": _wgmma_specialized,
-          "09_wgmma_cluster": _wgmma_cluster}
+          "09_wgmma_cluster": _wgmma_cluster, "10_wgmma_tma_store": _wgmma_tma_store}
