@@ -160,7 +160,7 @@ def test_emulator_reports_deadlock_and_out_of_bounds_writes(emu):
 
 
 @needs_gxx
-@pytest.mark.parametrize("rung_key", ["04_decoupled_lookback", "05_lookback_vec4"])
+@pytest.mark.parametrize("rung_key", ["04_decoupled_lookback", "05_lookback_vec4", "06_persistent_prefetch"])
 def test_scan_look_back_adds_aggregates_across_windows(rung_key):
     """Start the tile counter at 40 with tile 0 holding an inclusive prefix and tiles 1-39 only their
     aggregates: the two tiles launched must look back over two windows of 32 and add them all."""
