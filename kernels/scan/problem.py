@@ -84,11 +84,11 @@ def _single_pass(kernel: str):
     return launch
 
 
-BLOCKS_PER_SM06 = 8  # rung 06's persistent grid: 32 registers and 16.9 KB of shared memory a block
+BLOCKS_PER_SM06 = 8  # rungs 06 and 08's persistent grid: 32 registers and 16.9 KB of shared memory a block
 
 
 def _persistent(kernel: str, blocks_per_sm: int):
-    """Rung 06: as _single_pass, with one block per slot (blocks_per_sm per SM) taking tiles in turn."""
+    """Rungs 06 and 08: as _single_pass, with one block per slot (blocks_per_sm per SM) taking tiles in turn."""
 
     def launch(ctx, inp, out):
         x, n = inp["x"], inp["x"].numel()
@@ -120,4 +120,5 @@ LAUNCH = {
     "05_lookback_vec4": _single_pass("scan05_lookback_vec4"),
     "06_persistent_prefetch": _persistent("scan06_persistent_prefetch", BLOCKS_PER_SM06),
     "07_reduce_then_scan_vec4": _reduce_then_scan_vec4,
+    "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
 }
