@@ -70,6 +70,7 @@ def test_kernel_signatures():
 def test_triton_kernel_names():
     src = "@triton.jit\ndef a_kernel(x):\n    pass\n\n@triton.jit(do_not_specialize=['n'])\ndef b(x, n):\n    pass\ndef launch(): pass\n"
     assert runner.triton_kernel_names(src) == ("a_kernel", "b")
+    assert runner.triton_kernel_names("@gluon.jit\ndef g(desc):\n    pass\n@other.jit\ndef h():\n    pass\n") == ("g",)
 
 
 class FakeBuild:
