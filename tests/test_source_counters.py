@@ -19,6 +19,7 @@ from coach.analyze import source
 from coach.analyze.diagnose import diagnose
 from coach.ingest import load, ncu_source, source_text
 from coach.paths import traces_dir
+from cli_support import run_cli
 
 ncu_report = pytest.importorskip("ncu_report")
 
@@ -35,18 +36,6 @@ def strided(strided_ncu_rep):
 @pytest.fixture(scope="module")
 def particles():
     return load(SCENARIO_01_REP)
-
-
-def _run(argv, capsys):
-    from coach.cli import main
-
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,7 +267,7 @@ def test_warp_stall_finding_points_at_the_lines_of_its_reason(strided):
 
 def test_coach_source_at_80_columns(strided_ncu_rep, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    code, out, _ = _run(["source", str(strided_ncu_rep), "--kernel", "copy_strided", "--top", "2", "--sass"], capsys)
+    code, out, _ = run_cli(["source", str(strided_ncu_rep), "--kernel", "copy_strided", "--top", "2", "--sass"], capsys)
     assert code == 0
     lines = out.splitlines()
     assert all(len(l) <= 80 for l in lines)
@@ -293,7 +282,7 @@ def test_coach_source_at_80_columns(strided_ncu_rep, capsys, monkeypatch):
 
 
 def test_coach_source_json_matches_the_line_table(strided_ncu_rep, strided, capsys):
-    code, out, _ = _run(["source", str(strided_ncu_rep), "--json", "--top", "0"], capsys)
+    code, out, _ = run_cli(["source", str(strided_ncu_rep), "--json", "--top", "0"], capsys)
     data = json.loads(out)
     first = data["launches"][0]["lines"][0]
     table = source.lines(strided, 0)
@@ -304,7 +293,7 @@ def test_coach_source_json_matches_the_line_table(strided_ncu_rep, strided, caps
 
 def test_coach_source_on_a_report_without_source_counters(capsys):
     saved = ROOT / "tests" / "data" / "wild_ncu" / "memory_patterns.basic.ncu-rep"  # --set basic: no SourceCounters
-    code, out, err = _run(["source", str(saved)], capsys)
+    code, out, err = run_cli(["source", str(saved)], capsys)
     assert code != 0 and out == ""
     assert err.strip() == (f"coach: error: no source counters in {saved}: profile with ncu --set full "
                            "(or --section SourceCounters) --import-source yes and build with -lineinfo")
@@ -320,29 +309,29 @@ def test_coach_source_says_in_one_line_what_a_report_without_lines_or_text_needs
 
     monkeypatch.setenv("COLUMNS", "400")
     sass_only = traces_dir() / "h200" / "scenario-12" / "slow" / "ncu"
-    code, out, err = _run(["source", str(sass_only), "--json"], capsys)
+    code, out, err = run_cli(["source", str(sass_only), "--json"], capsys)
     assert code == 0, err
     (launch,) = json.loads(out)["launches"]
     assert launch["note"] == f"SASS only in scenario-12/slow/ncu (no line information): {source.NEED_LINEINFO}"
     assert launch["lines"] == [] and launch["instructions"]
-    code, out, _ = _run(["source", str(sass_only), "--top", "1"], capsys)
+    code, out, _ = run_cli(["source", str(sass_only), "--top", "1"], capsys)
     assert out.splitlines()[1].strip() == launch["note"]
     textless = save(_as_cupy_named_it(particles), tmp_path / "r" / "slow" / "ncu")
-    code, out, err = _run(["source", str(textless), "--json"], capsys)
+    code, out, err = run_cli(["source", str(textless), "--json"], capsys)
     assert code == 0, err
     (launch,) = json.loads(out)["launches"]
     assert launch["note"] == f"no source text in r/slow/ncu (lines only): {source.NEED_TEXT}"
     assert launch["lines"][0]["line"] == 24 and launch["lines"][0]["text"] is None
-    code, out, _ = _run(["source", str(textless), "--top", "1"], capsys)
+    code, out, _ = run_cli(["source", str(textless), "--top", "1"], capsys)
     assert out.splitlines()[1].strip() == launch["note"]
 
 
 def test_coach_diagnose_shows_the_line(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    code, out, _ = _run(["diagnose", str(SCENARIO_01_REP), "--top", "1"], capsys)
+    code, out, _ = run_cli(["diagnose", str(SCENARIO_01_REP), "--top", "1"], capsys)
     assert code == 0
     assert "at particles.cu:24  x_out[i] = p[i].x + dt * p[i].vx;" in " ".join(out.split("\n"))
-    code, out, _ = _run(["diagnose", str(SCENARIO_01_REP), "--json"], capsys)
+    code, out, _ = run_cli(["diagnose", str(SCENARIO_01_REP), "--json"], capsys)
     top = json.loads(out)["kernels"][0]["findings"][0]
     assert top["rule_id"] == "uncoalesced-global-access"
     assert [loc["where"] for loc in top["locations"]] == ["particles.cu:24"]

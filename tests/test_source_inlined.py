@@ -24,6 +24,7 @@ from coach.analyze import source
 from coach.analyze.diagnose import diagnose
 from coach.ingest import cubin_lines, load, ncu_source
 from coach.paths import traces_dir
+from cli_support import run_cli
 
 ncu_report = pytest.importorskip("ncu_report")
 
@@ -50,18 +51,6 @@ def profile_06(report_06):
 def image_06(report_06) -> bytes:
     (image,) = cubin_lines.elf_images(report_06.read_bytes())
     return image
-
-
-def _run(argv, capsys):
-    from coach.cli import main
-
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,7 +232,7 @@ def test_the_switch_line_names_its_call_as_context(profile_06):
 
 
 def test_coach_source_ranks_by_the_leading_finding_or_by_samples(capsys):
-    code, out, err = _run(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "3"], capsys)
+    code, out, err = run_cli(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "3"], capsys)
     assert code == 0, err
     launch = json.loads(out)["launches"][0]
     assert launch["ranked_by"] == {"counter": "divergent_branches", "label": "divergent executions of the branch",
@@ -251,17 +240,17 @@ def test_coach_source_ranks_by_the_leading_finding_or_by_samples(capsys):
     first = launch["lines"][0]
     assert (first["line"], first["inlined_at"], first["rank_share_pct"]) == (SWITCH, [f"{MATERIALS}:{CALL}"], 100.0)
     assert first["samples_pct"] < 1  # few samples: the warps' time is in the paths the switch picks
-    code, out, err = _run(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "3", "--rank", "samples"], capsys)
+    code, out, err = run_cli(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "3", "--rank", "samples"], capsys)
     by_samples = json.loads(out)["launches"][0]
     assert by_samples["ranked_by"]["counter"] == "samples"
     assert by_samples["lines"][0]["line"] == 38 and by_samples["lines"][0]["samples_pct"] > 50  # case 0's sine
-    code, out, err = _run(["source", str(SCENARIO_06 / "ncu"), "--rank", "stalls"], capsys)
+    code, out, err = run_cli(["source", str(SCENARIO_06 / "ncu"), "--rank", "stalls"], capsys)
     assert code != 0 and err.strip() == "coach: error: --rank: 'stalls' is not one of finding, samples"
 
 
 def test_coach_source_prints_the_call_line(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    code, out, _ = _run(["source", str(SCENARIO_06 / "ncu"), "--top", "1"], capsys)
+    code, out, _ = run_cli(["source", str(SCENARIO_06 / "ncu"), "--top", "1"], capsys)
     assert code == 0
     lines = out.splitlines()
     assert all(len(l) <= 80 for l in lines)
@@ -291,12 +280,12 @@ def test_lines_not_from_the_binary_say_so(capsys):
     old = traces_dir() / "h200" / "ladders" / "transpose" / "ncu"
     if not old.is_dir():
         pytest.skip("no transpose ladder recording")
-    code, out, err = _run(["source", str(old), "--json", "--top", "1"], capsys)
+    code, out, err = run_cli(["source", str(old), "--json", "--top", "1"], capsys)
     assert code == 0, err
     notes = {l["lines_note"] for l in json.loads(out)["launches"] if l["lines"]}
     assert notes == {"lines as Nsight Compute's source_info gives them (saved before coach read inlined lines from "
                      "the binary: load the .ncu-rep itself): inlined code may show at the line calling it"}
-    code, out, err = _run(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "1"], capsys)
+    code, out, err = run_cli(["source", str(SCENARIO_06 / "ncu"), "--json", "--top", "1"], capsys)
     assert json.loads(out)["launches"][0]["lines_note"] is None
     from dataclasses import replace
 

@@ -26,6 +26,7 @@ from coach.analyze import source
 from coach.ingest import load, source_text
 from coach.paths import traces_dir
 from coach.recordings import KEPT_NCU_REP
+from cli_support import run_cli
 
 pytest.importorskip("ncu_report")
 
@@ -105,18 +106,6 @@ def slow_report(scenario_id: str) -> Path | None:
     return kept if kept.is_file() else None
 
 
-def _run(argv, capsys):
-    from coach.cli import main
-
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda p: p.scenario)
 def test_coach_source_and_diagnose_name_the_planted_line(planted, capsys):
     report = slow_report(planted.scenario)
@@ -125,10 +114,10 @@ def test_coach_source_and_diagnose_name_the_planted_line(planted, capsys):
     profile = load(report)
     if not source.has_counters(profile):
         pytest.skip(f"{report}: {source.gap(profile)}")
-    code, out, err = _run(["source", str(report), "--json", "--top", "1" if planted.hottest else "0"], capsys)
+    code, out, err = run_cli(["source", str(report), "--json", "--top", "1" if planted.hottest else "0"], capsys)
     assert code == 0, err
     launches = [l for l in json.loads(out)["launches"] if l["lines"] or l["instructions"]]
-    code, out, err = _run(["diagnose", str(report), "--json"], capsys)
+    code, out, err = run_cli(["diagnose", str(report), "--json"], capsys)
     assert code == 0, err
     kernels = json.loads(out)["kernels"]
     if planted.file is None:

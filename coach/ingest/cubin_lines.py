@@ -120,7 +120,8 @@ def _symbols(sections: list[_Section]) -> list[_Symbol]:
     return out
 
 
-def _uleb(b: bytes, i: int) -> tuple[int, int]:
+def _uleb(b: bytes, i: int, signed: bool = False) -> tuple[int, int]:
+    """The LEB128 number at ``b[i]`` (unsigned, or signed with ``signed``) and the index after it."""
     value = shift = 0
     while True:
         byte = b[i]
@@ -128,18 +129,11 @@ def _uleb(b: bytes, i: int) -> tuple[int, int]:
         value |= (byte & 0x7F) << shift
         shift += 7
         if byte < 0x80:
-            return value, i
+            return (value - (1 << shift) if signed and byte & 0x40 else value), i
 
 
 def _sleb(b: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = b[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (value - (1 << shift) if byte & 0x40 else value), i
+    return _uleb(b, i, signed=True)
 
 
 def function_rows(elf: bytes) -> dict[str, list[Row]]:
