@@ -108,6 +108,32 @@ def driver(_driver_session):
     yield _driver_session
 
 
+def type_and_enter(driver, element_id: str, text: str, tries: int = 4) -> None:
+    """Replace the text of input ``element_id`` with ``text`` and press Enter, once the box holds exactly it.
+
+    A re-render of the page under Selenium's keystrokes (a navigation's second layout pass) can move the
+    caret mid-word; the glossary then gets 'xyzyz' for 'xyzzy'. The box is read back and retyped until it
+    holds what was typed, so a test asserts what the page does with the text, not keystroke timing.
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    for _ in range(tries):
+        box = driver.find_element(By.ID, element_id)
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(Keys.BACKSPACE)
+        box.send_keys(text)
+        time.sleep(0.2)
+        try:
+            box = driver.find_element(By.ID, element_id)
+            if box.get_attribute("value") == text:
+                box.send_keys(Keys.ENTER)
+                return
+        except Exception:  # re-rendered under us: type again
+            pass
+    raise AssertionError(f"#{element_id} would not hold {text!r} (it holds {box.get_attribute('value')!r})")
+
+
 def wait_for(driver, css: str, text: str | None = None, timeout: float = WAIT_S):
     """The first element matching ``css`` (whose text contains ``text``, if given), once it is there."""
     from selenium.webdriver.common.by import By

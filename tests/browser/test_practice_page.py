@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import assert_clean_console, open_page, screenshot, wait_for, wait_idle
+from conftest import assert_clean_console, open_page, screenshot, type_and_enter, wait_for, wait_idle
 
 
 def test_a_drill_is_posed_graded_and_recorded(driver, live_app):
@@ -30,20 +30,15 @@ def test_a_drill_is_posed_graded_and_recorded(driver, live_app):
 
 def test_a_plan_of_any_length(driver, live_app):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
 
     open_page(driver, live_app, "/practice", "#prc-plan", "One week")
-    box = driver.find_element(By.ID, "prc-days")
-    box.send_keys(Keys.CONTROL, "a")
-    box.send_keys("28", Keys.ENTER)
+    type_and_enter(driver, "prc-days", "28")
     plan = wait_for(driver, "#prc-plan", "Four weeks")
     assert "Execution model: warps, occupancy, latency" in plan.text and "coach exercise" in plan.text
     wait_idle(driver)
     screenshot(driver, "practice")
     driver.find_element(By.LINK_TEXT, "3 days").click()
     assert "Three-day sprint" in wait_for(driver, "#prc-plan", "Three-day sprint").text
-    box = driver.find_element(By.ID, "prc-days")
-    box.send_keys(Keys.CONTROL, "a")
-    box.send_keys("10", Keys.ENTER)
+    type_and_enter(driver, "prc-days", "10")
     assert "no curated 10-day plan" in wait_for(driver, "#prc-plan", "fitted from the 14-day plan").text
     assert_clean_console(driver)

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from conftest import assert_clean_console, open_page, screenshot, wait_for, wait_idle
-
-
-def _type(driver, element_id: str, text: str) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
-    box = driver.find_element(By.ID, element_id)
-    box.send_keys(Keys.CONTROL, "a")
-    box.send_keys(Keys.BACKSPACE)
-    box.send_keys(text, Keys.ENTER)
+from conftest import assert_clean_console, open_page, screenshot, type_and_enter, wait_for, wait_idle
 
 
 def test_the_glossary_forgives_a_typo_and_follows_see_also(driver, live_app):
     from selenium.webdriver.common.by import By
 
     open_page(driver, live_app, "/reference", "#ref-entry", "Resident warps per SM")
-    _type(driver, "ref-term", "bank conflcit")
+    type_and_enter(driver, "ref-term", "bank conflcit")
     entry = wait_for(driver, "#ref-entry", "32 banks")
     assert "for 'bank conflcit'" in entry.text and "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum" in entry.text
     driver.execute_script("window.__sameDocument = true;")
@@ -27,7 +17,7 @@ def test_the_glossary_forgives_a_typo_and_follows_see_also(driver, live_app):
     wait_for(driver, "#ref-entry", "XORing the column index")
     assert driver.current_url.endswith("/reference?term=swizzle")
     assert driver.execute_script("return window.__sameDocument === true;")
-    _type(driver, "ref-term", "xyzzy")
+    type_and_enter(driver, "ref-term", "xyzzy")
     assert "No glossary entry for 'xyzzy'" in wait_for(driver, "#ref-entry", "No glossary entry").text
     assert_clean_console(driver)
 
