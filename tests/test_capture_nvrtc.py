@@ -92,3 +92,21 @@ def test_the_soname_finds_the_copy_already_loaded():
     (here the wheel's, loaded by path above; nothing on the library path provides it)."""
     soname = Path(LIB._name).name  # libnvrtc.so.13, the file's name being its soname
     assert nvrtc.library(soname)._handle == LIB._handle
+
+
+@pytest.mark.parametrize("rung_id, extra", [("07", {}), ("08", {"USETMAXREG": 2}), ("09", {"USETMAXREG": 2, "UCGABAR_ARV": 2}),
+                                            ("10", {"USETMAXREG": 2, "UTMASTG": 4})])
+def test_the_hand_written_wgmma_rungs_build_to_hgmma_and_tma_through_the_runners_nvrtc(rung_id, extra):
+    """BF16 rungs 07-10 with the options the runner gives NVRTC (their arch sm_90a): the 64 x 256 x 16
+    warpgroup MMA four times a K step and TMA copies (UTMALDG), no pre-Hopper HMMA, no shared-memory
+    copies by the threads (LDGSTS); from rung 09 the copies of B multicast to the cluster, and rung 10
+    writes C with TMA stores (UTMASTG). The cluster rungs arrive on the peer's barriers without a
+    GPU-scope fence (MEMBAR.ALL.GPU only in the two cluster barriers)."""
+    cubin, kernels = _rung_cubin("matmul/bf16", rung_id)
+    (h,) = sass.sass_record(sass.disassemble(cubin)[0], "cuobjdump -sass", kernels)["kernels"].values()
+    assert h["HGMMA"] == 4 and h["UTMALDG"] >= 3 and "HMMA" not in h and "LDGSTS" not in h
+    assert all(h.get(op) == n for op, n in extra.items()), {op: h.get(op) for op in extra}
+    text = sass.disassemble(cubin)[0]
+    assert "HGMMA.64x256x16.F32.BF16" in text and ".tnspB" in text, "B read transposed (N-major) from shared memory"
+    assert ("UTMALDG.2D.MULTICAST" in text) == (rung_id in ("09", "10"))
+    assert h.get("MEMBAR", 0) <= (9 if rung_id in ("09", "10") else 1) and text.count("MEMBAR.ALL.GPU") <= 2

@@ -54,9 +54,12 @@ def test_kernel_signatures():
     k1(const float* __restrict__ x, bf16* y, unsigned n, const uint4* v) {}
     extern "C" __global__ void k2(float* out, long long n, float scale) {}
     __global__ void helper(int n) {}
+    extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1)
+    k3(const uint4* maps, bf16* c) {}
     """
     sigs = runner.kernel_signatures(src)
-    assert list(sigs) == ["k1", "k2"]
+    assert list(sigs) == ["k1", "k2", "k3"]
+    assert [(p.name, p.ctype) for p in sigs["k3"]] == [("maps", "uint4"), ("c", "bf16")]
     assert [(p.name, p.ctype, p.pointer) for p in sigs["k1"]] == [
         ("x", "float", True), ("y", "bf16", True), ("n", "unsigned", False), ("v", "uint4", True)]
     assert [p.ctype for p in sigs["k2"]] == ["float", "long long", "float"]
@@ -67,6 +70,7 @@ def test_kernel_signatures():
 def test_triton_kernel_names():
     src = "@triton.jit\ndef a_kernel(x):\n    pass\n\n@triton.jit(do_not_specialize=['n'])\ndef b(x, n):\n    pass\ndef launch(): pass\n"
     assert runner.triton_kernel_names(src) == ("a_kernel", "b")
+    assert runner.triton_kernel_names("@gluon.jit\ndef g(desc):\n    pass\n@other.jit\ndef h():\n    pass\n") == ("g",)
 
 
 class FakeBuild:

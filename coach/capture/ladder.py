@@ -134,9 +134,12 @@ EXIT_RESTART = 3
 # Kernel signatures: CUDA rungs declare `extern "C" __global__ void name(params)`
 # --------------------------------------------------------------------------------------------
 
+#: A kernel's attributes between ``void`` and its name: ``__launch_bounds__(...)`` and, for a rung
+#: launched in thread-block clusters, ``__cluster_dims__(...)`` (the cluster shape fixed at compile
+#: time, so that a plain launch forms the clusters).
 _KERNEL = re.compile(
-    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)', re.S)
-_TRITON_KERNEL = re.compile(r"^@triton\.jit[^\n]*\ndef\s+(\w+)\s*\(", re.M)
+    r'extern\s+"C"\s+__global__\s+void\s+(?:(?:__launch_bounds__|__cluster_dims__)\s*\([^)]*\)\s*)*(\w+)\s*\(([^)]*)\)', re.S)
+_TRITON_KERNEL = re.compile(r"^@(?:triton|gluon)\.jit[^\n]*\ndef\s+(\w+)\s*\(", re.M)
 
 #: Pointer parameters: the pointee type -> the tensor dtypes it may point at (None: any; raw bytes).
 POINTEES: dict[str, frozenset[str] | None] = {
@@ -175,7 +178,8 @@ def kernel_signatures(source: str) -> dict[str, tuple[Param, ...]]:
 
 
 def triton_kernel_names(source: str) -> tuple[str, ...]:
-    """Names of the ``@triton.jit`` functions of a Triton rung (the names Nsight Compute shows)."""
+    """Names of the ``@triton.jit`` (or Gluon's ``@gluon.jit``) functions of a Triton rung (the names
+    Nsight Compute shows)."""
     return tuple(_TRITON_KERNEL.findall(source))
 
 
