@@ -5,6 +5,15 @@ from __future__ import annotations
 from conftest import assert_clean_console, open_page, screenshot, wait_for, wait_idle
 
 
+def _tflops(ladder: str, key: str, results: str = "results.json") -> str:
+    """A rung's or peer's rate as the pages print it, from the recording."""
+    from coach.ladders import load_results, results_path  # noqa: PLC0415
+
+    res = load_results(results_path(ladder).parent / results)
+    m = next(m for m in (*res.rungs, *res.peers) if m.key == key)
+    return f"{m.flops / m.time_s / 1e12:.1f} TFLOP/s"
+
+
 def test_home_lists_the_walkthrough_and_the_way_to_your_own_report(driver, live_app):
     open_page(driver, live_app, "/", "#tile-strided-copy", "A gather that reads every 33rd float")
     assert "Open your own report" in wait_for(driver, "#tile-explore").text
@@ -14,7 +23,7 @@ def test_home_lists_the_walkthrough_and_the_way_to_your_own_report(driver, live_
     last = next(m for m in res.rungs if m.key == "05_triton")
     share = f"{100 * last.bytes_per_s / res.ceiling_value:.1f}%"
     assert f"4.00 TB/s ({share} of the measured ceiling)" in wait_for(driver, "#home-ladders #tile-ladder-softmax").text
-    assert "689.6 TFLOP/s" in wait_for(driver, "#home-ladders #tile-ladder-matmul-bf16").text
+    assert _tflops("matmul/bf16", "10_wgmma_tma_store") in wait_for(driver, "#home-ladders #tile-ladder-matmul-bf16").text
     screenshot(driver, "home")
     assert_clean_console(driver)
 
@@ -53,8 +62,8 @@ def test_the_ladders_overview_leads_to_a_ladder_in_full(driver, live_app):
 
 def test_a_compute_ladder_draws_its_flop_rates_and_each_rung_on_the_roofline(driver, live_app):
     open_page(driver, live_app, "/ladders/matmul/bf16", "#lad-rungs", "TMA descriptors, persistent grid")
-    assert "687.2 TFLOP/s" in wait_for(driver, "#lad-rungs").text
-    assert "reaches 689.6 TFLOP/s, ×1.02 of cublas.bf16: met" in wait_for(driver, "#lad-goal").text
+    assert _tflops("matmul/bf16", "05_tma_persistent") in wait_for(driver, "#lad-rungs").text
+    assert f"reaches {_tflops('matmul/bf16', '05_tma_persistent')}, ×1.02 of cublas.bf16: met" in wait_for(driver, "#lad-goal").text
     wait_for(driver, "#lad-trajectory .js-plotly-plot .scatterlayer .trace")
     wait_for(driver, "#lad-roofline .js-plotly-plot .scatterlayer .trace")
     wait_idle(driver)
@@ -66,11 +75,15 @@ def test_the_size_links_show_a_ladder_at_another_size_without_reloading(driver, 
     from selenium.webdriver.common.by import By
 
     open_page(driver, live_app, "/ladders/attention", "#lad-sizes", "h200_causal")
-    assert "477.4 TFLOP/s" in wait_for(driver, "#lad-rungs").text
+    assert _tflops("attention", "05_tma") in wait_for(driver, "#lad-rungs").text
     driver.execute_script("window.__sameDocument = true;")
     driver.find_element(By.PARTIAL_LINK_TEXT, "h200_causal").click()
-    assert "435.4 TFLOP/s" in wait_for(driver, "#lad-rungs", "435.4 TFLOP/s").text
-    assert "×0.84 of torch.sdpa: met" in wait_for(driver, "#lad-goal").text
+    causal = _tflops("attention", "04_causal_skip", "results.h200_causal.json")
+    assert causal in wait_for(driver, "#lad-rungs", causal).text
+    from coach.ladders import load_definition  # noqa: PLC0415
+
+    last = _tflops("attention", load_definition("attention").rungs[-1].key, "results.h200_causal.json")
+    assert "of torch.sdpa: met" in wait_for(driver, "#lad-goal", f"reaches {last}").text
     assert driver.current_url.endswith("/ladders/attention?gpu=h200&size=h200_causal")
     assert "active" in driver.find_element(By.PARTIAL_LINK_TEXT, "h200_causal").get_attribute("class")
     assert driver.execute_script("return window.__sameDocument === true;")
