@@ -554,6 +554,27 @@ def test_allocator_quiet_without_a_loop():
     assert run(allocator_churn, tl) == []
 
 
+def test_gaps_spent_allocating_are_reported_by_gpu_idle_when_the_allocator_rule_stays_silent():
+    """Five 0.6 ms gaps in a 100 ms window, each mostly a 0.35 ms cudaMalloc (synthetic): the allocator's
+    calls are under the reporting share, so that rule is silent, and the gaps are GPU-idle's to report,
+    not left to a finding nobody prints."""
+    ks, ke, t = [], [], 0
+    for _ in range(6):
+        ks.append(t)
+        ke.append(t + 16_000)
+        t += 16_600
+    names, starts, ends = [], [], []
+    for end in ke[:5]:
+        names += ["cudaMalloc", "cudaFree"]
+        starts += [(end + 50) * US, (end + 450) * US]
+        ends += [(end + 400) * US, (end + 460) * US]
+    tl = synthetic_timeline(api={"pid": [1] * 10, "tid": [1] * 10, "name": names, "start_ns": starts, "end_ns": ends},
+                            kernels=kernels(ks, ke))
+    assert run(allocator_churn, tl) == []
+    [f] = run(gpu_idle, tl)
+    assert "cudaMalloc" in f.title and f.estimated_saving_ns == pytest.approx(5 * (600 * US - gpu_idle.MIN_GAP_NS))
+
+
 def test_allocator_counts_the_places_it_allocates_between_launches():
     [f] = run(allocator_churn, _churn("cudaMalloc", "cudaFree", pairs=5))
     assert evidence(f)["allocations_between_launches"] == 4  # the first allocation precedes the first kernel

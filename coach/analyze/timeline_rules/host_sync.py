@@ -97,7 +97,7 @@ def _less_allocation(a: TimelineAnalysis, bubbles: pl.DataFrame) -> pl.DataFrame
     from coach.analyze.timeline_rules import allocator_churn  # noqa: PLC0415
 
     calls = allocator_churn.allocator_calls(a)
-    if calls.is_empty() or bubbles.is_empty() or not allocator_churn.apply(a):
+    if calls.is_empty() or bubbles.is_empty() or not allocator_churn.churns(a):
         return bubbles.with_columns(alloc_ns=pl.lit(0, pl.Int64))
     merged = merge_intervals(calls.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]).select("start_ns", "end_ns")
     inside = (interval_join(bubbles.with_row_index("_b").select("_b", "start_ns", "end_ns"), merged, "overlap")
