@@ -122,7 +122,7 @@ def test_no_candidate_that_runs_is_an_error_naming_why(rung, monkeypatch):
 
 def test_a_single_candidate_is_not_timed(rung, monkeypatch, capsys):
     cands = rung.CANDIDATES[(128, True)]
-    assert cands == [(2, 128, 2, False)], "D128 keeps rung 08's configuration"
+    assert cands == [(2, 128, 2, False, False)], "D128 keeps rung 08's configuration"
     run, launched = _fake_run(rung, {c: 1.0 for c in cands})
     monkeypatch.setattr(rung, "run", run)
     rung.launch(None, *_inputs(head_dim=128, causal=1))

@@ -3,8 +3,10 @@
 Change against rung 08 (a TMA producer warp, consumer warp groups of 64 query rows in ping-pong, each
 with its softmax overlapped with its own P V product): the number of consumer groups is a parameter,
 2 or 3, so a block holds 128 or 192 query rows; and the launcher chooses among a few candidate
-configurations (consumer groups, key block, K/V ring depth, causal tile order) by timing each on the
-first call for a shape, as ``triton.autotune`` does, and keeps the fastest for that shape.
+configurations (consumer groups, key block, K/V ring depth, causal tile order, and whether a quarter
+of the exponentials is computed by a polynomial on the FMA pipe instead of the special-function unit,
+FlashAttention-4's emulation) by timing each on the first call for a shape, as ``triton.autotune``
+does, and keeps the fastest for that shape.
 
 Why: at head dimension 64 a block of keys costs each group half the tensor-core time it costs at 128,
 and the same softmax (one exponential per score on the 16-per-clock special-function unit, plus the
@@ -44,14 +46,41 @@ ROWS = gl.constexpr(_ROWS)  # query rows per consumer warp group: wgmma's M
 #: Registers per thread (setmaxnreg) of a consumer group and of the producer warp's group, by the
 #: number of consumer groups: all groups' threads share 65,536 registers.
 REGISTERS = {2: (240, 24), 3: (160, 24)}
-#: Candidates per (head dim, causal): (consumer groups, BLOCK_N, K/V stages, reversed causal order).
-#: The first is rung 08's configuration; it is also the reference the others are compared with.
+#: Candidates per (head dim, causal): (consumer groups, BLOCK_N, K/V stages, reversed causal order,
+#: a quarter of the exponentials by polynomial). The first is rung 08's configuration; it is also the
+#: reference the others are compared with.
 CANDIDATES = {
-    (128, False): [(2, 128, 2, False)],
-    (128, True): [(2, 128, 2, False)],
-    (64, False): [(2, 128, 3, False), (2, 128, 2, False), (3, 128, 2, False), (3, 128, 3, False)],
-    (64, True): [(2, 128, 3, True), (2, 128, 3, False), (3, 128, 2, True), (3, 128, 2, False)],
+    (128, False): [(2, 128, 2, False, False)],
+    (128, True): [(2, 128, 2, False, False)],
+    (64, False): [(2, 128, 3, False, False), (2, 128, 2, False, False), (3, 128, 2, False, False),
+                  (3, 128, 3, False, False), (3, 128, 2, False, True)],
+    (64, True): [(2, 128, 3, True, False), (2, 128, 3, False, False), (3, 128, 2, True, False),
+                 (3, 128, 2, False, False), (3, 128, 2, True, True)],
 }
+#: exp2 of four fp32 values (pack=4): three on the special-function unit (MUFU.EX2), the fourth on the
+#: FMA pipe (FlashAttention-4's emulation): x clamped to -125 (so -inf gives 2^-125, nothing next to
+#: a row sum >= 1), split as j + f with j = round(x) by adding and subtracting 1.5 * 2^23 and f in
+#: [-0.5, 0.5], 2^f by a cubic fitted with 2^0 = 1 exactly (relative error 1.1e-4, under bf16's 3.9e-3
+#: rounding of P), and j added to the exponent bits (the low bits of x + 1.5 * 2^23, shifted by 23).
+_EXP2_MIXED = gl.constexpr("""{
+.reg .f32 x, t, j, f, p;
+.reg .b32 tb, pb;
+ex2.approx.ftz.f32 $0, $4;
+ex2.approx.ftz.f32 $1, $5;
+ex2.approx.ftz.f32 $2, $6;
+max.f32 x, $7, 0fC2FA0000;
+add.rn.f32 t, x, 0f4B400000;
+sub.rn.f32 j, t, 0f4B400000;
+sub.rn.f32 f, x, j;
+fma.rn.f32 p, f, 0f3D5F9CBA, 0f3E7807F4;
+fma.rn.f32 p, p, f, 0f3F31809B;
+fma.rn.f32 p, p, f, 0f3F800000;
+mov.b32 tb, t;
+mov.b32 pb, p;
+shl.b32 tb, tb, 23;
+add.s32 pb, pb, tb;
+mov.b32 $3, pb;
+}""")
 ROUNDS, LAUNCHES = 7, 5
 
 
@@ -91,8 +120,18 @@ def _scores(q, k_tile, s_layout: gl.constexpr, BLOCK_N: gl.constexpr):
 
 
 @gluon.jit
+def _exp2(x, EMULATE: gl.constexpr):
+    """2^x: on the special-function unit, or with EMULATE a quarter of it by polynomial (_EXP2_MIXED)."""
+    if EMULATE:
+        return gl.inline_asm_elementwise(_EXP2_MIXED, "=f,=f,=f,=f,f,f,f,f", [x], dtype=gl.float32, is_pure=True,
+                                         pack=4)
+    else:
+        return gl.exp2(x)
+
+
+@gluon.jit
 def _softmax(s, m, l, qk_scale, first_key, first_row, diagonal, CAUSAL: gl.constexpr, s_layout: gl.constexpr,
-             BLOCK_N: gl.constexpr):
+             BLOCK_N: gl.constexpr, EMULATE: gl.constexpr):
     """Online softmax of one block of scores (FlashAttention-2's arithmetic, exp2 with the scale folded
     in): P in fp32, the new running max and sum, and alpha, the rescale of what came before. The
     causal mask only on the diagonal block."""
@@ -101,7 +140,7 @@ def _softmax(s, m, l, qk_scale, first_key, first_row, diagonal, CAUSAL: gl.const
         keys = first_key + gl.arange(0, BLOCK_N, gl.SliceLayout(0, s_layout))
         s = gl.where(gl.expand_dims(rows, 1) >= gl.expand_dims(keys, 0), s, float("-inf"))
     m_new = gl.maximum(m, gl.max(s, axis=1) * qk_scale)
-    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    p = _exp2(s * qk_scale - gl.expand_dims(m_new, 1), EMULATE)
     alpha = gl.exp2(m - m_new)
     l = l * alpha + gl.sum(p, axis=1)
     return p, m_new, l, alpha
@@ -110,7 +149,7 @@ def _softmax(s, m, l, qk_scale, first_key, first_row, diagonal, CAUSAL: gl.const
 @gluon.jit
 def _step(j, acc, p, m, l, alpha, q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, me, nxt, first_row,
           qk_scale, diagonal, MASK: gl.constexpr, s_layout: gl.constexpr, o_rows: gl.constexpr, p_layout: gl.constexpr,
-          BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+          BLOCK_N: gl.constexpr, STAGES: gl.constexpr, EMULATE: gl.constexpr):
     """One pipelined block (rung 08's loop body): issue S_j, rescale the accumulator and issue
     P_{j-1} V_{j-1}, pass the turn, run the softmax of S_j (masked if MASK and diagonal) while P_{j-1} V_{j-1} runs."""
     stage = j % STAGES
@@ -126,7 +165,8 @@ def _step(j, acc, p, m, l, alpha, q, k_smem, v_smem, k_ready, v_ready, k_empty, 
     mbarrier.arrive(turn.index(nxt), count=1)
     s = warpgroup_mma_wait(1, deps=[s])  # S_j done; P_{j-1} V_{j-1} may still run
     mbarrier.arrive(k_empty.index(stage), count=1)
-    p_next, m, l, alpha = _softmax(s, m, l, qk_scale, j * BLOCK_N, first_row, diagonal, MASK, s_layout, BLOCK_N)
+    p_next, m, l, alpha = _softmax(s, m, l, qk_scale, j * BLOCK_N, first_row, diagonal, MASK, s_layout, BLOCK_N,
+                                   EMULATE)
     acc, p = warpgroup_mma_wait(0, deps=[acc, p])
     mbarrier.arrive(v_empty.index(prev), count=1)
     p = gl.convert_layout(p_next.to(gl.bfloat16), p_layout)
@@ -137,7 +177,7 @@ def _step(j, acc, p, m, l, alpha, q, k_smem, v_smem, k_ready, v_ready, k_empty, 
 def _consumer(me, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn,
               first, seq, kv_first, n_blocks, qk_scale,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              CONSUMERS: gl.constexpr):
+              CONSUMERS: gl.constexpr, EMULATE: gl.constexpr):
     """Consumer warp group ``me``: its 64 query rows against the key blocks they need (rung 08's
     pipelined loop), its products issued only while it holds the turn (turn[me] completed), the turn
     passed to the next group right after issuing. Then, for the key blocks the producer loads for
@@ -169,7 +209,7 @@ def _consumer(me, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_emp
         mbarrier.arrive(turn.index(nxt), count=1)
         s = warpgroup_mma_wait(0, deps=[s])
         mbarrier.arrive(k_empty.index(0), count=1)
-        p, m, l, alpha = _softmax(s, m, l, qk_scale, 0, first_row, n_mine == 1, CAUSAL, s_layout, BLOCK_N)
+        p, m, l, alpha = _softmax(s, m, l, qk_scale, 0, first_row, n_mine == 1, CAUSAL, s_layout, BLOCK_N, EMULATE)
         p = gl.convert_layout(p.to(gl.bfloat16), p_layout)
         # With three groups (160 registers a thread) and causal, the loop runs unmasked and the diagonal
         # block (the last) comes after it, peeled: with the mask inside, the loop spilled. With two
@@ -178,11 +218,11 @@ def _consumer(me, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_emp
         for j in range(1, n_mine - 1 if PEEL else n_mine):
             acc, p, m, l, alpha = _step(j, acc, p, m, l, alpha, q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty,
                                         turn, me, nxt, first_row, qk_scale, j == n_mine - 1, CAUSAL and not PEEL,
-                                        s_layout, o_rows, p_layout, BLOCK_N, STAGES)
+                                        s_layout, o_rows, p_layout, BLOCK_N, STAGES, EMULATE)
         if PEEL and n_mine > 1:
             acc, p, m, l, alpha = _step(n_mine - 1, acc, p, m, l, alpha, q, k_smem, v_smem, k_ready, v_ready, k_empty,
                                         v_empty, turn, me, nxt, first_row, qk_scale, True, True, s_layout, o_rows,
-                                        p_layout, BLOCK_N, STAGES)
+                                        p_layout, BLOCK_N, STAGES, EMULATE)
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, o_rows), 1)
         last = (n_mine - 1) % STAGES
         mbarrier.wait(v_ready.index(last), ((n_mine - 1) // STAGES) & 1)
@@ -211,31 +251,32 @@ def _consumer(me, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_emp
 @gluon.jit
 def _consumer0(desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq, kv_first,
                n_blocks, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-               CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr):
+               CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, EMULATE: gl.constexpr):
     _consumer(0, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq, kv_first,
-              n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)
+              n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)
 
 
 @gluon.jit
 def _consumer1(desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq, kv_first,
                n_blocks, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-               CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr):
+               CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, EMULATE: gl.constexpr):
     _consumer(1, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq, kv_first,
-              n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)
+              n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)
 
 
 @gluon.jit
 def _consumer2(desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq, kv_first,
                n_blocks, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-               CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr):
+               CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, EMULATE: gl.constexpr):
     _consumer(2, desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq, kv_first,
-              n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)
+              n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)
 
 
 @gluon.jit
 def attention09_tuned(desc_q, desc_k, desc_v, desc_o, seq, qk_scale, HEAD_DIM: gl.constexpr,
                       BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr,
-                      REVERSE: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                      REVERSE: gl.constexpr, EMULATE: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                      PRODUCER_REGS: gl.constexpr):
     BLOCK_M: gl.constexpr = CONSUMERS * ROWS
     gl.static_assert(BLOCK_N % ROWS == 0, "each group's diagonal must lie in one key block")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer groups")
@@ -273,20 +314,20 @@ def attention09_tuned(desc_q, desc_k, desc_v, desc_o, seq, qk_scale, HEAD_DIM: g
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer0, (desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq,
-                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)),
+                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)),
             (_consumer1, (desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq,
-                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)),
+                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)),
             (_producer, (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
                          first, seq, kv_first, n_blocks, BLOCK_N, STAGES, CONSUMERS)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_consumer0, (desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq,
-                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)),
+                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)),
             (_consumer1, (desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq,
-                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)),
+                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)),
             (_consumer2, (desc_o, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, first, seq,
-                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS)),
+                          kv_first, n_blocks, qk_scale, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, CONSUMERS, EMULATE)),
             (_producer, (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
                          first, seq, kv_first, n_blocks, BLOCK_N, STAGES, CONSUMERS)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
@@ -309,7 +350,7 @@ def descriptors(inp, out, block_n):
 
 def kernel_args(inp, out, config):
     """(grid, positional arguments, constexprs) of one launch with ``config``."""
-    consumers, block_n, stages, reverse = config
+    consumers, block_n, stages, reverse, emulate = config
     batch, heads, seq, head_dim = inp["q"].shape
     if seq % _ROWS or seq % block_n:
         raise ValueError(f"sequence length {seq} is not a multiple of the {_ROWS}-query and {block_n}-key tiles")
@@ -317,7 +358,7 @@ def kernel_args(inp, out, config):
     grid = ((seq + block_m - 1) // block_m, batch * heads)
     consumer_regs, producer_regs = REGISTERS[consumers]
     consts = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(inp["causal"]), CONSUMERS=consumers,
-                  REVERSE=reverse, CONSUMER_REGS=consumer_regs, PRODUCER_REGS=producer_regs)
+                  REVERSE=reverse, EMULATE=emulate, CONSUMER_REGS=consumer_regs, PRODUCER_REGS=producer_regs)
     return grid, (*descriptors(inp, out, block_n), seq, LOG2E / math.sqrt(head_dim)), consts
 
 
@@ -327,9 +368,9 @@ def run(inp, out, config):
 
 
 def describe(config) -> str:
-    consumers, block_n, stages, reverse = config
-    return f"{consumers * _ROWS}x{block_n} tiles, {consumers} consumer groups, {stages} stages" + (
-        ", reversed" if reverse else "")
+    consumers, block_n, stages, reverse, emulate = config
+    return (f"{consumers * _ROWS}x{block_n} tiles, {consumers} consumer groups, {stages} stages"
+            + (", reversed" if reverse else "") + (", 1/4 exp2 by polynomial" if emulate else ""))
 
 
 class _Tuned:
