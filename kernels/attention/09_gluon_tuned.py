@@ -12,8 +12,10 @@ Why: at head dimension 64 a block of keys costs each group half the tensor-core 
 and the same softmax (one exponential per score on the 16-per-clock special-function unit, plus the
 max, the sum and the bf16 conversion). With two groups the tensor cores idle whenever a group's
 softmax outlasts the other group's two products; with three, two groups' softmaxes run under the
-third one's products. FlashAttention-3 uses 192-row blocks with three consumer warp groups at head
-dimension 64 (hopper/tile_size.h) for the same reason. Registers set the limit: four warp groups of
+third one's products. FlashAttention-3 uses 192-row blocks (three consumer warp groups) at head
+dimension 64 for the same reason: hopper/tile_size.h, tile_size_fwd_sm90, 192 x 128 causal and
+192 x 192 non-causal (P through shared memory there; 192 keys do not divide 4096 and would not fit
+in 160 registers as a register operand). Registers set the limit: four warp groups of
 128 threads share the SM's 64 K registers, so the consumers get 160 each (producer 24) instead of
 240; at D64 one group's scores (64 x 128 fp32), P (bf16) and accumulator (64 x 64 fp32) fit in that.
 At D128 the accumulator alone doubles, so D128 keeps rung 08's two groups.
