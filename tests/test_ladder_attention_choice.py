@@ -78,7 +78,7 @@ def _fake_run(rung, times_ms, wrong=(), broken=()):
 
 def test_the_fastest_candidate_is_chosen_logged_and_kept_for_the_shape(rung, monkeypatch, capsys):
     cands = rung.CANDIDATES[(64, False)]
-    times = {c: 1.0 + 0.1 * i for i, c in enumerate(cands)}
+    times = {c: 1.0 + 0.1 * i for i, c in enumerate(c for cs in rung.CANDIDATES.values() for c in cs)}
     times[cands[2]] = 0.7
     run, launched = _fake_run(rung, times)
     monkeypatch.setattr(rung, "run", run)
@@ -108,7 +108,7 @@ def test_a_failing_or_disagreeing_candidate_is_dropped_with_its_reason(rung, mon
     err = capsys.readouterr().err
     assert f"{rung.describe(cands[1])}: dropped, RuntimeError: out of resources: shared memory" in err
     assert f"{rung.describe(cands[2])}: dropped, differs from the first candidate by 1" in err
-    assert rung.attention09_tuned.chosen[(1, 2, 256, 64, True)] in (cands[0], cands[3])
+    assert rung.attention09_tuned.chosen[(1, 2, 256, 64, True)] == cands[0]
     assert bool((out["o"] == 1.0).all())
 
 

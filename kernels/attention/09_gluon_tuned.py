@@ -54,10 +54,9 @@ REGISTERS = {2: (240, 24), 3: (160, 24)}
 CANDIDATES = {
     (128, False): [(2, 128, 2, False, False)],
     (128, True): [(2, 128, 2, False, False)],
-    (64, False): [(2, 128, 3, False, False), (2, 128, 2, False, False), (3, 128, 2, False, False),
-                  (3, 128, 3, False, False), (3, 128, 2, False, True)],
-    (64, True): [(2, 128, 3, True, False), (2, 128, 3, False, False), (3, 128, 2, True, False),
-                 (3, 128, 2, False, False), (3, 128, 2, True, True)],
+    (64, False): [(2, 128, 3, False, False), (3, 128, 2, False, False), (3, 128, 3, False, False),
+                  (3, 128, 2, False, True)],
+    (64, True): [(2, 128, 3, True, False), (3, 128, 2, True, False), (3, 128, 2, True, True)],
 }
 #: exp2 of four fp32 values (pack=4): three on the special-function unit (MUFU.EX2), the fourth on the
 #: FMA pipe (FlashAttention-4's emulation): x clamped to -125 (so -inf gives 2^-125, nothing next to

@@ -1,6 +1,6 @@
 """Time each of rung 09's candidate configurations at each of the ladder's sizes.
 
-    python3 kernels/attention/sweep_09.py
+    python3 kernels/attention/sweep_09.py [SIZE ...]    (default: all four sizes)
 
 Each line: size, candidate (consumer groups, key block, ring depth, causal tile order), median time
 and TFLOP/s (triton.testing.do_bench, 20 ms warm-up, 100 ms of repetitions), and the relative norm
@@ -29,7 +29,13 @@ def main() -> int:
     spec.loader.exec_module(rung)
     batch, heads, seq = 4, 32, 4096
     gen = torch.Generator(device="cuda").manual_seed(5)
-    for size, (head_dim, causal) in SIZES.items():
+    wanted = sys.argv[1:] or list(SIZES)
+    unknown = [w for w in wanted if w not in SIZES]
+    if unknown:
+        print(f"sweep_09.py: unknown size {unknown[0]!r} (known: {', '.join(SIZES)})", file=sys.stderr)
+        return 2
+    for size in wanted:
+        head_dim, causal = SIZES[size]
         flops = 4 * batch * heads * seq * seq * head_dim // (2 if causal else 1)
         shape = (batch, heads, seq, head_dim)
         q, k = ((1.5 * torch.randn(shape, device="cuda", generator=gen)).to(torch.bfloat16) for _ in range(2))
