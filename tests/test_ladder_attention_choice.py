@@ -140,3 +140,12 @@ def test_the_sass_reader_finds_the_kernel_and_the_chosen_configuration(rung, mon
     assert best.kwargs["CONSUMERS"] == cands[0][0] and best.kwargs["STAGES"] == cands[0][2]
     assert (best.num_warps, best.num_stages) == (4, 3)
     assert "attention09_tuned" in runner.triton_kernel_names(DEFN.path(DEFN.rung("09")).read_text())
+
+
+def test_the_environment_can_limit_the_candidates_to_two_groups(rung, monkeypatch, capsys):
+    monkeypatch.setenv(rung.GROUPS_VARIABLE, "2")
+    cands = rung.CANDIDATES[(64, False)]
+    run, launched = _fake_run(rung, {c: 1.0 for c in cands})
+    monkeypatch.setattr(rung, "run", run)
+    rung.launch(None, *_inputs())
+    assert {c[0] for c in launched} == {2} and f"{rung.GROUPS_VARIABLE}=2: 1 candidates" in capsys.readouterr().err

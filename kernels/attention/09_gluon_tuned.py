@@ -35,6 +35,7 @@ are timed in 7 interleaved rounds of 5 launches with CUDA events; the lowest med
 from __future__ import annotations
 
 import math
+import os
 import sys
 
 from triton.experimental import gluon
@@ -83,6 +84,9 @@ add.s32 pb, pb, tb;
 mov.b32 $3, pb;
 }""")
 ROUNDS, LAUNCHES = 7, 5
+#: An environment variable that limits the candidates to those with the given numbers of consumer
+#: groups (e.g. "2": rung 08's schedule only), for a GPU where the three-group kernel misbehaves.
+GROUPS_VARIABLE = "ATTENTION09_GROUPS"
 
 
 @gluon.jit
@@ -396,6 +400,10 @@ def _choose(inp, out) -> tuple:
         return attention09_tuned.chosen[key]
     candidates = CANDIDATES.get((head_dim, bool(inp["causal"])), CANDIDATES[(64, bool(inp["causal"]))])
     alive, reference, notes = [], None, []
+    if os.environ.get(GROUPS_VARIABLE):
+        groups = {int(g) for g in os.environ[GROUPS_VARIABLE].split(",") if g.strip().isdigit()}
+        candidates = [c for c in candidates if c[0] in groups] or candidates[:1]
+        notes.append(f"{GROUPS_VARIABLE}={os.environ[GROUPS_VARIABLE]}: {len(candidates)} candidates")
     for config in candidates:
         try:
             run(inp, out, config)
