@@ -353,18 +353,24 @@ def descriptors(inp, out, block_n):
             TensorDescriptor.from_tensor(o, [_ROWS, head_dim], q_layout))
 
 
+def constexprs(inp, config) -> dict:
+    """The kernel's compile-time arguments for ``config`` at these inputs."""
+    consumers, block_n, stages, reverse, emulate = config
+    consumer_regs, producer_regs = REGISTERS[consumers]
+    return dict(HEAD_DIM=inp["q"].shape[-1], BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(inp["causal"]),
+                CONSUMERS=consumers, REVERSE=reverse, EMULATE=emulate, CONSUMER_REGS=consumer_regs,
+                PRODUCER_REGS=producer_regs)
+
+
 def kernel_args(inp, out, config):
     """(grid, positional arguments, constexprs) of one launch with ``config``."""
-    consumers, block_n, stages, reverse, emulate = config
+    consumers, block_n = config[0], config[1]
     batch, heads, seq, head_dim = inp["q"].shape
     if seq % _ROWS or seq % block_n:
         raise ValueError(f"sequence length {seq} is not a multiple of the {_ROWS}-query and {block_n}-key tiles")
     block_m = consumers * _ROWS
     grid = ((seq + block_m - 1) // block_m, batch * heads)
-    consumer_regs, producer_regs = REGISTERS[consumers]
-    consts = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(inp["causal"]), CONSUMERS=consumers,
-                  REVERSE=reverse, EMULATE=emulate, CONSUMER_REGS=consumer_regs, PRODUCER_REGS=producer_regs)
-    return grid, (*descriptors(inp, out, block_n), seq, LOG2E / math.sqrt(head_dim)), consts
+    return grid, (*descriptors(inp, out, block_n), seq, LOG2E / math.sqrt(head_dim)), constexprs(inp, config)
 
 
 def run(inp, out, config):
@@ -450,8 +456,9 @@ attention09_tuned = _Tuned(_kernel)
 def launch(ctx, inp, out, **flags):
     config = flags.pop("config", None) or _choose(inp, out)
     compiled = run(inp, out, config)
-    _, _, consts = kernel_args(inp, out, config)
-    attention09_tuned.best_config = _Config(consts, 4, compiled.metadata.num_stages)
+    consts = constexprs(inp, config)
+    if getattr(attention09_tuned.best_config, "kwargs", None) != consts:
+        attention09_tuned.best_config = _Config(consts, 4, compiled.metadata.num_stages)
 
 
 class _Config:
