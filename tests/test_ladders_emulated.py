@@ -160,14 +160,17 @@ def test_emulator_reports_deadlock_and_out_of_bounds_writes(emu):
 
 
 @needs_gxx
-@pytest.mark.parametrize("rung_key", ["04_decoupled_lookback", "05_lookback_vec4"])
-def test_scan_look_back_adds_aggregates_across_windows(rung_key):
-    """Start the tile counter at 40 with tile 0 holding an inclusive prefix and tiles 1-39 only their
-    aggregates: the two tiles launched must look back over two windows of 32 and add them all."""
+@pytest.mark.parametrize("rung_key, first", [("04_decoupled_lookback", 40), ("05_lookback_vec4", 40),
+                                             ("06_persistent_prefetch", 40), ("08_block_lookback", 40),
+                                             ("08_block_lookback", 600)])
+def test_scan_look_back_adds_aggregates_across_windows(rung_key, first):
+    """Start the tile counter at ``first`` with tile 0 holding an inclusive prefix and the tiles
+    between only their aggregates: the two tiles launched must look back over several windows (of 32,
+    or for rung 08 one of 32 and then of 256: 600 tiles take three) and add them all."""
     defn = load_definition("scan")
     problem = runner.load_problem(defn)
     build = EmuBuild(defn.path(defn.rung(rung_key)))
-    tile, first = problem.TILE, 40
+    tile = problem.TILE
     n = (first + 2) * tile
     x = torch.randint(-2, 3, (n,)).float()
     out = torch.full((n,), float("nan"))

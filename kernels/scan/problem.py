@@ -11,7 +11,7 @@ SIZES = {"h200": {"n": 1 << 26}, "small": {"n": 3 * 4096 + 77}}
 #: "integers" check must match bit for bit and catches any element counted twice, dropped or misplaced.
 INPUTS = ("integers", "normal")
 EXACT = frozenset({"integers"})
-TILE = 4096  # rungs 01-05: BLOCK * ITEMS
+TILE = 4096  # rungs 01-07: BLOCK * ITEMS
 TILE00 = 1024  # rung 00: one value per thread
 
 
@@ -84,6 +84,33 @@ def _single_pass(kernel: str):
     return launch
 
 
+BLOCKS_PER_SM06 = 8  # rungs 06 and 08's persistent grid: 32 registers and 16.9 KB of shared memory a block
+
+
+def _persistent(kernel: str, blocks_per_sm: int):
+    """Rungs 06 and 08: as _single_pass, with one block per slot (blocks_per_sm per SM) taking tiles in turn."""
+
+    def launch(ctx, inp, out):
+        x, n = inp["x"], inp["x"].numel()
+        tiles = math.ceil(n / TILE)
+        state = ctx.scratch("state", tiles + 2, torch.int64)
+        state.zero_()
+        grid = min(tiles, ctx.sm_count * blocks_per_sm)
+        ctx.launch(kernel, grid, 256, x, out["out"], state[:tiles], state[tiles:].view(torch.int32), n)
+
+    return launch
+
+
+def _reduce_then_scan_vec4(ctx, inp, out):
+    """Rung 07: tile sums; one 1024-thread block turns them into exclusive prefixes; tiles last to first."""
+    x, n = inp["x"], inp["x"].numel()
+    tiles = math.ceil(n / TILE)
+    sums = ctx.scratch("sums", tiles, torch.float32)
+    ctx.launch("scan07_tile_sums", tiles, 256, x, sums, n)
+    ctx.launch("scan07_sums", 1, 1024, sums, tiles)
+    ctx.launch("scan07_tiles", tiles, 256, x, sums, out["out"], n)
+
+
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -91,4 +118,7 @@ LAUNCH = {
     "03_chained_single_pass": _single_pass("scan03_chained"),
     "04_decoupled_lookback": _single_pass("scan04_decoupled_lookback"),
     "05_lookback_vec4": _single_pass("scan05_lookback_vec4"),
+    "06_persistent_prefetch": _persistent("scan06_persistent_prefetch", BLOCKS_PER_SM06),
+    "07_reduce_then_scan_vec4": _reduce_then_scan_vec4,
+    "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
 }

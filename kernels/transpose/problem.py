@@ -56,6 +56,23 @@ def _launcher(kernel: str, block: tuple[int, int], tile_rows: int, tile_cols: in
     return launch
 
 
+BLOCKS_PER_SM08 = 8  # rung 08's persistent grid: rung 06's residency (32 registers, 16.6 KB a block)
+
+
+def _persistent(kernel: str, blocks_per_sm: int, tile: int = 2 * TILE):
+    """Rung 08: a grid of blocks_per_sm blocks per SM, each walking tiles blockIdx.x, + gridDim.x, ..."""
+
+    def launch(ctx, inp, out):
+        x = inp["x"]
+        rows, cols = x.shape
+        if rows % tile or cols % tile:
+            raise ValueError(f"{kernel} needs rows and cols multiples of {tile}; got {rows} x {cols}")
+        tiles = (rows // tile) * (cols // tile)
+        ctx.launch(kernel, min(tiles, ctx.sm_count * blocks_per_sm), (8, 32), x, out["out"], rows, cols)
+
+    return launch
+
+
 LAUNCH = {
     "00_naive": _launcher("transpose_naive", (32, 8), 8),
     "01_smem_tile": _launcher("transpose_smem_tile", (32, 32), TILE),
@@ -65,4 +82,5 @@ LAUNCH = {
     "05_vec4_two_tiles": _launcher("transpose_vec4_two_tiles", (8, 32), 2 * TILE),
     "06_square_tile": _launcher("transpose_square_tile", (8, 32), 2 * TILE, 2 * TILE),
     "07_banded_order": _launcher("transpose_banded_order", (8, 32), 2 * TILE, 2 * TILE),
+    "08_persistent_pipelined": _persistent("transpose_persistent_pipelined", BLOCKS_PER_SM08),
 }
