@@ -189,3 +189,41 @@ def test_scan_look_back_adds_aggregates_across_windows(rung_key, first):
     assert torch.equal(out[first * tile:], expected)
     assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
     assert (state[first: first + 2] >> 32).tolist() == [2, 2], "both tiles end holding their inclusive prefix"
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", ["scan09_items8_stages3", "scan09_items8_stages4", "scan09_items16_stages3",
+                                    "scan09_items16_stages4"])
+@pytest.mark.parametrize("first, unpublished", [(40, None), (1100, None), (700, 100)])
+def test_scan_lagged_look_back_walks_512_a_poll(kernel, first, unpublished):
+    """Rung 09's candidates, each with its own tile: start the tile counter at ``first`` past
+    published aggregates (tile 0 an inclusive prefix), so that the block's tiles look back one round
+    late over up to three windows of 512. With ``unpublished``, that tile has not published but tile
+    ``unpublished + 1`` holds an inclusive prefix: the walk stops there and must not wait for it."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    cfg = next(c for c in problem.LAGGED if c.kernel == kernel)
+    build = EmuBuild(defn.path(defn.rung("09")))
+    tile = cfg.tile
+    n = (first + 2) * tile + 5  # two full tiles and a partial third
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    tiles = first + 3
+    state = torch.zeros(tiles + 2, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    bits = aggregates.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    state[:first] = bits | (1 << 32)  # AGGREGATE
+    state[0] = bits[0] | (2 << 32)  # PREFIX
+    prefix = aggregates.sum()
+    if unpublished is not None:
+        state[unpublished] = 0  # NOT_READY, and garbage below it: the prefix above must hide both
+        state[: unpublished] = 0
+        inclusive = aggregates[: unpublished + 2].sum()  # what tile unpublished + 1's prefix would be
+        state[unpublished + 1] = (inclusive.view(torch.int32).to(torch.int64) & 0xFFFFFFFF) | (2 << 32)
+    state[tiles:].view(torch.int32)[0] = first
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    ctx.launch(kernel, 2, 256, x, out, state[:tiles], state[tiles:].view(torch.int32), n, smem=cfg.smem)
+    expected = torch.cumsum(x[first * tile:].double(), 0) + float(prefix)
+    assert torch.equal(out[first * tile:], expected.float())
+    assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
+    assert (state[first:tiles] >> 32).tolist() == [2, 2, 2], "every tile ends holding its inclusive prefix"

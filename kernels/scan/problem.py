@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import sys
+import time
+from typing import NamedTuple
 
 import torch
 
@@ -111,6 +114,88 @@ def _reduce_then_scan_vec4(ctx, inp, out):
     ctx.launch("scan07_tiles", tiles, 256, x, sums, out["out"], n)
 
 
+class Lagged(NamedTuple):
+    """One instantiation of rung 09's template: its kernel, values per thread, ring stages, blocks per SM."""
+
+    kernel: str
+    items: int
+    stages: int
+    blocks_per_sm: int
+
+    @property
+    def tile(self) -> int:
+        return 256 * self.items
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory: the ring, plus 128 bytes so that a 48 KB ring (with the kernel's few
+        static bytes) takes CuPy's opt-in above 48 KB."""
+        return self.stages * self.tile * 4 + 128
+
+
+#: Rung 09's candidates: blocks per SM as the registers (launch bounds) and shared memory allow.
+LAGGED = (
+    Lagged("scan09_items8_stages3", 8, 3, 8),
+    Lagged("scan09_items8_stages4", 8, 4, 6),
+    Lagged("scan09_items16_stages3", 16, 3, 4),
+    Lagged("scan09_items16_stages4", 16, 4, 3),
+)
+#: Rung 09's choice per (device, n): timed on its first call at that size, then reused.
+_LAGGED_CHOICE: dict[tuple[str, int], Lagged] = {}
+TUNE_WARMUP = 1  # untimed calls per candidate (the first loads the kernel)
+TUNE_REPS = 10  # timed calls per candidate: about 1.5 ms each at 2^26
+
+
+def launch_lagged(ctx, cfg: Lagged, x, out) -> None:
+    n = x.numel()
+    tiles = math.ceil(n / cfg.tile)
+    state = ctx.scratch("state", tiles + 2, torch.int64)
+    state.zero_()
+    grid = min(tiles, ctx.sm_count * cfg.blocks_per_sm)
+    ctx.launch(cfg.kernel, grid, 256, x, out, state[:tiles], state[tiles:].view(torch.int32), n, smem=cfg.smem)
+
+
+def _elapsed_s(ctx, fn, reps: int) -> float:
+    """Seconds for ``reps`` calls of ``fn``: CUDA events on a GPU, the wall clock on the CPU emulator."""
+    if ctx.device == "cpu":
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        return time.perf_counter() - t0
+    start, end = (ctx.torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e-3
+
+
+def fastest_lagged(ctx, x, out) -> Lagged:
+    """Time every candidate on the call's own tensors (on the CPU emulator: one call each, and the
+    first is kept); the times go to stderr (the run's log): results.json lists all four kernels."""
+    n = x.numel()
+    if ctx.device == "cpu":
+        return LAGGED[0]
+    times = {}
+    for cfg in LAGGED:
+        run = lambda cfg=cfg: launch_lagged(ctx, cfg, x, out)  # noqa: E731
+        _elapsed_s(ctx, run, TUNE_WARMUP)
+        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
+    best = min(times, key=times.get)
+    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
+    print(f"[scan] 09_lagged_lookback at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
+    return best
+
+
+def _lagged(ctx, inp, out):
+    x = inp["x"]
+    key = (ctx.device, x.numel())
+    if key not in _LAGGED_CHOICE:
+        _LAGGED_CHOICE[key] = fastest_lagged(ctx, x, out["out"])
+    launch_lagged(ctx, _LAGGED_CHOICE[key], x, out["out"])
+
+
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -121,4 +206,5 @@ LAUNCH = {
     "06_persistent_prefetch": _persistent("scan06_persistent_prefetch", BLOCKS_PER_SM06),
     "07_reduce_then_scan_vec4": _reduce_then_scan_vec4,
     "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
+    "09_lagged_lookback": _lagged,
 }
