@@ -227,3 +227,17 @@ def test_scan_lagged_look_back_walks_512_a_poll(kernel, first, unpublished):
     assert torch.equal(out[first * tile:], expected.float())
     assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
     assert (state[first:tiles] >> 32).tolist() == [2, 2, 2], "every tile ends holding its inclusive prefix"
+
+
+@needs_gxx
+def test_transpose_tile_shapes_every_candidate_is_exact():
+    """Rung 09's five instantiations (the runner's own check takes only the first on the CPU)."""
+    defn = load_definition("transpose")
+    problem = runner.load_problem(defn)
+    build = EmuBuild(defn.path(defn.rung("09")))
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    x = torch.randn(128, 192)
+    for cfg in problem.SHAPES:
+        out = torch.full((192, 128), float("nan"))
+        problem.launch_shape(ctx, cfg, x, out)
+        assert torch.equal(out, x.t()), cfg.kernel
