@@ -12,11 +12,11 @@
 // and slower). Rung 07's tile pass, the same float4 tile code with its prefix read from an array,
 // moves its bytes at 3.90 TB/s: the look-back, not the tile code, costs the difference.
 //
-// Change: each block (a persistent grid) keeps STAGES tiles in a ring of shared-memory buffers. In
-// round r it issues the loads of its tile u[r+1] (cp.async: 16-byte copies straight into shared
-// memory, no registers held while they fly), scans tile u[r] in place and publishes its aggregate,
-// then looks back on tile u[r-L], L = STAGES - 2, whose aggregate it published L rounds ago, and
-// stores it. By then the tiles taken around u[r-L] have had L rounds to publish theirs, so the
+// Change: each block (a persistent grid) keeps its tiles in a ring of shared-memory buffers. In
+// round r it issues the loads of its tile u[r+A] (cp.async: 16-byte copies straight into shared
+// memory, no registers held while they fly; A tiles in flight), scans tile u[r] in place and
+// publishes its aggregate, then looks back on tile u[r-L], whose aggregate it published L rounds
+// ago, and stores it. By then the tiles taken around u[r-L] have had L rounds to publish theirs, so the
 // look-back rarely waits for an aggregate. It walks back to the nearest inclusive prefix, which now
 // lies about one round's worth of tiles back (one per block: 500-1,100); warp 0 reads 512 status
 // words a poll (16 a lane, independent 8-byte loads), so that walk is one or two L2 round trips
@@ -30,7 +30,9 @@
 // between blocks). The status words and the tile counter are cleared before each call.
 // A spin that lasts 2^22 polls (seconds) traps instead of hanging the GPU.
 // Candidates (problem.py times them on the first call for each n and keeps the fastest): 8 or 16
-// values a thread (tiles of 2,048 or 4,096), 3 or 4 stages (look-back 1 or 2 tiles late).
+// values a thread (tiles of 2,048 or 4,096), and a ring of 3 (A = 1, L = 1) or 4 tiles (A = 2, L = 1:
+// two tiles' loads in flight; or A = 1, L = 2: look back two rounds late), as many blocks per SM as
+// the registers and the 99-227 KB of shared memory allow.
 // Counters: smsp__warp_issue_stalled_barrier share down from rung 05's 62%, dram__throughput toward
 // rung 07's tile pass (81%).
 #define BLOCK 256
@@ -82,10 +84,11 @@ __device__ __forceinline__ void copy_commit() {
 #endif
 }
 
-// Wait until at most one group (the latest) of this thread's copies is still in flight.
-__device__ __forceinline__ void copy_wait_all_but_latest() {
+// Wait until at most PENDING groups (the latest) of this thread's copies are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void copy_wait() {
 #ifdef __CUDA_ARCH__
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
 
@@ -230,12 +233,16 @@ __device__ __forceinline__ void store_tile(float* __restrict__ out, unsigned til
 extern __shared__ float4 scan09_ring[];  // STAGES tile buffers (the launcher sizes it)
 #endif
 
-template <int ITEMS, int STAGES>
+// ITEMS values a thread; AHEAD tiles' copies in flight; the look-back LAG rounds after the
+// aggregate. The ring holds AHEAD + 1 + LAG tiles: those loading, the one being scanned, and those
+// waiting to be stored.
+template <int ITEMS, int AHEAD, int LAG>
 __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* __restrict__ out,
                                             unsigned long long* __restrict__ status,
                                             unsigned* __restrict__ tile_counter, unsigned n) {
-    constexpr unsigned TILE = BLOCK * ITEMS, SLOTS = TILE / 4, LAG = STAGES - 2;
-    __shared__ unsigned ids[8];          // tile ids u[r - LAG] .. u[r + 2], by r % 8
+    constexpr unsigned TILE = BLOCK * ITEMS, SLOTS = TILE / 4, STAGES = AHEAD + 1 + LAG;
+    static_assert(AHEAD + LAG + 2 <= 8, "the ring of tile ids holds u[r - LAG] .. u[r + AHEAD + 1]");
+    __shared__ unsigned ids[8];           // tile ids u[r - LAG] .. u[r + AHEAD + 1], by r % 8
     __shared__ float aggregates[STAGES];  // u[r]'s aggregate, by r % STAGES
     __shared__ float warp_totals[WARPS];
     __shared__ float prefix_s;
@@ -247,18 +254,24 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
 #endif
     const unsigned tiles = (n + TILE - 1) / TILE;
     if (threadIdx.x == 0) {
-        ids[0] = atomicAdd(tile_counter, 1u);
-        ids[1] = ids[0] < tiles ? atomicAdd(tile_counter, 1u) : tiles;
+        unsigned id = atomicAdd(tile_counter, 1u);
+        ids[0] = id;
+        for (unsigned k = 1; k <= AHEAD; ++k) {  // ids only grow: past the last tile, no more atomics
+            id = id < tiles ? atomicAdd(tile_counter, 1u) : tiles;
+            ids[k] = id;
+        }
     }
     __syncthreads();
     if (ids[0] >= tiles) return;
-    load_tile<ITEMS>(x, ids[0], n, ring);
-    copy_commit();
+    for (unsigned k = 0; k < AHEAD; ++k) {  // u[0] .. u[AHEAD - 1], one group each
+        if (ids[k] < tiles) load_tile<ITEMS>(x, ids[k], n, ring + (k % STAGES) * SLOTS);
+        copy_commit();
+    }
     for (unsigned r = 0;; ++r) {
-        const unsigned cur = ids[r % 8], next = ids[(r + 1) % 8];
-        if (next < tiles) load_tile<ITEMS>(x, next, n, ring + ((r + 1) % STAGES) * SLOTS);
+        const unsigned cur = ids[r % 8], next = ids[(r + AHEAD) % 8];
+        if (next < tiles) load_tile<ITEMS>(x, next, n, ring + ((r + AHEAD) % STAGES) * SLOTS);
         copy_commit();  // an empty group when there is no next tile: the wait below counts groups
-        copy_wait_all_but_latest();
+        copy_wait<AHEAD>();
         __syncthreads();  // everyone's copies of tile cur have landed
         if (cur < tiles) {
             const float total = scan_tile<ITEMS>(ring + (r % STAGES) * SLOTS, warp_totals);
@@ -267,7 +280,7 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
                 aggregates[r % STAGES] = total;
             }
         }
-        if (threadIdx.x == 32) ids[(r + 2) % 8] = next < tiles ? atomicAdd(tile_counter, 1u) : tiles;
+        if (threadIdx.x == 32) ids[(r + AHEAD + 1) % 8] = next < tiles ? atomicAdd(tile_counter, 1u) : tiles;
         const unsigned late = r >= LAG ? ids[(r - LAG) % 8] : tiles;  // the tile to look back on and store
         if (late < tiles) {
             if (threadIdx.x < 32) {
@@ -281,31 +294,43 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
             __syncthreads();
             store_tile<ITEMS>(out, late, n, ring + ((r - LAG) % STAGES) * SLOTS, prefix_s);
         }
-        __syncthreads();  // the stored buffer is refilled next round; ids[(r + 2) % 8] is written
+        __syncthreads();  // the stored buffer is refilled next round; ids[(r + AHEAD + 1) % 8] is written
         if (r >= LAG && ids[(r - LAG + 1) % 8] >= tiles) return;  // ids only grow: nothing left to store
     }
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 8)
-scan09_items8_stages3(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                      unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 3>(x, out, status, tile_counter, n);
+scan09_items8_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned* __restrict__ tile_counter, unsigned n) {
+    lagged_scan<8, 1, 1>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 6)
-scan09_items8_stages4(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                      unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 4>(x, out, status, tile_counter, n);
+scan09_items8_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned* __restrict__ tile_counter, unsigned n) {
+    lagged_scan<8, 1, 2>(x, out, status, tile_counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 6)
+scan09_items8_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned* __restrict__ tile_counter, unsigned n) {
+    lagged_scan<8, 2, 1>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 4)
-scan09_items16_stages3(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                       unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 3>(x, out, status, tile_counter, n);
+scan09_items16_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned* __restrict__ tile_counter, unsigned n) {
+    lagged_scan<16, 1, 1>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
-scan09_items16_stages4(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                       unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 4>(x, out, status, tile_counter, n);
+scan09_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned* __restrict__ tile_counter, unsigned n) {
+    lagged_scan<16, 1, 2>(x, out, status, tile_counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 3)
+scan09_items16_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned* __restrict__ tile_counter, unsigned n) {
+    lagged_scan<16, 2, 1>(x, out, status, tile_counter, n);
 }
