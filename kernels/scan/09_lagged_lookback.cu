@@ -169,7 +169,10 @@ __device__ __forceinline__ float look_back(const unsigned long long* status, uns
         }
         const unsigned prefixes = __ballot_sync(FULL, found);
         const int stop = prefixes ? __ffs(static_cast<int>(prefixes)) - 1 : 31;
-        if (__any_sync(FULL, waiting && lane <= stop)) continue;  // a needed predecessor has not published
+        if (__any_sync(FULL, waiting && lane <= stop)) {  // a needed predecessor has not published
+            __nanosleep(64);  // a spinning warp reads 4 KB of status words a poll: let the L2 breathe
+            continue;
+        }
         prefix += warp_sum_all(lane <= stop ? s : 0.0f);
         if (prefixes) return prefix;
         hi -= 32 * LOOK;
