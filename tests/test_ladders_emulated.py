@@ -160,14 +160,17 @@ def test_emulator_reports_deadlock_and_out_of_bounds_writes(emu):
 
 
 @needs_gxx
-@pytest.mark.parametrize("rung_key", ["04_decoupled_lookback", "05_lookback_vec4"])
-def test_scan_look_back_adds_aggregates_across_windows(rung_key):
-    """Start the tile counter at 40 with tile 0 holding an inclusive prefix and tiles 1-39 only their
-    aggregates: the two tiles launched must look back over two windows of 32 and add them all."""
+@pytest.mark.parametrize("rung_key, first", [("04_decoupled_lookback", 40), ("05_lookback_vec4", 40),
+                                             ("06_persistent_prefetch", 40), ("08_block_lookback", 40),
+                                             ("08_block_lookback", 600)])
+def test_scan_look_back_adds_aggregates_across_windows(rung_key, first):
+    """Start the tile counter at ``first`` with tile 0 holding an inclusive prefix and the tiles
+    between only their aggregates: the two tiles launched must look back over several windows (of 32,
+    or for rung 08 one of 32 and then of 256: 600 tiles take three) and add them all."""
     defn = load_definition("scan")
     problem = runner.load_problem(defn)
     build = EmuBuild(defn.path(defn.rung(rung_key)))
-    tile, first = problem.TILE, 40
+    tile = problem.TILE
     n = (first + 2) * tile
     x = torch.randint(-2, 3, (n,)).float()
     out = torch.full((n,), float("nan"))
@@ -186,3 +189,56 @@ def test_scan_look_back_adds_aggregates_across_windows(rung_key):
     assert torch.equal(out[first * tile:], expected)
     assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
     assert (state[first: first + 2] >> 32).tolist() == [2, 2], "both tiles end holding their inclusive prefix"
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", ["scan09_items8_ahead1_lag1", "scan09_items8_ahead1_lag2", "scan09_items8_ahead2_lag1",
+                                    "scan09_items16_ahead1_lag1", "scan09_items16_ahead1_lag2",
+                                    "scan09_items16_ahead2_lag1"])
+@pytest.mark.parametrize("first, unpublished", [(40, None), (1100, None), (700, 100)])
+def test_scan_lagged_look_back_walks_512_a_poll(kernel, first, unpublished):
+    """Rung 09's candidates, each with its own tile: start the tile counter at ``first`` past
+    published aggregates (tile 0 an inclusive prefix), so that the block's tiles look back one round
+    late over up to three windows of 512. With ``unpublished``, that tile has not published but tile
+    ``unpublished + 1`` holds an inclusive prefix: the walk stops there and must not wait for it."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    cfg = next(c for c in problem.LAGGED if c.kernel == kernel)
+    build = EmuBuild(defn.path(defn.rung("09")))
+    tile = cfg.tile
+    n = (first + 2) * tile + 5  # two full tiles and a partial third
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    tiles = first + 3
+    state = torch.zeros(tiles + 2, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    bits = aggregates.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    state[:first] = bits | (1 << 32)  # AGGREGATE
+    state[0] = bits[0] | (2 << 32)  # PREFIX
+    prefix = aggregates.sum()
+    if unpublished is not None:
+        state[unpublished] = 0  # NOT_READY, and garbage below it: the prefix above must hide both
+        state[: unpublished] = 0
+        inclusive = aggregates[: unpublished + 2].sum()  # what tile unpublished + 1's prefix would be
+        state[unpublished + 1] = (inclusive.view(torch.int32).to(torch.int64) & 0xFFFFFFFF) | (2 << 32)
+    state[tiles:].view(torch.int32)[0] = first
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    ctx.launch(kernel, 2, 256, x, out, state[:tiles], state[tiles:].view(torch.int32), n, smem=cfg.smem)
+    expected = torch.cumsum(x[first * tile:].double(), 0) + float(prefix)
+    assert torch.equal(out[first * tile:], expected.float())
+    assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
+    assert (state[first:tiles] >> 32).tolist() == [2, 2, 2], "every tile ends holding its inclusive prefix"
+
+
+@needs_gxx
+def test_transpose_tile_shapes_every_candidate_is_exact():
+    """Rung 09's five instantiations (the runner's own check takes only the first on the CPU)."""
+    defn = load_definition("transpose")
+    problem = runner.load_problem(defn)
+    build = EmuBuild(defn.path(defn.rung("09")))
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    x = torch.randn(128, 192)
+    for cfg in problem.SHAPES:
+        out = torch.full((192, 128), float("nan"))
+        problem.launch_shape(ctx, cfg, x, out)
+        assert torch.equal(out, x.t()), cfg.kernel

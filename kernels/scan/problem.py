@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import sys
+import time
+from typing import NamedTuple
 
 import torch
 
@@ -11,7 +14,7 @@ SIZES = {"h200": {"n": 1 << 26}, "small": {"n": 3 * 4096 + 77}}
 #: "integers" check must match bit for bit and catches any element counted twice, dropped or misplaced.
 INPUTS = ("integers", "normal")
 EXACT = frozenset({"integers"})
-TILE = 4096  # rungs 01-05: BLOCK * ITEMS
+TILE = 4096  # rungs 01-07: BLOCK * ITEMS
 TILE00 = 1024  # rung 00: one value per thread
 
 
@@ -84,6 +87,119 @@ def _single_pass(kernel: str):
     return launch
 
 
+BLOCKS_PER_SM06 = 8  # rungs 06 and 08's persistent grid: 32 registers and 16.9 KB of shared memory a block
+
+
+def _persistent(kernel: str, blocks_per_sm: int):
+    """Rungs 06 and 08: as _single_pass, with one block per slot (blocks_per_sm per SM) taking tiles in turn."""
+
+    def launch(ctx, inp, out):
+        x, n = inp["x"], inp["x"].numel()
+        tiles = math.ceil(n / TILE)
+        state = ctx.scratch("state", tiles + 2, torch.int64)
+        state.zero_()
+        grid = min(tiles, ctx.sm_count * blocks_per_sm)
+        ctx.launch(kernel, grid, 256, x, out["out"], state[:tiles], state[tiles:].view(torch.int32), n)
+
+    return launch
+
+
+def _reduce_then_scan_vec4(ctx, inp, out):
+    """Rung 07: tile sums; one 1024-thread block turns them into exclusive prefixes; tiles last to first."""
+    x, n = inp["x"], inp["x"].numel()
+    tiles = math.ceil(n / TILE)
+    sums = ctx.scratch("sums", tiles, torch.float32)
+    ctx.launch("scan07_tile_sums", tiles, 256, x, sums, n)
+    ctx.launch("scan07_sums", 1, 1024, sums, tiles)
+    ctx.launch("scan07_tiles", tiles, 256, x, sums, out["out"], n)
+
+
+class Lagged(NamedTuple):
+    """One instantiation of rung 09's template: its kernel, values per thread, tiles loading ahead,
+    rounds of lag before the look-back, blocks per SM."""
+
+    kernel: str
+    items: int
+    ahead: int
+    lag: int
+    blocks_per_sm: int
+
+    @property
+    def tile(self) -> int:
+        return 256 * self.items
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory: the ring of ahead + 1 + lag tiles, plus 128 bytes so that a 48 KB ring
+        (with the kernel's few static bytes) takes CuPy's opt-in above 48 KB."""
+        return (self.ahead + 1 + self.lag) * self.tile * 4 + 128
+
+
+#: Rung 09's candidates: blocks per SM as the registers (launch bounds) and shared memory allow.
+LAGGED = (
+    Lagged("scan09_items8_ahead1_lag1", 8, 1, 1, 8),
+    Lagged("scan09_items8_ahead1_lag2", 8, 1, 2, 6),
+    Lagged("scan09_items8_ahead2_lag1", 8, 2, 1, 6),
+    Lagged("scan09_items16_ahead1_lag1", 16, 1, 1, 4),
+    Lagged("scan09_items16_ahead1_lag2", 16, 1, 2, 3),
+    Lagged("scan09_items16_ahead2_lag1", 16, 2, 1, 3),
+)
+#: Rung 09's choice per (device, n): timed on its first call at that size, then reused.
+_LAGGED_CHOICE: dict[tuple[str, int], Lagged] = {}
+TUNE_WARMUP = 1  # untimed calls per candidate (the first loads the kernel)
+TUNE_REPS = 10  # timed calls per candidate: about 1.5 ms each at 2^26
+
+
+def launch_lagged(ctx, cfg: Lagged, x, out) -> None:
+    n = x.numel()
+    tiles = math.ceil(n / cfg.tile)
+    state = ctx.scratch("state", tiles + 2, torch.int64)
+    state.zero_()
+    grid = min(tiles, ctx.sm_count * cfg.blocks_per_sm)
+    ctx.launch(cfg.kernel, grid, 256, x, out, state[:tiles], state[tiles:].view(torch.int32), n, smem=cfg.smem)
+
+
+def _elapsed_s(ctx, fn, reps: int) -> float:
+    """Seconds for ``reps`` calls of ``fn``: CUDA events on a GPU, the wall clock on the CPU emulator."""
+    if ctx.device == "cpu":
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        return time.perf_counter() - t0
+    start, end = (ctx.torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e-3
+
+
+def fastest_lagged(ctx, x, out) -> Lagged:
+    """Time every candidate on the call's own tensors; the fastest. On the CPU emulator the first is
+    kept untimed. The times go to stderr (the run's log): results.json lists all six kernels."""
+    n = x.numel()
+    if ctx.device == "cpu":
+        return LAGGED[0]
+    times = {}
+    for cfg in LAGGED:
+        run = lambda cfg=cfg: launch_lagged(ctx, cfg, x, out)  # noqa: E731
+        _elapsed_s(ctx, run, TUNE_WARMUP)
+        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
+    best = min(times, key=times.get)
+    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
+    print(f"[scan] 09_lagged_lookback at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
+    return best
+
+
+def _lagged(ctx, inp, out):
+    x = inp["x"]
+    key = (ctx.device, x.numel())
+    if key not in _LAGGED_CHOICE:
+        _LAGGED_CHOICE[key] = fastest_lagged(ctx, x, out["out"])
+    launch_lagged(ctx, _LAGGED_CHOICE[key], x, out["out"])
+
+
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -91,4 +207,8 @@ LAUNCH = {
     "03_chained_single_pass": _single_pass("scan03_chained"),
     "04_decoupled_lookback": _single_pass("scan04_decoupled_lookback"),
     "05_lookback_vec4": _single_pass("scan05_lookback_vec4"),
+    "06_persistent_prefetch": _persistent("scan06_persistent_prefetch", BLOCKS_PER_SM06),
+    "07_reduce_then_scan_vec4": _reduce_then_scan_vec4,
+    "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
+    "09_lagged_lookback": _lagged,
 }

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from typing import NamedTuple
+
 import torch
 
 SIZES = {"h200": {"rows": 16384, "cols": 16384}, "small": {"rows": 128, "cols": 192}}
@@ -56,6 +60,90 @@ def _launcher(kernel: str, block: tuple[int, int], tile_rows: int, tile_cols: in
     return launch
 
 
+BLOCKS_PER_SM08 = 8  # rung 08's persistent grid: rung 06's residency (32 registers, 16.6 KB a block)
+
+
+def _persistent(kernel: str, blocks_per_sm: int, tile: int = 2 * TILE):
+    """Rung 08: a grid of blocks_per_sm blocks per SM, each walking tiles blockIdx.x, + gridDim.x, ..."""
+
+    def launch(ctx, inp, out):
+        x = inp["x"]
+        rows, cols = x.shape
+        if rows % tile or cols % tile:
+            raise ValueError(f"{kernel} needs rows and cols multiples of {tile}; got {rows} x {cols}")
+        tiles = (rows // tile) * (cols // tile)
+        ctx.launch(kernel, min(tiles, ctx.sm_count * blocks_per_sm), (8, 32), x, out["out"], rows, cols)
+
+    return launch
+
+
+class Shape(NamedTuple):
+    """One instantiation of rung 09's template: its kernel, the tile of x it moves, its block."""
+
+    kernel: str
+    tile_rows: int
+    tile_cols: int
+    block: tuple[int, int]
+
+
+#: Rung 09's candidates: Inductor's 32 x 32 tile with 128 threads first, rung 06's 64 x 64 last.
+SHAPES = (
+    Shape("transpose09_32x32_t128", 32, 32, (8, 16)),
+    Shape("transpose09_32x32_t64", 32, 32, (8, 8)),
+    Shape("transpose09_64x32_t128", 64, 32, (8, 16)),
+    Shape("transpose09_32x64_t128", 32, 64, (8, 16)),
+    Shape("transpose09_64x64_t256", 64, 64, (8, 32)),
+)
+#: Rung 09's choice per (device, rows, cols): timed on its first call at that shape, then reused.
+_SHAPE_CHOICE: dict[tuple[str, int, int], Shape] = {}
+TUNE_WARMUP = 1  # untimed calls per candidate (the first loads the kernel)
+TUNE_REPS = 5  # timed calls per candidate: about 3 ms each at 16384^2
+
+
+def launch_shape(ctx, cfg: Shape, x, out) -> None:
+    rows, cols = x.shape
+    ctx.launch(cfg.kernel, (cols // cfg.tile_cols, rows // cfg.tile_rows), cfg.block, x, out, rows, cols)
+
+
+def _elapsed_s(ctx, fn, reps: int) -> float:
+    """Seconds for ``reps`` calls of ``fn`` (CUDA events)."""
+    start, end = (ctx.torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e-3
+
+
+def fastest_shape(ctx, x, out) -> Shape:
+    """Time every candidate whose tile divides the matrix, on the call's own tensors; the fastest. On
+    the CPU emulator the first that fits is kept untimed. The times go to stderr (the run's log)."""
+    rows, cols = x.shape
+    fits = [c for c in SHAPES if rows % c.tile_rows == 0 and cols % c.tile_cols == 0]
+    if not fits:
+        raise ValueError(f"09_tile_shapes: no tile divides {rows} x {cols}")
+    if ctx.device == "cpu":
+        return fits[0]
+    times = {}
+    for cfg in fits:
+        run = lambda cfg=cfg: launch_shape(ctx, cfg, x, out)  # noqa: E731
+        _elapsed_s(ctx, run, TUNE_WARMUP)
+        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
+    best = min(times, key=times.get)
+    tried = ", ".join(f"{c.kernel} {t * 1e6:.1f} us" for c, t in times.items())
+    print(f"[transpose] 09_tile_shapes at {rows} x {cols}: {tried} -> {best.kernel}", file=sys.stderr)
+    return best
+
+
+def _tile_shapes(ctx, inp, out):
+    x = inp["x"]
+    key = (ctx.device, *x.shape)
+    if key not in _SHAPE_CHOICE:
+        _SHAPE_CHOICE[key] = fastest_shape(ctx, x, out["out"])
+    launch_shape(ctx, _SHAPE_CHOICE[key], x, out["out"])
+
+
 LAUNCH = {
     "00_naive": _launcher("transpose_naive", (32, 8), 8),
     "01_smem_tile": _launcher("transpose_smem_tile", (32, 32), TILE),
@@ -65,4 +153,6 @@ LAUNCH = {
     "05_vec4_two_tiles": _launcher("transpose_vec4_two_tiles", (8, 32), 2 * TILE),
     "06_square_tile": _launcher("transpose_square_tile", (8, 32), 2 * TILE, 2 * TILE),
     "07_banded_order": _launcher("transpose_banded_order", (8, 32), 2 * TILE, 2 * TILE),
+    "08_persistent_pipelined": _persistent("transpose_persistent_pipelined", BLOCKS_PER_SM08),
+    "09_tile_shapes": _tile_shapes,
 }
