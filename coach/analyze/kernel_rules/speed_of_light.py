@@ -113,9 +113,13 @@ def unit_verdict(launch: dict[str, Any]) -> Verdict | None:
     # half -> (unit, class, % of peak, % on the roof's scale, the column read)
     halves: dict[str, tuple[str, Bottleneck, float, float, str]] = {}
     sm, mem = launch.get("sm_throughput_pct"), launch.get("memory_throughput_pct")
+    memory_units = dict(_MEMORY_UNITS)
+    lsu, tensor = launch.get("lsu_pipe_active_pct"), launch.get("tensor_pipe_active_pct")
+    if tensor is not None and tensor >= AT_ROOF_PCT and lsu is not None and lsu < LSU_IDLE_PCT:
+        memory_units.pop("l1_throughput_pct")  # the tensor pipe's own operand traffic (see LSU_IDLE_PCT)
     if mem is not None:
         halves["memory"] = (*_memory_unit(launch), mem, mem, "memory_throughput_pct")
-    elif unit := _busiest(launch, _MEMORY_UNITS):
+    elif unit := _busiest(launch, memory_units):
         halves["memory"] = unit
     if sm is not None:
         halves["compute"] = (*_compute_pipe(launch), sm, sm, "sm_throughput_pct")
