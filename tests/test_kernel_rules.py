@@ -154,10 +154,15 @@ def test_stays_quiet(rule):
     assert run(rule, **CASES[rule][1]) == []
 
 
+#: optional columns a rule's case with its optional metrics missing still has: without them the rule
+#: decides nothing (uncoalesced says it has no load requests; the FP64 share needs the FP16 counts)
+DECIDES_FROM = {"uncoalesced": {"global_load_requests"}, "fp64": {"fp16_add_inst", "fp16_mul_inst", "fp16_fma_inst"}}
+
+
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_optional_metrics_missing(rule):
     columns, fires = CASES[rule][2]
-    assert not set(columns) & set(RULES[rule].SPEC.optional)
+    assert not (set(columns) & set(RULES[rule].SPEC.optional)) - DECIDES_FROM.get(rule, set())
     found = run(rule, **columns)
     assert bool(found) == fires
     for f in found:
