@@ -51,3 +51,42 @@ def test_exports_saved_as_utf16_on_windows_read_as_the_originals(data_dir, tmp_p
         a, b = load(original), load(copy)
         first = "launches" if a.kind == "kernel-profile" else "kernels"
         assert getattr(a, first).equals(getattr(b, first))
+
+
+# rocprof's CSV outputs and rocprofv3's JSON: synthetic files with the header lines of the public formats
+# (rocprof v1/v2 results.csv and results.stats.csv; rocprofv3 --kernel-trace kernel_trace.csv and its JSON
+# output, whose top-level key is "rocprofiler-sdk-tool"); the values are made up.
+ROCPROF_FILES = {
+    "results.csv": ('"Index","KernelName","gpu-id","queue-id","queue-index","pid","tid","grd","wgr","lds","scr",'
+                    '"vgpr","sgpr","fbar","sig","WriteSize","DispatchNs","BeginNs","EndNs","CompleteNs"\n'
+                    '0,"Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1.kd",0,1,0,100,101,262144,256,4096,0,64,32,0,'
+                    '0x0,4,1000,2000,48000,49000\n', "a rocprof kernel trace"),
+    "results.stats.csv": ('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
+                          '"Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1.kd",10,460000,46000,100.0\n',
+                          "a rocprof summary of calls"),
+    "kernel_trace.csv": ('"Kind","Agent_Id","Queue_Id","Thread_Id","Dispatch_Id","Kernel_Id","Kernel_Name",'
+                         '"Correlation_Id","Start_Timestamp","End_Timestamp","Workgroup_Size_X","Grid_Size_X"\n'
+                         '"KERNEL_DISPATCH",1,1,101,1,12,"Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1",1,2000,48000,'
+                         '256,262144\n', "a rocprofv3 kernel trace"),
+    "hip_api_trace.csv": ('"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp",'
+                          '"End_Timestamp"\n"HIP_RUNTIME_API","hipLaunchKernel",100,101,1,1500,1900\n',
+                          "a rocprofv3 trace CSV"),
+    "results.json": ('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 100}, "agents": [], '
+                     '"buffer_records": {"kernel_dispatch": []}}]}', "is rocprofv3 JSON output"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROCPROF_FILES))
+def test_rocprof_outputs_are_named_with_the_way_out(tmp_path, name):
+    text, what = ROCPROF_FILES[name]
+    p = tmp_path / f"synthetic_{name}"
+    p.write_text(text)
+    message = _message(p)
+    assert what in message and "AMD ROCm" in message and "torch.profiler" in message, message
+    assert str(p) in message
+
+
+def test_a_csv_with_a_kernel_name_column_alone_is_not_taken_for_rocprof(tmp_path):
+    p = tmp_path / "kernels.csv"
+    p.write_text('"KernelName","Time"\n"k",1\n')
+    assert "rocprof" not in _message(p)

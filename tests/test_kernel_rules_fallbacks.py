@@ -7,6 +7,7 @@ says it could not check and what it needs."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -105,3 +106,66 @@ def test_sector_counts_without_request_counts_say_so(report):
     findings = diagnose(without(report, r"^l1tex__t_requests_pipe_lsu_mem_global_op_ld", r"inst_executed_op_global_ld"))
     notes = [f for f in by_launch(findings, 0) if f.rule_id == "not-checked:uncoalesced-global-access"]
     assert notes and "no count of global load requests" in notes[0].message
+
+
+# --------------------------------------------------------------------------------------------
+# Without the speed-of-light section (labelled synthetic variants, tests/ncu_variants.py)
+# --------------------------------------------------------------------------------------------
+
+SOL = ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+WILD = Path(__file__).resolve().parent / "data" / "wild_ncu"
+TRACES = Path(__file__).resolve().parent.parent / "traces" / "h200"
+
+
+def test_without_the_speed_of_light_a_tensor_pipe_at_its_roof_names_the_bound():
+    """cuBLAS's GEMM: tensor pipe 96.9% busy. Without the SOL throughputs the root still calls it
+    compute-bound on the tensor pipe, and its 19% theoretical occupancy (by design) is not put first."""
+    from ncu_variants import without_metrics  # noqa: PLC0415
+
+    found = diagnose(without_metrics(load(WILD / "healthy_gemm.full.ncu-rep"), SOL))
+    top = found[0]
+    assert top.rule_id == "speed-of-light" and top.details["measured_by"] == "tensor_pipe_active_pct"
+    assert top.category == "compute-tensor" and "without the speed-of-light section" in top.title
+    assert "occupancy-limit" not in {f.rule_id for f in found}
+    assert "not-checked:speed-of-light" in {f.rule_id for f in found}  # and it says what it lacks
+
+
+def test_the_tables_set_names_dram_at_its_roof_and_leaves_latency_alone():
+    """The tables set has no SOL section; the copy kernels run DRAM at 80.5% and 86.9%: at the roof."""
+    found = diagnose(load(WILD / "memory_patterns.tables.ncu-rep"))
+    roots = {f.scope: f for f in found if f.rule_id == "speed-of-light"}
+    assert (roots["copy_vec4"].details["unit"], roots["copy_vec4"].details["measured_by"]) == ("DRAM", "dram_throughput_pct")
+    assert "87% of peak" in roots["copy_vec4"].title
+    assert not [f for f in found if f.scope == "copy_vec4" and f.rule_id in ("occupancy-limit", "warp-stalls")]
+
+
+def test_below_the_roof_without_the_speed_of_light_nothing_is_decided():
+    """The coalesced copy at 54% of DRAM: below the roof, latency cannot be told from an unmeasured unit."""
+    from coach.analyze.kernel_rules.speed_of_light import unit_verdict  # noqa: PLC0415
+
+    assert unit_verdict({"duration_ns": 1e5, "dram_throughput_pct": 54.3, "l2_throughput_pct": 65.4}) is None
+    # L2 reads above the SOL memory throughput: 88% is not its roof, 93% is
+    assert unit_verdict({"duration_ns": 1e5, "l2_throughput_pct": 88.1}) is None
+    v = unit_verdict({"duration_ns": 1e5, "l2_throughput_pct": 93.2})
+    assert v is not None and (v.unit, v.busiest_pct, v.side) == ("L2", 93.2, "memory")
+    assert v.subtrees == {"launch", "memory", "compute"}  # the compute half is not measured: looked into
+
+
+def test_one_thread_per_warp_storing_is_not_uncoalesced():
+    """scenario-05's kernel stores one 4-byte sum per warp: 1.00 sector per request, 4 useful bytes of
+    32. A request cannot touch less than one sector: that is a small access, not an uncoalesced one."""
+    found = diagnose(load(TRACES / "scenario-05" / "slow" / "report.ncu-rep.xz"))
+    assert not [f for f in found if f.rule_id == "uncoalesced-global-access" and f.details["op"] == "store"]
+
+
+def test_shared_atomics_are_not_bank_conflicts_of_loads_and_stores():
+    """scenario-08/fixed's shared-atomic histogram: 9.85 M conflicts in the all-operations count, 7 in
+    its loads and stores. Without the per-operation counts the rule says what it needs."""
+    from ncu_variants import without_metrics  # noqa: PLC0415
+
+    full = load(TRACES / "scenario-08" / "fixed" / "report.ncu-rep.xz")
+    assert "shared-bank-conflicts" not in {f.rule_id for f in diagnose(full)}
+    variant = without_metrics(full, patterns=[r"^l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_(ld|st)\."])
+    found = diagnose(variant)
+    assert "shared-bank-conflicts" not in {f.rule_id for f in found}
+    assert "not-checked:shared-bank-conflicts" in {f.rule_id for f in found}

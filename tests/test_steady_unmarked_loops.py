@@ -72,6 +72,16 @@ def test_of_two_unmarked_loops_the_one_repeating_at_more_launches_is_taken():
     assert int(found["end_ns"].max() - found["start_ns"].min()) > marked.dur_ns
 
 
+def test_where_it_takes_one_of_several_unmarked_loops_it_says_so():
+    """decode_graph's eager loop is taken; the graph replays after it (and the loop before it) are not
+    dropped in silence: the window's source says it chose one of the loops it found, and how to choose."""
+    _, source, _, _ = unmarked(NSYS / "decode_graph.sqlite")
+    assert source.startswith("a repeating loop of kernels (the one repeating at the most launches, of ")
+    assert "of 2 loops found without marks" in source and "NVTX" in source  # not the 33 initialising launches
+    _, single, _, _ = unmarked(NSYS / "healthy_gemm.sqlite")
+    assert single == "a repeating loop of kernels"  # one loop: nothing to say
+
+
 @pytest.mark.parametrize("path", [NSYS / "setup_allocs_once.sqlite", DATA / "joined_strided_copy" / "strided_copy.sqlite",
                                   DATA / "nsys_triton_softmax" / "triton_softmax.sqlite",
                                   DATA / "nsys_ranks" / "rank5.sqlite"],

@@ -79,6 +79,10 @@ def detect(path: str | Path) -> Format:
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
                             "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "
                             "database (nvprof -o FILE.nvvp) into an .nsys-rep")
+    rocprof = _rocprof_csv(text)
+    if rocprof is not None:
+        raise InputError(p, f"is {rocprof}, which coach does not read: record the run with torch.profiler "
+                            "(its ROCm build writes the JSON trace coach reads) and pass that")
     if _TRIMMED_NCU_CSV.search(text):
         raise InputError(p, 'is a CSV of Nsight Compute metrics without ncu\'s "ID" column (a summary or a trimmed copy '
                             "of ncu's CSV): coach reads the export as ncu writes it (ncu --csv --page details or --page "
@@ -90,6 +94,22 @@ def detect(path: str | Path) -> Format:
 #: The header of a table with Nsight Compute's metric columns but not its first, "ID": what a
 #: spreadsheet or a script keeps of ``ncu --csv`` output ("Kernel Name","Metric Name","Metric Unit","Metric Value").
 _TRIMMED_NCU_CSV = re.compile(r'^(?![^\n]*"ID")[^\n]*"Metric Name"[^\n]*"Metric Value"', re.MULTILINE)
+
+
+#: rocprof's CSV outputs by the columns of their header line: what each one is.
+_ROCPROF_HEADERS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"KernelName", "BeginNs", "EndNs"}), "a rocprof kernel trace (AMD ROCm; results.csv of rocprof v1/v2)"),
+    (frozenset({"Kernel_Name", "Start_Timestamp", "End_Timestamp"}), "a rocprofv3 kernel trace (AMD ROCm; kernel_trace.csv)"),
+    (frozenset({"Start_Timestamp", "End_Timestamp", "Correlation_Id"}), "a rocprofv3 trace CSV (AMD ROCm)"),
+    (frozenset({"Name", "Calls", "TotalDurationNs"}), "a rocprof summary of calls (AMD ROCm; a *stats.csv)"),
+)
+
+
+def _rocprof_csv(text: str) -> str | None:
+    """What kind of rocprof CSV ``text`` starts with, or None."""
+    first = text.lstrip().split("\n", 1)[0]
+    columns = {c.strip().strip('"') for c in first.split(",")}
+    return next((what for needs, what in _ROCPROF_HEADERS if needs <= columns), None)
 
 
 def _sanitizer_format(text: str) -> Format | None:

@@ -248,8 +248,21 @@ def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         except pl.exceptions.PolarsError as err:
             raise _explain(raw, path, err) from None
     if doc.height != 1 or doc["traceEvents"][0] is None:
-        raise InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
+        raise _no_trace_events(raw, path)
     return doc, doc.select(pl.col("traceEvents").explode()).unnest("traceEvents").filter(_DURATION)
+
+
+#: rocprofv3's JSON output (ROCm's rocprofiler-sdk) opens with this key.
+ROCPROFV3_KEY = b'"rocprofiler-sdk-tool"'
+
+
+def _no_trace_events(raw: bytes, path: Path) -> InputError:
+    """Why a JSON file without ``traceEvents`` is not read: a rocprofv3 JSON output, or some other JSON."""
+    if ROCPROFV3_KEY in raw[:4096]:
+        return InputError(path, "is rocprofv3 JSON output (AMD ROCm's rocprofiler-sdk), which coach does not read: "
+                                "record the run with torch.profiler (its ROCm build writes the JSON trace coach reads) "
+                                "and pass that")
+    return InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
 
 
 #: Traces from this size on are read in pieces of about ``_PIECE_BYTES`` each: Polars reads one JSON
@@ -360,7 +373,7 @@ def _explain(raw: bytes, path: Path, err: Exception) -> InputError:
             return InputError(path, f"ends before its JSON is complete ({bad.msg} at {where}): a truncated trace?")
         return InputError(path, f"is not valid JSON ({bad.msg} at {where})")
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        return InputError(path, "is JSON but not a PyTorch-profiler trace (no traceEvents list)")
+        return _no_trace_events(raw, path)
     where = _first_odd_field(doc["traceEvents"])
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     return InputError(path, f"has traceEvents in a shape coach does not read ({where or first})")

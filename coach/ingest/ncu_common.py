@@ -71,7 +71,7 @@ DEVICE_ATTRS: dict[str, tuple[str, float | None]] = {
 }
 
 # Peak DRAM bandwidth = bytes per DRAM cycle at peak x DRAM clock, both measured by the tool.
-_PEAK_DRAM = ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second")
+PEAK_DRAM = ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second")
 
 #: ``ncu_report.MsgType`` -> severity. NONE carries no message; OK is what the CSV and the UI label
 #: "INF"; OPTIMIZATION ("OPT") and WARNING ("WRN") both ask the user to act.
@@ -206,10 +206,10 @@ def devices(metrics: pl.DataFrame) -> pl.DataFrame | None:
         e = pl.col(metric)
         exprs.append((e if factor is None else e.cast(pl.Float64) * factor).alias(col))
     out = per_launch.select(exprs)
-    peak = metrics.filter(pl.col("metric").is_in(_PEAK_DRAM))
-    if peak.select(pl.col("metric").n_unique()).item() == len(_PEAK_DRAM):
+    peak = metrics.filter(pl.col("metric").is_in(PEAK_DRAM))
+    if peak.select(pl.col("metric").n_unique()).item() == len(PEAK_DRAM):
         bw = peak.pivot(on="metric", index="launch_id", values="value").select(
-            "launch_id", (pl.col(_PEAK_DRAM[0]) * pl.col(_PEAK_DRAM[1])).alias("memory_bandwidth_bytes_per_s"),
+            "launch_id", (pl.col(PEAK_DRAM[0]) * pl.col(PEAK_DRAM[1])).alias("memory_bandwidth_bytes_per_s"),
         )
         out = out.with_columns(per_launch["launch_id"]).join(bw, on="launch_id", how="left", maintain_order="left").drop("launch_id")
     return out.unique(subset=["device_id"] if "device_id" in out.columns else None, keep="first", maintain_order=True)

@@ -5,7 +5,9 @@ where ``launch`` is one row of ``launches`` with the quantities of ``coach.analy
 added, and ``ctx`` a ``KernelContext`` (the root's verdict, Nsight Compute's own rule results for the
 launch, the hardware entry). As in Nsight Compute's rule set, the root runs first and decides which
 subtrees are looked into (``TREE``); a rule whose required columns are null for a launch does not
-run, and the diagnosis says which evidence was missing instead.
+run, and the diagnosis says which evidence was missing instead. A rule may define
+``apply_partial(launch, ctx, missing)`` for what it can still say without them (the root: the
+bound named by a unit the report measures at its roof), returned beside that note.
 
     from coach.analyze.kernel_rules import run_all
     findings = run_all(profile)            # ranked: largest estimated saving first
@@ -89,7 +91,8 @@ def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
         findings += found
         notes += skipped
     for module in PROFILE_RULES.values():
-        findings += module.apply_profile(wide)
+        for f in module.apply_profile(wide):
+            (notes if f.rule_id.startswith(NOT_CHECKED_PREFIX) else findings).append(f)
     return _rank_launches(findings) + notes
 
 
@@ -105,6 +108,8 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
         gone = missing(launch, module.SPEC.requires)
         if gone:
             skipped.append(_not_checked(module.SPEC, launch, gone))
+            if hasattr(module, "apply_partial"):  # what the rule can still say without them
+                found += module.apply_partial(launch, ctx, gone)
             continue
         none_of = [group for group in module.SPEC.requires_one_of if len(missing(launch, group)) == len(group)]
         if none_of:

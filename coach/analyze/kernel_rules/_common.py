@@ -36,6 +36,9 @@ class Verdict:
     busiest_pct: float
     gap_ns: float | None
     subtrees: frozenset[str]
+    #: where the speed-of-light throughputs are missing, the column of the unit at its roof that
+    #: the verdict was read from (``speed_of_light.unit_verdict``); None for the full reading
+    measured_by: str | None = None
 
 
 @dataclass(frozen=True)

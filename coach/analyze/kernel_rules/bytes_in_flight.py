@@ -23,7 +23,8 @@ SPEC = RuleSpec(
     table="launches",
     requires=("duration_ns", "dram_throughput_pct", "memory_throughput_pct", "sm_throughput_pct", "dram_read_bytes"),
     optional=("stall_long_scoreboard", "warp_cycles_per_issued_inst", "warp_inst_executed", "global_load_requests",
-              "sm_frequency_hz", "achieved_occupancy_pct", "dram_peak_bytes_per_s", "sm_count"),
+              "sm_frequency_hz", "achieved_occupancy_pct", "dram_peak_bytes_per_s", "sm_count",
+              "device_max_warps_per_sm", "dram_bytes"),
     doc="Low DRAM throughput with warps waiting on memory: Little's law with the measured latency.",
 )
 

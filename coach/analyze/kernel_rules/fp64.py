@@ -22,7 +22,8 @@ SPEC = RuleSpec(
     table="launches",
     requires=("duration_ns", "fp64_add_inst", "fp64_mul_inst", "fp64_fma_inst", "fp32_add_inst", "fp32_mul_inst",
               "fp32_fma_inst"),
-    optional=("fp64_pipe_active_pct", "device_cc_major", "device_cc_minor"),
+    optional=("fp64_pipe_active_pct", "device_cc_major", "device_cc_minor", "fp16_add_inst", "fp16_mul_inst",
+              "fp16_fma_inst"),
     doc="FP64 instructions alongside FP32 ones; cost from the GPU's FP64:FP32 rate.",
 )
 

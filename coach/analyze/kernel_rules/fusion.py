@@ -24,7 +24,7 @@ import polars as pl
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import SECTOR_BYTES
-from coach.analyze.kernel_rules._common import ev, finding, fmt_bytes, fmt_time
+from coach.analyze.kernel_rules._common import cannot_decide, ev, finding, fmt_bytes, fmt_time
 from coach.analyze.kernel_rules.speed_of_light import LATENCY_PCT, UNIT_TOLERANCE_PCT
 from coach.analyze.kernel_rules.uncoalesced import EXCESS_RATIO
 
@@ -50,11 +50,29 @@ STREAMING_PCT = LATENCY_PCT
 
 
 def apply_profile(wide: pl.DataFrame) -> list[Finding]:
-    """One finding per chain among ``wide``'s launches (launches with derived columns, any order)."""
-    if wide.height < MIN_KERNELS or any(c not in wide.columns for c in SPEC.requires):
+    """One finding per chain among ``wide``'s launches (launches with derived columns, any order), and
+    a note where some launches lack what membership is decided from: those cannot join a chain."""
+    if wide.height < MIN_KERNELS:
         return []
+    lacking = {c: wide.height if c not in wide.columns else wide[c].null_count() for c in SPEC.requires}
+    lacking = {c: n for c, n in lacking.items() if n}
+    notes = [_not_checked(lacking, wide.height)] if lacking else []
+    if any(c not in wide.columns for c in SPEC.requires):
+        return notes
     chains = _chains(wide)
-    return [_finding(row) for row in chains.iter_rows(named=True)]
+    return [_finding(row) for row in chains.iter_rows(named=True)] + notes
+
+
+def _not_checked(lacking: dict[str, int], launches: int) -> Finding:
+    from coach.analyze.kernel_rules import ncu_metric_names  # noqa: PLC0415 - the package imports this module
+
+    worst = max(lacking.values())
+    some = "any" if worst == launches else f"{worst} of the {launches}"
+    return cannot_decide(
+        SPEC, {"kernel_name": f"{launches} launches", "launch_id": None},
+        f"{', '.join(sorted(lacking))} {'is' if len(lacking) == 1 else 'are'} not in this report for {some} "
+        "launches, which then cannot be judged as members of a chain",
+        [" and ".join(ncu_metric_names(c) for c in sorted(lacking))])
 
 
 def _chains(wide: pl.DataFrame) -> pl.DataFrame:

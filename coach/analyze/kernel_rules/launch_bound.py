@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
-from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_time
+from coach.analyze.kernel_rules._common import KernelContext, cannot_decide, ev, finding, fmt_time
 
 SPEC = RuleSpec(
     id="launch-bound",
@@ -33,8 +33,11 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     duration, grid, sms = launch["duration_ns"], launch["grid_size"], launch.get("sm_count")
     small_grid = sms is not None and grid < sms
     short = duration < SHORT_KERNEL_NS
+    unknown = [] if sms is not None else [cannot_decide(
+        SPEC, launch, f"the grid has {grid:.0f} blocks, but the report has no SM count to compare it with",
+        ["launch__sm_count", "device__attribute_multiprocessor_count"])]
     if not (small_grid or short):
-        return []
+        return unknown
     parts, evidence = [], []
     saving = None
     if small_grid:
@@ -51,7 +54,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     if short:
         steps.append("Fuse it with its neighbours or capture the sequence in a CUDA graph (torch.compile "
                      "mode='reduce-overhead'); check the timeline for the gaps between launches.")
-    return [finding(
+    return unknown + [finding(
         SPEC, launch, title="Launch-bound: " + " and ".join(
             t for t, on in (("tiny grid", small_grid), (f"{fmt_time(duration)} kernel", short)) if on),
         message=" ".join(parts), next_step=" ".join(steps), evidence=evidence, saving_ns=saving,

@@ -13,7 +13,8 @@ from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import WARP_SIZE
-from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, OCCUPANCY_LIMIT, KernelContext, ev, finding, fmt_time
+from coach.analyze.kernel_rules._common import (LAUNCH_LIMIT, OCCUPANCY_LIMIT, KernelContext, cannot_decide, ev, finding,
+                                               fmt_time)
 
 SPEC = RuleSpec(
     id="occupancy-limit",
@@ -37,6 +38,8 @@ ACHIEVED_RATIO = 0.80
 # Registers are allocated per warp in units of 256, i.e. 8 per thread (CUDA occupancy calculator,
 # "register allocation unit size" for compute capability 5.0 and later).
 REGISTER_GRANULE = 8
+#: Where achieved occupancy is read from (the Occupancy section's "Achieved Occupancy").
+ACHIEVED_METRIC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 
 _LIMITS = {
     "blocks_limit_registers": ("registers", "the registers each thread uses"),
@@ -51,7 +54,11 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     if theo < THEORETICAL_PCT:
         return [_theoretical(launch, ctx, theo)]
     achieved = launch.get("achieved_occupancy_pct")
-    if achieved is not None and achieved < ACHIEVED_RATIO * theo:
+    if achieved is None:  # the limit is not the story; whether the warps fill it is not in the report
+        return [cannot_decide(SPEC, launch, f"theoretical occupancy is {theo:.0f}% (at or above "
+                              f"{THEORETICAL_PCT:.0f}%: no limit), but the report has no achieved occupancy to compare "
+                              "with it", [ACHIEVED_METRIC])]
+    if achieved < ACHIEVED_RATIO * theo:
         return [_achieved(launch, ctx, theo, achieved)]
     return []
 

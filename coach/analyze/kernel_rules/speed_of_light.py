@@ -23,7 +23,7 @@ SPEC = RuleSpec(
     requires=("duration_ns", "sm_throughput_pct", "memory_throughput_pct"),
     optional=("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct", "fma_pipe_active_pct",
               "tensor_pipe_active_pct", "fp64_pipe_active_pct", "xu_pipe_active_pct", "lsu_pipe_active_pct",
-              "dram_bytes", "flop"),
+              "issue_active_pct", "dram_bytes", "flop", "dram_peak_bytes_per_s"),
     doc="Compute vs memory throughput against peak; names the limiting unit and the gap to its roof.",
 )
 
@@ -58,10 +58,11 @@ LSU_IDLE_PCT = 10.0
 
 
 def verdict(launch: dict[str, Any]) -> Verdict | None:
-    """The root's reading of one launch, or None when the speed-of-light metrics are missing."""
+    """The root's reading of one launch; without the speed-of-light metrics, the reading of a unit the
+    report measures at its roof (``unit_verdict``), or None."""
     sm, mem = launch.get("sm_throughput_pct"), launch.get("memory_throughput_pct")
     if sm is None or mem is None:
-        return None
+        return unit_verdict(launch)
     busiest = max(sm, mem)
     regime = "at-roof" if busiest >= AT_ROOF_PCT else "latency" if busiest < LATENCY_PCT else "below-roof"
     side = "balanced" if abs(sm - mem) < BALANCE_PCT else "memory" if mem > sm else "compute"
@@ -75,6 +76,110 @@ def verdict(launch: dict[str, Any]) -> Verdict | None:
         subtrees.add("latency")
     return Verdict(side=side, regime=regime, category=category, unit=unit, busiest_pct=busiest,
                    gap_ns=launch.get("sol_gap_ns"), subtrees=frozenset(subtrees))
+
+
+#: The units whose throughput stands in for a missing half of the speed of light, with their class.
+#: DRAM's is one of the terms the memory throughput is the maximum of; L1's and the pipes' are shares
+#: of the SM's active cycles, so at the roof they say the unit is saturated while the SMs run (what
+#: the SMs' idle time costs, the tail and launch rules look into).
+_MEMORY_UNITS: dict[str, tuple[str, Bottleneck]] = {
+    "dram_throughput_pct": ("DRAM", Bottleneck.DRAM),
+    "l1_throughput_pct": ("L1", Bottleneck.CACHE),
+    "l2_throughput_pct": ("L2", Bottleneck.CACHE),
+}
+#: L2's throughput counts as at the roof only this many points above AT_ROOF_PCT: lts__throughput
+#: takes the maximum over more of L2's sub-units than the speed-of-light memory throughput does, and
+#: reads up to 11.4 points above it on the H200 reports of tests/data and traces/h200 (88.1% against
+#: 76.8% on traces/h200/scenario-08/fixed, 65% against 54% on the coalesced copy of
+#: tests/data/ncu_strided_copy); at 92% or more it never stood beside a memory throughput below 80%.
+L2_MARGIN_PCT = 12.0
+#: ... and the compute half's: the pipes, and the issue slots (a scheduler issuing nearly every cycle
+#: is not waiting on latency; Nsight Compute's sm__throughput takes it among its terms).
+_COMPUTE_UNITS: dict[str, tuple[str, Bottleneck]] = {**_PIPES, "issue_active_pct": ("issue slots", Bottleneck.FMA)}
+
+
+def unit_verdict(launch: dict[str, Any]) -> Verdict | None:
+    """Without the speed-of-light throughputs (a ``--section`` or ``--metrics`` collection without
+    SpeedOfLight; the tables set), a unit the report does measure at its roof still names a bound.
+
+    Each half is its speed-of-light throughput where the report has it, else its busiest measured
+    unit: DRAM, L1 or L2 for memory, a pipe or the issue slots for compute. A unit at or above ``AT_ROOF_PCT`` bounds
+    the launch whatever the unmeasured units do, so latency causes are not looked into, and the
+    gap to that unit's roof bounds what a fix can save that keeps the bytes and instructions (a
+    busier unmeasured one would make the gap smaller, never larger). A half with nothing measured
+    keeps its causes looked into. Below the roof nothing is decided: the busiest unit may be one the
+    report does not measure, and latency cannot be told from it; the root then says what it needs.
+    """
+    # half -> (unit, class, % of peak, % on the roof's scale, the column read)
+    halves: dict[str, tuple[str, Bottleneck, float, float, str]] = {}
+    sm, mem = launch.get("sm_throughput_pct"), launch.get("memory_throughput_pct")
+    memory_units = dict(_MEMORY_UNITS)
+    lsu, tensor = launch.get("lsu_pipe_active_pct"), launch.get("tensor_pipe_active_pct")
+    if tensor is not None and tensor >= AT_ROOF_PCT and lsu is not None and lsu < LSU_IDLE_PCT:
+        memory_units.pop("l1_throughput_pct")  # the tensor pipe's own operand traffic (see LSU_IDLE_PCT)
+    if mem is not None:
+        halves["memory"] = (*_memory_unit(launch), mem, mem, "memory_throughput_pct")
+    elif unit := _busiest(launch, memory_units):
+        halves["memory"] = unit
+    if sm is not None:
+        halves["compute"] = (*_compute_pipe(launch), sm, sm, "sm_throughput_pct")
+    elif unit := _busiest(launch, _COMPUTE_UNITS):
+        halves["compute"] = unit
+    if not halves:
+        return None
+    side = max(halves, key=lambda h: halves[h][3])
+    unit, category, busiest, scaled, column = halves[side]
+    if scaled < AT_ROOF_PCT:
+        return None
+    other = halves.get("compute" if side == "memory" else "memory")
+    if other is not None and scaled - other[3] < BALANCE_PCT:
+        side = "balanced"
+    subtrees = {SUBTREES_ALWAYS, "memory", "compute"} if side == "balanced" or other is None else {SUBTREES_ALWAYS, side}
+    duration = launch.get("duration_ns")
+    return Verdict(side=side, regime="at-roof", category=category, unit=unit, busiest_pct=busiest,
+                   gap_ns=None if duration is None else duration * (1 - min(busiest, 100.0) / 100),
+                   subtrees=frozenset(subtrees), measured_by=column)
+
+
+def _busiest(launch: dict[str, Any], units: dict[str, tuple[str, Bottleneck]]
+             ) -> tuple[str, Bottleneck, float, float, str] | None:
+    """The unit among ``units`` closest to its roof, on the roof's scale (``L2_MARGIN_PCT``)."""
+    known = {c: launch[c] for c in units if launch.get(c) is not None}
+    if not known:
+        return None
+    scaled = {c: v - L2_MARGIN_PCT if c == "l2_throughput_pct" else v for c, v in known.items()}
+    col = max(scaled, key=scaled.__getitem__)
+    return (*units[col], known[col], scaled[col], col)
+
+
+def apply_partial(launch: dict[str, Any], ctx: KernelContext, missing: list[str]) -> list[Finding]:
+    """What the root says where its requirements are missing (beside the note that says so): the bound
+    a unit at its roof names (``unit_verdict``), or nothing."""
+    v = ctx.verdict
+    if v is None or v.measured_by is None or launch.get("duration_ns") is None:
+        return []
+    pct = f"{v.busiest_pct:.0f}%"
+    halves = {"sm_throughput_pct": "compute (SM)", "memory_throughput_pct": "memory"}
+    lacking = " and ".join(halves[c] for c in missing if c in halves)
+    message = (f"The report has no speed-of-light {lacking} throughput; of what it measures, the {v.unit} runs at "
+               f"{v.busiest_pct:.1f}% of its peak ({v.measured_by}), at its roof (>= {AT_ROOF_PCT:.0f}%): it bounds "
+               "this kernel, unless a unit the report does not measure is busier still. Latency causes are not "
+               "looked into: a unit at its roof is not waiting on latency.")
+    what = f"{v.unit}-bound" if v.side != "compute" else f"Compute-bound on the {v.unit}"
+    return [finding(
+        SPEC, launch, category=v.category, title=f"{what} at {pct} of peak (without the speed-of-light section)",
+        message=message,
+        next_step=("Move fewer bytes through it: access efficiency (sectors per request), reuse in shared memory or L2, "
+                   "fusion, narrower types." if v.side != "compute" else
+                   f"Issue fewer instructions on the {v.unit}: a faster pipe, cheaper math or less redundant work.")
+        + " Collect the SpeedOfLight section (ncu --section SpeedOfLight, in every set) for the full reading.",
+        evidence=[ev(v.measured_by, v.busiest_pct, "%", f">= {AT_ROOF_PCT:.0f}% at the roof", AT_ROOF_PCT)],
+        saving_ns=v.gap_ns,
+        gain_model=(f"time x (1 - {v.busiest_pct:.1f}%): the same bytes and instructions with the {v.unit} at its "
+                    "peak; a busier unit the report does not measure would make it less"),
+        details={"side": v.side, "regime": v.regime, "unit": v.unit, "subtrees": sorted(v.subtrees),
+                 "measured_by": v.measured_by},
+    )]
 
 
 def _lean(launch: dict[str, Any], side: str) -> str:

@@ -38,7 +38,7 @@ SPEC = RuleSpec(
     table="launches",
     requires=("duration_ns",),
     requires_one_of=(("global_load_sectors", "l1_to_l2_read_sectors", "l2_global_sectors"),),
-    optional=("global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
+    optional=("global_load_requests", "global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
               "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct", "l2_global_sectors",
               "l2_global_sectors_ideal", "l1_to_l2_write_sectors"),
     doc="Sectors per request against the ideal for the access width; DRAM bytes against useful bytes.",
