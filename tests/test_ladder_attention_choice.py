@@ -56,8 +56,8 @@ def _inputs(head_dim=64, causal=0):
 
 
 class Compiled:
-    class metadata:
-        num_stages = 3
+    class metadata:  # a two-group kernel: 4 warps per consumer group, the producer's padded to 4
+        num_warps, num_stages = 12, 3
 
 
 def _fake_run(rung, times_ms, wrong=(), broken=()):
@@ -129,16 +129,28 @@ def test_a_single_candidate_is_not_timed(rung, monkeypatch, capsys):
     assert launched == cands * 2 and "(the only one)" in capsys.readouterr().err
 
 
+class Variant:
+    """A compiled variant as Triton 3.6 keeps it: constexprs keyed by argument index, warps counted
+    over every partition."""
+
+    def __init__(self, rung, config, inp, num_warps):
+        names = rung._kernel.arg_names
+        consts = rung.constexprs(inp, config)
+        self.src = type("Src", (), {"fn": type("Fn", (), {"arg_names": names}),
+                                    "constants": {(names.index(k),): v for k, v in consts.items()}})
+        self.metadata = type("Meta", (), {"num_warps": num_warps, "num_stages": 3})
+
+
 def test_the_sass_reader_finds_the_kernel_and_the_chosen_configuration(rung, monkeypatch):
     cands = rung.CANDIDATES[(64, False)]
     run, _ = _fake_run(rung, {c: 1.0 + 0.1 * i for i, c in enumerate(cands)})
     monkeypatch.setattr(rung, "run", run)
-    rung.launch(None, *_inputs())
+    inp, out = _inputs()
+    rung.launch(None, inp, out)
     jit, tuner = sass._unwrap(rung.attention09_tuned)
     assert jit is rung._kernel and tuner is rung.attention09_tuned
-    best = tuner.best_config
-    assert best.kwargs["CONSUMERS"] == cands[0][0] and best.kwargs["STAGES"] == cands[0][2]
-    assert (best.num_warps, best.num_stages) == (4, 3)
+    variants = [Variant(rung, c, inp, 12 if c[0] == 2 else 16) for c in cands]
+    assert sass._chosen("attention09_tuned", variants, tuner) is variants[0], "the chosen one of several variants"
     assert "attention09_tuned" in runner.triton_kernel_names(DEFN.path(DEFN.rung("09")).read_text())
 
 

@@ -458,7 +458,8 @@ def launch(ctx, inp, out, **flags):
     compiled = run(inp, out, config)
     consts = constexprs(inp, config)
     if getattr(attention09_tuned.best_config, "kwargs", None) != consts:
-        attention09_tuned.best_config = _Config(consts, 4, compiled.metadata.num_stages)
+        # The compiled kernel's warps (12 or 16 with the workers), not the launch's num_warps=4.
+        attention09_tuned.best_config = _Config(consts, compiled.metadata.num_warps, compiled.metadata.num_stages)
 
 
 class _Config:
