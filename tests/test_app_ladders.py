@@ -283,17 +283,17 @@ def test_a_compute_goal_is_a_rate_and_a_share_of_the_baseline_for_the_last_and_t
     # is also the fastest there: no second sentence
     causal = words(by_id(page(app, "/ladders/attention", "?gpu=h200&size=h200_causal"), "lad-goal"))
     assert "(needs ×0.75 of torch.sdpa)" in causal
-    assert ("The last rung, 08 (softmax overlapped with P V inside each consumer warp group), reaches 531.2 TFLOP/s, "
-            "×1.02 of torch.sdpa: met.") in causal and "The fastest" not in causal
+    assert ("The last rung, 09 (three consumer warp groups at D64, configuration chosen per shape by timing), reaches "
+            "533.4 TFLOP/s, ×1.03 of torch.sdpa: met.") in causal and "The fastest" not in causal
 
 
 def test_the_attention_peers_are_the_sdpa_backends_of_the_same_run(app):
     table = rows(by_id(page(app, "/ladders/attention"), "lad-peers"))
-    assert table == [["torch.sdpa", "1.859 ms", "1.842 ms – 1.879 ms", "591.5 TFLOP/s", share("attention", "torch.sdpa"), "1.04×"],
-                     ["torch.sdpa.flash", "3.264 ms", "3.180 ms – 3.510 ms", "336.9 TFLOP/s", share("attention", "torch.sdpa.flash"),
-                      "1.83×"],
-                     ["torch.sdpa.cudnn", "1.877 ms", "1.843 ms – 1.939 ms", "585.8 TFLOP/s", share("attention", "torch.sdpa.cudnn"),
-                      "1.05×"]]
+    assert table == [["torch.sdpa", "1.859 ms", "1.842 ms – 1.862 ms", "591.5 TFLOP/s", share("attention", "torch.sdpa"), "1.01×"],
+                     ["torch.sdpa.flash", "3.267 ms", "3.212 ms – 3.382 ms", "336.5 TFLOP/s", share("attention", "torch.sdpa.flash"),
+                      "1.78×"],
+                     ["torch.sdpa.cudnn", "1.883 ms", "1.861 ms – 1.939 ms", "584.0 TFLOP/s", share("attention", "torch.sdpa.cudnn"),
+                      "1.02×"]]
 
 
 def test_a_compute_chart_draws_flop_rates_the_ceiling_the_goal_and_its_share_of_the_baseline(app):
