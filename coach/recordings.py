@@ -173,7 +173,8 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
     or FLOP/s for compute-bound work), V_pct_of_floor (V's floor over V's time), and
     V_<evidence name>, V_<number the program reported> (V_registers, ...) and V_timing_<how it
     timed> (V_timing_calls_per_sample); speedup.
-    Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, floor_ms (the larger: the slow
+    Model: each named size, useful_gb, gflop, bytes_ms, flops_ms, ceiling_tb_per_s and, where
+    arithmetic matters, ceiling_tflop_per_s and ridge_flop_per_byte; floor_ms (the larger: the slow
     variant's work), serial_ms (their sum), V_floor_ms (V's own work's floor: the same as floor_ms
     unless the fix changes the work per unit), V_moved_gb and V_moved_ms for the bytes each variant is
     predicted to move; rate_label and rate_unit (what V_rate counts).
@@ -190,7 +191,10 @@ def placeholder_values(scenario: Scenario, results: Mapping[str, Any]) -> dict[s
     flops_ms = m.flops_s() * 1e3 if m.flop_per_s else None
     floor_ms = m.floor_s() * 1e3
     v.update(useful_gb=useful / 1e9, gflop=flops / 1e9, bytes_ms=bytes_ms, flops_ms=flops_ms, floor_ms=floor_ms,
-             serial_ms=bytes_ms + (flops_ms or 0.0), rate_label=m.rate_label, rate_unit=m.rate_unit)
+             serial_ms=bytes_ms + (flops_ms or 0.0), rate_label=m.rate_label, rate_unit=m.rate_unit,
+             ceiling_tb_per_s=m.bytes_per_s / 1e12)
+    if m.flop_per_s:  # the ceilings the floor is worked from, and the ridge point between them
+        v.update(ceiling_tflop_per_s=m.flop_per_s / 1e12, ridge_flop_per_byte=m.flop_per_s / m.bytes_per_s)
     for variant in VARIANTS:
         v[f"{variant}_floor_ms"] = m.floor_s(variant=variant) * 1e3
     for variant, expr in m.moved_bytes.items():
