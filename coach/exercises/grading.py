@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 #: Words allowed between two consecutive words of a synonym phrase (filler words are dropped before
@@ -134,8 +134,13 @@ _DISMISS_AFTER_NOT = frozenset(stem(w) for w in (
 _DISMISS = frozenset(stem(w) for w in (
     "irrelevant negligible unimportant pointless unnecessary useless overrated myth wrong false nonsense "
     "immaterial moot").split())
-#: Words before a claim that dismiss it: "ignore X", "forget X", "no need for X".
-_DISMISS_BEFORE = frozenset(stem(w) for w in "ignore forget".split())
+#: Words before a claim that dismiss it: "ignore X", "forget X", "no need for X" (written "needless").
+_DISMISS_BEFORE = frozenset(stem(w) for w in "ignore forget needless".split())
+#: A denied requirement, after contractions became "not": read as the one word "needless".
+_NO_NEED = re.compile(
+    r"\b(?:there is |theres )?no (?:real )?need (?:for|to)\b|\bneednt\b|\bwithout needing(?: to)?\b"
+    r"|\b(?:do |does |did )?not (?:think|believe) (?:that )?(?:you|we|one|it|they) (?:really )?(?:need|needs|have to|has to)(?: to)?\b"
+    r"|\b(?:do |does |did )?(?:not|never) (?:really |even |actually )?(?:need|needs|have to|has to|require|requires)(?: to)?\b")
 
 # Plain words onto the rubric's terms, applied to both sides before matching (multi-word first).
 _PHRASES = [(re.compile(p), r) for p, r in (
@@ -213,6 +218,9 @@ def _normalise(text: str) -> str:
     """Folded text with contractions as "not" and the thesaurus's phrases replaced."""
     text = _CONTRACTIONS.sub("not", fold(text))
     text = re.sub(r"\b(?:not|never) forget\b", "remember", text)
+    # a requirement denied is a requirement dismissed: "you don't need X", "no need for X", "I don't
+    # think you need X", "X needn't ..." say X does not apply, as "X is not needed" does
+    text = _NO_NEED.sub(" needless ", text)
     text = re.sub(r"\bnon[- ](?=[a-z])", "non", text)  # "non-sticky" is one word, not "none" and "sticky"
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
@@ -271,7 +279,10 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
             if raw == ":" and m.end() >= len(spaced.rstrip()):
                 continue
             clause = sum(c <= m.start() for c in cuts)
-            joined = m.start() >= 2 and part[m.start() - 1] in "-_/" and part[m.start() - 2].isalnum()
+            # the tail of a compound belongs to its head, unless the head is a filler word: "on-chip"
+            # and "in-place" say "chip" and "place" as plainly as "on chip" does
+            head = re.search(r"([a-z0-9]+)[-_/]$", part[:m.start()])
+            joined = head is not None and head.group(1) not in _STOPWORDS
             w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined)
             every.append(w)
             if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
@@ -400,10 +411,17 @@ def _weight(s: str) -> float:
     return max(0.3, w.get(s, math.log((len(w) + 1) / 0.5) if w else 1.0))
 
 
+#: Words that make a claim absolute: in a misconception they are the claim ("shared memory is
+#: *always* faster"), not framing, and a loose match must hold them.
+_ABSOLUTE = frozenset(stem(w) for w in "always".split())
+
+
 @lru_cache(maxsize=8192)
-def _cue(text: str) -> tuple[str, ...]:
-    """A loose cue's informative stems, in order, without framing words and repeats."""
-    return tuple(dict.fromkeys(s for s in phrase_stems(text) if s not in FRAMING and len(s) > 1))
+def _cue(text: str, absolute: bool = False) -> tuple[str, ...]:
+    """A loose cue's informative stems, in order, without framing words and repeats (keeping the
+    absolute words, with ``absolute``: a misconception's cue)."""
+    return tuple(dict.fromkeys(s for s in phrase_stems(text)
+                               if (s not in FRAMING or (absolute and s in _ABSOLUTE)) and len(s) > 1))
 
 
 _CUES: dict[int, tuple[Concept, list[tuple[tuple[str, ...], float]]]] = {}
@@ -428,7 +446,7 @@ def _work_out_cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
         texts.append(concept.example)
     if flag:  # a strong answer uses a red flag's words to reject it: only its stated forms count, a clause at a time
         clauses = [p for t in texts for p in re.split(r"[,;:]|\bso\b|\bbecause\b|\bwhich\b|\bbut\b", t)]
-        return [(c, share) for c in dict.fromkeys(_cue(t) for t in clauses) if len(c) >= 3]
+        return [(c, share) for c in dict.fromkeys(_cue(t, True) for t in clauses) if len(c) >= 3]
     if concept.loose_label:
         label = concept.label
         texts += [p for p in re.split(r"[:;()]", label) if p.strip()]
@@ -581,12 +599,19 @@ def _cue_plan(full: tuple[str, ...], share: float, strict: bool):
     numbers = frozenset(s for s in cue if s[0].isdigit())  # a number is the claim: it must be there
     if strict and numbers:
         need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
+    if strict:  # and so is the "always" of an absolute one
+        numbers |= frozenset(s for s in cue if s in _ABSOLUTE)
     return cue, negs, scoped, need, numbers, max(8, 3 * len(cue))
+
+
+def _strict(concept: Concept) -> bool:
+    """Whether a concept is a misconception (a red flag): matched strictly, and only where asserted."""
+    return concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
 
 
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
-    strict = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
+    strict = _strict(concept)
     in_text = set().union(*(sent.stems for sent in sentences)) if sentences else set()
     for full, share in _cues(concept):
         if sum(st in in_text for st in full) < 2:  # fewer than two of its words anywhere: no match
@@ -685,12 +710,49 @@ class _Analysis:
     listed: frozenset[int]  # sentences that assert nothing (bare lists of terms)
 
 
+#: What makes a misconception someone else's: a third party who holds it ("people assume X", "some
+#: engineers put X"), a name for it ("a common mistake is X", "the naive reading"), a thought the
+#: candidate sets up to knock down ("you might think X"), or a premise of something else ("the
+#: kernel assumes X"). A candidate's own hedge ("I think X", "I'd guess X") is still an assertion.
+_ATTRIBUTION = re.compile(
+    r"\b(?:(?:some|many|most|a lot of|plenty of) )?(?:people|folks|beginners|newcomers|novices|colleagues?|juniors?|"
+    r"everyone|everybody|someone|somebody|others|(?:some|many|most) (?:engineers|developers|candidates|teams|users|"
+    r"tutorials|guides))\b"
+    r"|\b(?:common|classic|typical|frequent|usual|naive|tempting|popular|widespread|old)\s+(?:\w+\s+)?"
+    r"(?:mistake|misconception|error|trap|pitfall|assumption|belief|myth|misreading|reading|intuition|view|idea|"
+    r"expectation)s?\b"
+    r"|\b(?:mistake|misconception|trap|pitfall|myth|fallacy)\s+(?:is|here|would be)\b"
+    r"|\b(?:you|one)\s+(?:might|may|could|would)\s+(?:\w+\s+)?(?:think|assume|expect|guess|believe)\b"
+    r"|\btempt(?:ed|ing)\b|\b(?:wrongly|mistakenly|naively|falsely|incorrectly)\b"
+    r"|\b(?:assumes|assumed|believes|believed|presumes)\b")
+#: What rejects the claim just made: a short next sentence ("People assume X; it doesn't.") or a
+#: tail of the same one ("..., which is wrong").
+_REJECTION_NEXT = re.compile(r"^(?:(?:it|that|this|they|which)\s+(?:\w+\s+)?(?:not|never|wrong|false|untrue)|"
+                             r"(?:wrong|false|not true|not so|nope|no)\b)")
+_REJECTION_TAIL = re.compile(r"\b(?:which|that|this|thats)\s+(?:is\s+|was\s+)?(?:simply\s+|just\s+|plain\s+)?"
+                             r"(?:wrong|false|a myth|not true|untrue|a mistake|incorrect|a misconception)\b")
+
+
+def _attributed(sentences: tuple[_Sentence, ...], m: Match) -> bool:
+    """Whether a match of a misconception is said as someone else's, or rejected right after: then
+    the candidate does not assert it ("People often assume the atomic is a fence; it isn't")."""
+    sent = sentences[m.sentence]
+    if _ATTRIBUTION.search(sent.raw[:m.lo]) or _REJECTION_TAIL.search(sent.raw[m.hi:]):
+        return True
+    if m.sentence + 1 < len(sentences):
+        nxt = sentences[m.sentence + 1].raw.strip(" ()-")
+        return len(nxt.split()) <= 5 and bool(_REJECTION_NEXT.match(nxt))
+    return False
+
+
 def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     found = _shortest(_exact(sentences, concept))
     if concept.quantity is not None:
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
         found += _loose(sentences, concept)
+    if _strict(concept):  # a misconception named to be rejected is not stated
+        found = [replace(m, negated=True) if not m.negated and _attributed(sentences, m) else m for m in found]
     if concept.polarity == "positive":
         # the same words cannot both deny and assert one claim: where overlapping matches disagree
         # ("switching isn't free either, it costs ..."), the denial holds
@@ -703,6 +765,34 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
                                                           or (cl and m.loose and not d.loose))
                             for d, cl in denied)]
     return found
+
+
+#: Matches already worked out, per answer and concept: an answer is graded against many rubrics
+#: (the classic misconceptions are the same concepts in all of them). Bounded; cleared when full.
+_MATCHES: dict[tuple[str, int], tuple[Concept, list[Match]]] = {}
+_MATCHES_MAX = 200_000
+
+
+def _matches(text: str, sentences: tuple[_Sentence, ...], in_text: frozenset[str], concept: Concept) -> list[Match]:
+    key = (text, id(concept))
+    hit = _MATCHES.get(key)
+    if hit is not None and hit[0] is concept:
+        return hit[1]
+    found = [] if _cannot_match(in_text, concept) else _all_matches(text, sentences, concept)
+    if len(_MATCHES) >= _MATCHES_MAX:
+        _MATCHES.clear()
+    _MATCHES[key] = (concept, found)
+    return found
+
+
+def _cannot_match(in_text: frozenset[str], concept: Concept) -> bool:
+    """Whether no synonym and no loose cue of a plain concept can match: the answer lacks a word of
+    every synonym and holds fewer than two words of every cue (a quick test before the real one)."""
+    if concept.patterns or concept.quantity is not None:
+        return False
+    if any(all(p in in_text for p in phrase_stems(syn)) for syn in concept.synonyms):
+        return False
+    return not any(sum(st in in_text for st in full) >= 2 for full, _ in _cues(concept))
 
 
 def _denied_clauses(sent: _Sentence, m: Match) -> set[int]:
@@ -730,7 +820,8 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
 
     for c in concepts:
         collect(c)
-    matches = {cid: _all_matches(text, sentences, c) for cid, c in leaves.items()}
+    in_text = frozenset().union(*(sent.stems for sent in sentences)) if sentences else frozenset()
+    matches = {cid: _matches(text, sentences, in_text, c) for cid, c in leaves.items()}
     if _is_list(text):
         return _Analysis(text, sentences, matches, frozenset(range(len(sentences))))
     listed = set()
@@ -945,8 +1036,31 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept]) -> Grade:
-    """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states."""
+@lru_cache(maxsize=1)
+def _classic() -> tuple[Concept, ...]:
+    """The bank's classic misconceptions (``universal`` red flags), graded on every answer."""
+    from coach.exercises.bank import load_bank  # noqa: PLC0415 - the bank imports this module
+
+    try:
+        return load_bank().classic
+    except Exception:  # noqa: BLE001 - without a bank there are none
+        return ()
+
+
+def _ids(c: Concept) -> set[str]:
+    return {c.id}.union(*(_ids(p) for p in c.parts))
+
+
+def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept],
+          *, classic: bool = True) -> Grade:
+    """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states.
+
+    With ``classic``, the bank's classic misconceptions (red flags marked ``universal``: "higher
+    occupancy is always better", "just cast to FP8") are red flags of every rubric too."""
+    own = tuple(red_flags)
+    if classic:
+        named = set().union(*(_ids(c) for c in own)) if own else set()
+        red_flags = own + tuple(c for c in _classic() if c.id not in named)
     analysis = _analyse(answer, tuple(signals) + tuple(red_flags))
     found, missed, flags, contra, listed = [], [], [], [], []
     for c in signals:
@@ -960,10 +1074,16 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
         elif any(not x.negated for x in _leaf_matches(analysis, c)):
             q = next(x.quote for x in _leaf_matches(analysis, c) if not x.negated)
             listed.append(Hit(c, q))
-    for c in red_flags:
+    shown: list[Match] = []
+    for k, c in enumerate(red_flags):
         m = best(analysis, c)
-        if m is not None and not m.negated:
-            flags.append(Hit(c, m.quote, m.loose))
+        if m is None or m.negated:
+            continue
+        # a classic misconception said in the words of one of the rubric's own red flags is that red flag
+        if k >= len(own) and any(x.sentence == m.sentence and x.lo < m.hi and m.lo < x.hi for x in shown):
+            continue
+        shown.append(m)
+        flags.append(Hit(c, m.quote, m.loose))
     return Grade(tuple(found), tuple(missed), tuple(flags), contradicted=tuple(contra), listed=tuple(listed),
                  words=len(answer.split()))
 
