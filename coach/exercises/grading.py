@@ -90,7 +90,7 @@ _CONNECTORS = frozenset(
     "use uses using keep keeps let lets give gives go goes take takes".split()
 ) | {"=", "->", "=>", ":", "<", ">", "~", "≈"}
 _SENTENCE_END = re.compile(r"(?<![0-9])[.!?;]+(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d+[.)])\s)|(?<=[^a-z,\s])[ \t]*\n")
-_CLAUSE_END = re.compile(r",|\bbut\b|\bwhereas\b|\balthough\b|\bthough\b|\bbecause\b|\bsince\b|\bwhile\b|\bso\b")
+_CLAUSE_END = re.compile(r",|:(?=\s)|\bbut\b|\bwhereas\b|\balthough\b|\bthough\b|\bbecause\b|\bsince\b|\bwhile\b|\bso\b")
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?|->|=>|[=:<>~≈]")
 _CONTRACTIONS = re.compile(
     r"\b(?:doesnt|dont|didnt|isnt|arent|wasnt|werent|wont|wouldnt|cant|cannot|couldnt|shouldnt|hasnt|havent|"
@@ -124,7 +124,7 @@ def stem(word: str) -> str:
 
 #: Words that flip the claim they govern (stemmed like the answer's words).
 _NEGATIONS = frozenset(stem(w) for w in "not no never neither nor without instead rather myth misconception "
-                       "unlike nothing none".split())
+                       "unlike nothing none needless".split())
 #: Words that flip a claim from after it in the same clause, with a negation ("is not relevant",
 #: "doesn't matter", "won't help") or on their own ("is irrelevant", "is negligible").
 _DISMISS_AFTER_NOT = frozenset(stem(w) for w in (
@@ -134,13 +134,14 @@ _DISMISS_AFTER_NOT = frozenset(stem(w) for w in (
 _DISMISS = frozenset(stem(w) for w in (
     "irrelevant negligible unimportant pointless unnecessary useless overrated myth wrong false nonsense "
     "immaterial moot").split())
-#: Words before a claim that dismiss it: "ignore X", "forget X", "no need for X" (written "needless").
-_DISMISS_BEFORE = frozenset(stem(w) for w in "ignore forget needless".split())
+#: Words before a claim that dismiss it: "ignore X", "forget X" (and "no need for X", written "needless").
+_DISMISS_BEFORE = frozenset(stem(w) for w in "ignore forget".split())
 #: A denied requirement, after contractions became "not": read as the one word "needless".
 _NO_NEED = re.compile(
     r"\b(?:there is |theres )?no (?:real )?need (?:for|to)\b|\bneednt\b|\bwithout needing(?: to)?\b"
     r"|\b(?:do |does |did )?not (?:think|believe) (?:that )?(?:you|we|one|it|they) (?:really )?(?:need|needs|have to|has to)(?: to)?\b"
     r"|\b(?:do |does |did )?(?:not|never) (?:really |even |actually )?(?:need|needs|have to|has to|require|requires)(?: to)?\b")
+_MUST = re.compile(r"\b(?:have|has|had|need|needs) to\b")
 
 # Plain words onto the rubric's terms, applied to both sides before matching (multi-word first).
 _PHRASES = [(re.compile(p), r) for p, r in (
@@ -220,7 +221,8 @@ def _normalise(text: str) -> str:
     text = re.sub(r"\b(?:not|never) forget\b", "remember", text)
     # a requirement denied is a requirement dismissed: "you don't need X", "no need for X", "I don't
     # think you need X", "X needn't ..." say X does not apply, as "X is not needed" does
-    text = _NO_NEED.sub(" needless ", text)
+    text = _NO_NEED.sub(lambda m: " needless must " if m.group().endswith(" to") else " needless ", text)
+    text = _MUST.sub("must", text)  # "have to", "need to": one modal, as "must"
     text = re.sub(r"\bnon[- ](?=[a-z])", "non", text)  # "non-sticky" is one word, not "none" and "sticky"
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
@@ -239,6 +241,9 @@ class _Word:
     clause: int  # index of the clause within the sentence
     connector: bool  # a word that connects terms into a statement
     joined: bool = False  # the tail of a compound ("bound" in "memory-bound"): it belongs to the word before
+    #: index of the claim the word belongs to: its clause, or the clause before where its own clause
+    #: goes on about the same subject ("local memory, which is on chip", "ring is optimal, so it's ...")
+    claim: int = 0
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,7 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
         part = " ".join(part.split())
         spaced = re.sub(r"[-_/+*()\[\]{}\"|^]", " ", part)  # same length as part: offsets hold in both
         cuts = [m.start() for m in _CLAUSE_END.finditer(spaced)]
+        claims = _claims(spaced, cuts)
         words, every = [], []
         for m in _WORD.finditer(spaced):
             raw = m.group()
@@ -283,13 +289,32 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
             # and "in-place" say "chip" and "place" as plainly as "on chip" does
             head = re.search(r"([a-z0-9]+)[-_/]$", part[:m.start()])
             joined = head is not None and head.group(1) not in _STOPWORDS
-            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined)
+            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined, claims[clause])
             every.append(w)
             if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
                 words.append(w)
         if words:
             out.append(_Sentence(spaced, tuple(words), tuple(every), part))
     return tuple(out)
+
+
+#: A clause that starts (after a conjunction) with one of these goes on about the clause before.
+_REFERRING = frozenset("it its they theyre them this that thats these those which who".split())
+_CONJUNCTIONS = frozenset("so and but because since while though although whereas".split())
+#: A clause that starts with one of these is the condition of the next: "if X, Y" is one claim.
+_CONDITIONS = frozenset("if when once whenever unless".split())
+
+
+def _claims(text: str, cuts: list[int]) -> list[int]:
+    """For each clause of a sentence (split at ``cuts``), the index of the claim it belongs to."""
+    bounds = [0, *cuts, len(text)]
+    out: list[int] = []
+    condition = False  # the clause before is a condition ("if X, Y" is one claim)
+    for i in range(len(bounds) - 1):
+        ws = [w for w in re.findall(r"[a-z]+", text[bounds[i]:bounds[i + 1]]) if w not in _CONJUNCTIONS]
+        out.append(out[-1] if out and ws and (ws[0] in _REFERRING or condition) else i)
+        condition = bool(ws) and ws[0] in _CONDITIONS
+    return out
 
 
 @lru_cache(maxsize=8192)
@@ -478,7 +503,8 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
-    dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before))
+    dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before)
+                 or ("needless" in before and not cue_negations % 2))  # unless the cue itself says "no need"
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -551,6 +577,8 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
                 continue
             for i, j in _phrase_spans(sent.words, phrase, _tight(syn)):
+                if sent.words[i].claim != sent.words[j].claim:  # a phrase is said in one claim
+                    continue
                 lo, hi = sent.words[i].start, sent.words[j].end
                 neg, dis = _negation(sent, lo, hi, set(phrase))
                 out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi),
@@ -635,7 +663,7 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                     if idx[b] - idx[a] > span:
                         break
                     w = sent.words[idx[b]]
-                    if strict and (w.clause != sent.words[idx[a]].clause  # a misconception is stated in one clause,
+                    if strict and (w.claim != sent.words[idx[a]].claim  # a misconception is stated in one claim,
                                    or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
                         continue
                     got.setdefault(w.stem, idx[b])
@@ -1047,6 +1075,14 @@ def _classic() -> tuple[Concept, ...]:
         return ()
 
 
+def _needless(sent: _Sentence, m: Match) -> bool:
+    """Whether a match is dismissed as a denied requirement ("no need for X", "X doesn't have to ...")."""
+    first = min(m.words) if m.words else 0
+    clause = sent.all_words[first].clause if m.words else 0
+    near = [w for w in sent.all_words[max(0, first - NEGATION_WINDOW):first] if w.clause == clause]
+    return any(w.stem == "needless" for w in near)
+
+
 def _ids(c: Concept) -> set[str]:
     return {c.id}.union(*(_ids(p) for p in c.parts))
 
@@ -1065,6 +1101,14 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
     found, missed, flags, contra, listed = [], [], [], [], []
     for c in signals:
         m = best(analysis, c)
+        # a requirement denied by a term of its own ("the modes don't have to agree") is contradicted,
+        # whatever else names the claim ("a mismatch just runs slower")
+        d = next((x for x in _leaf_matches(analysis, c) if x.dismissed and not x.loose
+                  and x.sentence not in analysis.listed and _needless(analysis.sentences[x.sentence], x)), None)
+        if d is not None and m is not None and not m.negated:
+            missed.append(c)
+            contra.append(Hit(c, d.quote, d.loose))
+            continue
         if m is not None and not m.negated:
             found.append(Hit(c, m.quote, m.loose))
             continue
