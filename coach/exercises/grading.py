@@ -154,7 +154,7 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bhbm\b", "dram"), (r"\bhbm(\d+e?)\b", r"dram hbm\1"), (r"\bvram\b", "dram"),  # a generation is specific
     (r"\bgroups? of 32(?: threads)?\b", "warp"), (r"\b32 threads\b", "warp"),
     (r"\bfloat4\b", "vector 16 byte"), (r"\bint4 vector\b", "vector"),
-    (r"\bthe cpu\b", "host"), (r"\bcpu side\b", "host"),
+    (r"\b(?:the )?cpu(?: side)?\b", "host"),
     (r"\bfused?\b", "fuse"), (r"\bmerg(?:e|ed|ing)\b", "combine"),
     (r"\bone (?:at a time|after (?:another|the other))\b", "serialise"), (r"\bin (?:turn|sequence)\b", "serialise"),
     (r"\b(?:lots|a lot|plenty|loads) of\b", "many"), (r"\blocations?\b", "address"),
@@ -169,6 +169,10 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\b(?:start[- ]?up|starting|launch(?:ing)?) (?:cost|overhead|time)s?\b", "launch overhead"),
     (r"\bcost of (?:starting|launching) (?:a |each |the )?kernels?\b", "launch overhead"),
     (r"\bkeys? and values?\b", "kv"), (r"\btpot\b", "tpot decode"),
+    # counting and giving said plainly: "how many streams" is "the number of streams", "hands you
+    # memory" or "gives back memory" is "returns memory", "spread over two nodes" is "across nodes"
+    (r"\bhow many\b", "number of"), (r"\b(?:hands?|gives?|handing|giving) (?:you |back |us |them )", "returns "),
+    (r"\b(?:over|spanning|between|on) (?:two|several|multiple|many|\d+) (?:nodes|machines|hosts)\b", "across nodes"),
 )]
 _CANON = {stem(a): stem(b) for a, b in (
     ("bigger", "larger"), ("greater", "larger"), ("big", "large"), ("huge", "large"), ("massive", "large"),
@@ -178,7 +182,7 @@ _CANON = {stem(a): stem(b) for a, b in (
     ("grows", "increase"), ("rises", "increase"), ("rise", "increase"), ("more", "increase"),
     ("lower", "reduce"), ("decrease", "reduce"), ("cut", "reduce"), ("fewer", "reduce"), ("less", "reduce"),
     ("shrink", "reduce"), ("drop", "reduce"), ("smaller", "small"), ("tiny", "small"),
-    ("lane", "thread"), ("lanes", "thread"), ("adjacent", "consecutive"), ("neighbouring", "consecutive"),
+    ("every", "each"), ("lane", "thread"), ("lanes", "thread"), ("adjacent", "consecutive"), ("neighbouring", "consecutive"),
     ("neighboring", "consecutive"), ("successive", "consecutive"),
     ("sequential", "consecutive"),
     ("chunk", "sector"), ("piece", "sector"), ("pieces", "sector"),
@@ -277,7 +281,8 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
     for part in _SENTENCE_END.split(_normalise(text)):
         part = " ".join(part.split())
         spaced = re.sub(r"[-_/+*()\[\]{}\"|^]", " ", part)  # same length as part: offsets hold in both
-        cuts = [m.start() for m in _CLAUSE_END.finditer(spaced)]
+        # an aside in brackets does not end the clause around it: "cudaMalloc (and so torch.empty) returns ..."
+        cuts = [m.start() for m in _CLAUSE_END.finditer(spaced) if not _in_brackets(part, m.start())]
         claims = _claims(spaced, cuts)
         words, every = [], []
         for m in _WORD.finditer(spaced):
@@ -657,6 +662,15 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
             # only with its head
             idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
+            if strict and not negs and len(cue) >= 4 and len(present) == len(cue):
+                # every word of a misconception, close together in one affirmative claim, states it in
+                # whatever order ("an op's CPU time is the time its kernel took on the GPU")
+                whole = _whole_claim(sent, idx, cue, len(cue) + 2)
+                if whole is not None:
+                    lo, hi = min(w.start for w in whole), max(w.end for w in whole)
+                    neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
+                    out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
+                    continue
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
@@ -676,6 +690,18 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                                          bool(own_negs)))
                         break
     return out
+
+
+def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int) -> list[_Word] | None:
+    """The words of one claim of the sentence that hold every stem of ``cue`` within ``span`` words, if any."""
+    by_claim: dict[int, dict[str, int]] = {}
+    for i in idx:
+        by_claim.setdefault(sent.words[i].claim, {}).setdefault(sent.words[i].stem, i)
+    for claim, got in by_claim.items():
+        if len(got) == len(cue) and max(got.values()) - min(got.values()) <= span and not any(
+                w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
+            return [sent.words[i] for i in sorted(got.values())]
+    return None
 
 
 def _foreign_tail(words: tuple[_Word, ...], i: int, cue: tuple[str, ...]) -> bool:
