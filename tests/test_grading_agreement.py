@@ -173,9 +173,9 @@ def test_the_sets_are_well_formed():
     # paraphrase 97%, salad 100%, misconception 74%, negated 90%, overall 87%. After it (misconceptions
     # named to be rejected, denied requirements, claims over clauses, the classic misconceptions
     # graded everywhere, order-free whole claims): strong 95%, paraphrase 97%, salad 100%,
-    # misconception 87%, negated 100%, overall 94%.
+    # misconception 89%, negated 100%, overall 95%.
     pytest.param("heldout4.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 33/38 = 87% (< 95%): stated in words no red flag has ('the total "
+        reason="misconceptions caught 34/38 = 89% (< 95%): stated in words no red flag has ('the total "
                "traffic is the same as DDP', 'stash the outputs across iterations', 'whatever stall "
                "dominates, fix that first')", strict=True)),
 ])

@@ -665,7 +665,7 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             if strict and not negs and len(cue) >= 4 and len(present) == len(cue):
                 # every word of a misconception, close together in one affirmative claim, states it in
                 # whatever order ("an op's CPU time is the time its kernel took on the GPU")
-                whole = _whole_claim(sent, idx, cue, len(cue) + 2)
+                whole = _whole_claim(sent, idx, cue, 2 * len(cue))
                 if whole is not None:
                     lo, hi = min(w.start for w in whole), max(w.end for w in whole)
                     neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
