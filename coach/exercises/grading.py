@@ -25,6 +25,21 @@ A claim counts only where a sentence *asserts* it:
   that fails the answer. A concept with ``polarity = "negative"`` is the other way round: it is
   found only where the answer denies its phrases. Where two matches of one claim share words and
   one is denied ("switching isn't free either, it costs ..."), the denial holds.
+* **Denied requirements.** "You don't need X", "no need for X", "I don't think you need X", "X
+  doesn't have to ..." dismiss X ("have to" and "need to" read as "must"): said of a signal's own
+  term, that contradicts the signal, whatever else names it.
+* **Claims over clauses.** A phrase and a misconception are matched within one claim: a clause, or
+  a clause and the one that refers back to it ("local memory, which is on chip"; "ring is optimal,
+  so it is ...") or the condition before it ("if the point is under the roof, it is at the limit").
+  A colon ends a clause; an aside in brackets does not. Every word of a misconception close
+  together in one affirmative claim states it in any order; an "always" in it is its claim.
+* **Who says it.** A misconception named to be rejected is not asserted: held by someone else
+  ("people often assume X", "the naive kernel assumes X", "you might think X"), named as one ("a
+  common mistake is X"), or taken back at once ("...; it doesn't", "..., which is wrong"). A hedge
+  of the candidate's own ("I think X", "probably X") still asserts X.
+* **Classic misconceptions.** Red flags the bank marks ``universal`` ("higher occupancy is always
+  better", "just cast to FP8") are wrong on any question: every rubric grades them, counted once
+  where one of its own flags says the same.
 * **Assertion.** A sentence made only of rubric terms, with no word that connects them into a
   statement ("launch overhead capture replay static shapes"), asserts nothing, and neither does a
   sentence that strings three or more terms together with almost no such word. Their matches are
