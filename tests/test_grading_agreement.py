@@ -8,8 +8,9 @@ scenarios the others do not cover, and scored only before and after that round;
 other two sets do not cover (compilers, correctness, distributed training, Hopper, Nsight workflow,
 serving, Triton vs CUDA), and never used to tune it; ``heldout4.toml`` was written before the
 fourth round, over 66 questions and scenarios no other set covers, weighted toward misconceptions,
-paraphrases and negations, scored once before that round (its unseen number) and studied in it.
-All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+paraphrases and negations, scored once before that round (its unseen number) and studied in it;
+``heldout5.toml`` was written after the fourth round, before any grader output on it was seen, and
+scored once as a final unseen check. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -30,7 +31,7 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 #: What the issue asks: the share of answers of each kind the grader must agree with.
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
-SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml")
+SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml")
 
 
 @lru_cache(maxsize=None)
@@ -178,6 +179,12 @@ def test_the_sets_are_well_formed():
         reason="misconceptions caught 34/38 = 89% (< 95%): stated in words no red flag has ('the total "
                "traffic is the same as DDP', 'stash the outputs across iterations', 'whatever stall "
                "dominates, fix that first')", strict=True)),
+    # Written after the fourth round and scored once, never used to tune: strong 100%, paraphrase
+    # 93%, salad 100%, misconception 80%, negated 100%, overall 92%.
+    pytest.param("heldout5.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 16/20 = 80% (< 95%) on unseen answers: 'kernel replay works for "
+               "anything', 'NVTX ranges show how long each phase ran on the GPU', 'only "
+               "cudaDeviceSynchronize stalls the pipeline'", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
