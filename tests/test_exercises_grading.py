@@ -142,3 +142,91 @@ def test_a_memory_generation_is_not_any_dram():
     h200 = Concept("h", "HBM3e", "", ("hbm3e",), loose_label=False)
     assert h200.find("141 GB of HBM3e") is not None
     assert h200.find("the DRAM bandwidth") is None
+
+
+# ---- fourth round: who asserts a misconception, denied requirements, claims over clauses, classics ----
+
+FENCE_MYTH = Concept("rf-fence", "assuming an atomic orders the surrounding memory operations", "Atomics are relaxed.",
+                     ("atomic acts as a fence",), example="The atomic acts as a fence, so the data is visible.")
+AGREE = Concept("agree", "the swizzle modes must agree", "Or the results are silently wrong.", ("must agree",))
+
+
+@pytest.mark.parametrize("text, flagged", [
+    ("The atomic acts as a fence, so B sees the data.", True),
+    ("I think the atomic acts as a fence.", True),  # a hedge is still the candidate's claim
+    ("People often assume the atomic acts as a fence; it doesn't.", False),
+    ("A common mistake is to think the atomic acts as a fence.", False),
+    ("The naive version assumes the atomic acts as a fence.", False),
+    ("You might think the atomic acts as a fence, but it orders nothing else.", False),
+    ("The atomic acts as a fence. Wrong: it is relaxed.", False),  # taken back at once
+    ("The atomic acts as a fence. That is why B sees the data once the flag is set.", True),
+    ("The atomic acts as a fence, which is wrong.", False),
+])
+def test_a_misconception_named_to_be_rejected_is_not_asserted(text, flagged):
+    assert bool(grade(text, [], [FENCE_MYTH], classic=False).flags) is flagged
+
+
+@pytest.mark.parametrize("text", [
+    "The modes don't have to agree. A mismatch just runs slower.",
+    "There's no need for the modes to agree, any swizzle works.",
+])
+def test_a_denied_requirement_contradicts_the_signal(text):
+    mismatch = Concept("agree2", "the swizzle modes must agree", "", ("must agree", "mismatch"))
+    g = grade(text, [mismatch], [], classic=False)
+    assert g.contradicted and g.verdict == "fail"
+
+
+@pytest.mark.parametrize("text", ["You don't need scale factors with E5M2.", "I don't think you need scale factors."])
+def test_you_dont_need_x_dismisses_x(text):
+    scale = Concept("scale", "FP8 needs scaling factors", "", ("scale factors",))
+    assert grade(text, [scale], [], classic=False).contradicted
+
+
+def test_have_to_reads_as_must():
+    assert AGREE.find("The two modes have to agree.", honour_negation=True) is not None
+
+
+LOCAL_MYTH = Concept("rf-local", "thinking local memory is on-chip", "It lives in DRAM.", ("local memory is on chip",),
+                     example="Local memory is on chip.")
+
+
+@pytest.mark.parametrize("text, flagged", [
+    ("Local memory, which is the per-thread on-chip storage, is fast.", True),  # a relative clause goes on
+    ("Local memory is slow, the on-chip storage is shared memory.", False),  # a new clause, a new subject
+])
+def test_a_clause_that_refers_back_continues_the_claim(text, flagged):
+    assert bool(grade(text, [], [LOCAL_MYTH], classic=False).flags) is flagged
+
+
+def test_a_condition_and_its_consequence_are_one_claim():
+    roof = Concept("rf-roof", "calling a kernel below its roof at the limit", "", (),
+                   paraphrases=("any point under the roof is at the hardware limit",), example="Under the roof is the limit.")
+    assert grade("If the point is under the roof, the kernel is at the hardware limit.", [], [roof], classic=False).flags
+
+
+def test_every_word_of_a_misconception_in_one_claim_states_it_in_any_order():
+    sep = Concept("rf-sep", "thinking L1 and shared memory are separate", "", (),
+                  paraphrases=("the l1 cache and shared memory are separate memories",), example="L1 and shared memory are separate.")
+    assert grade("L1 is a separate 256 KB cache next to shared memory.", [], [sep], classic=False).flags
+    assert not grade("L1 is not a separate cache next to shared memory.", [], [sep], classic=False).flags
+
+
+def test_an_absolute_misconception_needs_its_always():
+    faster = Concept("rf-smem", "copying data to shared memory always speeds a kernel up", "", (),
+                     paraphrases=("shared memory always makes a kernel faster",), example="Shared memory is always faster.")
+    assert not grade("Shared-memory atomics make the kernel faster here.", [], [faster], classic=False).flags
+    assert grade("Shared memory always makes a kernel faster.", [], [faster], classic=False).flags
+
+
+def test_classic_misconceptions_are_graded_on_every_rubric_and_counted_once():
+    from coach.exercises.bank import load_bank
+
+    bank = load_bank()
+    assert "rf-occupancy-always" in {c.id for c in bank.classic}
+    q = bank.question("tri-02")  # a Triton question whose rubric does not name occupancy
+    assert "rf-occupancy-always" not in {c.id for c in q.red_flags}
+    g = q.grade("num_warps is the warps per program. Always maximise occupancy, higher occupancy is always better.")
+    assert "rf-occupancy-always" in {h.concept.id for h in g.flags} and g.verdict == "fail"
+    # said in the words of a rubric's own flag, the classic one is not counted again
+    g = grade("Higher occupancy is always better.", [], [OCCUPANCY_MYTH])
+    assert [h.concept.id for h in g.flags] == ["rf-occ"]

@@ -6,7 +6,11 @@
 scenarios the others do not cover, and scored only before and after that round;
 ``heldout2.toml`` was written before the grader's second round of changes, over the topics the
 other two sets do not cover (compilers, correctness, distributed training, Hopper, Nsight workflow,
-serving, Triton vs CUDA), and never used to tune it. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+serving, Triton vs CUDA), and never used to tune it; ``heldout4.toml`` was written before the
+fourth round, over 66 questions and scenarios no other set covers, weighted toward misconceptions,
+paraphrases and negations, scored once before that round (its unseen number) and studied in it;
+``heldout5.toml`` was written after the fourth round, before any grader output on it was seen, and
+scored once as a final unseen check. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -27,6 +31,7 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 #: What the issue asks: the share of answers of each kind the grader must agree with.
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
+SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml")
 
 
 @lru_cache(maxsize=None)
@@ -133,7 +138,7 @@ def test_a_scenario_misconception_is_named_in_the_feedback(item, text, flag):
 
 
 def test_the_sets_are_well_formed():
-    for name in ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
+    for name in SETS:
         if not (DATA / name).is_file():
             continue
         bank = load_bank()
@@ -151,19 +156,35 @@ def test_the_sets_are_well_formed():
     # paraphrase 77%, salad 97%, misconception 93%, negated 100%, overall 93%. After the third round
     # (looser plain-word matching, denials that outweigh overlapping matches, compounds as one word,
     # the thesaurus's new GPU words): strong 97%, paraphrase 87%, salad 97%, misconception 97%,
-    # negated 97%, overall 95%.
+    # negated 97%, overall 95%. After the fourth: salad 100%, overall 95%, the rest unchanged.
     "heldout.toml",
     # When the set was written, before the grader's second round: strong 100%, paraphrase 32%, salad
     # 100%, misconception 100%, negated 88%, overall 84%. After it: strong 100%, paraphrase 60%, salad
     # 100%, misconception 100%, negated 96%, overall 91%. After the third: strong 100%, paraphrase 92%,
-    # salad 100%, misconception 100%, negated 96%, overall 98%.
+    # salad 100%, misconception 100%, negated 96%, overall 98%. After the fourth: negated 100%,
+    # overall 98%, the rest unchanged.
     "heldout2.toml",
     # When the set was written, before the grader's third round: strong 95%, paraphrase 77%, salad
     # 100%, misconception 86%, negated 90%, overall 90%. After it (scored once): strong 95%,
-    # paraphrase 82%, salad 100%, misconception 86%, negated 95%, overall 92%.
-    pytest.param("heldout3.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 86% (< 95%) on unseen answers: stated in words no red flag of the "
-               "question has", strict=True)),
+    # paraphrase 82%, salad 100%, misconception 86%, negated 95%, overall 92%. After the fourth
+    # (studied in it): strong 95%, paraphrase 82%, salad 100%, misconception 95%, negated 95%,
+    # overall 93%.
+    "heldout3.toml",
+    # When the set was written, before the grader's fourth round (the unseen number): strong 85%,
+    # paraphrase 97%, salad 100%, misconception 74%, negated 90%, overall 87%. After it (misconceptions
+    # named to be rejected, denied requirements, claims over clauses, the classic misconceptions
+    # graded everywhere, order-free whole claims): strong 95%, paraphrase 97%, salad 100%,
+    # misconception 89%, negated 100%, overall 95%.
+    pytest.param("heldout4.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 34/38 = 89% (< 95%): stated in words no red flag has ('the total "
+               "traffic is the same as DDP', 'stash the outputs across iterations', 'whatever stall "
+               "dominates, fix that first')", strict=True)),
+    # Written after the fourth round and scored once, never used to tune: strong 100%, paraphrase
+    # 93%, salad 100%, misconception 80%, negated 100%, overall 92%.
+    pytest.param("heldout5.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 16/20 = 80% (< 95%) on unseen answers: 'kernel replay works for "
+               "anything', 'NVTX ranges show how long each phase ran on the GPU', 'only "
+               "cudaDeviceSynchronize stalls the pipeline'", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
@@ -178,6 +199,6 @@ def test_agreement_with_labelled_answers(name):
 
 
 if __name__ == "__main__":  # python -m tests.test_grading_agreement: the numbers, and every disagreement
-    for n in ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml"):
+    for n in SETS:
         if (DATA / n).is_file():
             print(report(n))

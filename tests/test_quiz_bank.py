@@ -82,7 +82,7 @@ def test_every_red_flag_has_a_plain_form_that_fires_alone_and_not_when_negated(b
 
 
 def test_every_concept_is_used(bank):
-    used = {c.id for q in bank.questions for c in q.signals + q.red_flags}
+    used = {c.id for q in bank.questions for c in q.signals + q.red_flags} | {c.id for c in bank.classic}
     for path in OWN_EXERCISES.glob("*.toml"):
         data = tomllib.loads(path.read_text())
         used |= {c for entry in data.get("rubric", []) for c in entry["concepts"]}

@@ -24,6 +24,7 @@ its longer synonyms are matched loosely, in other words, besides its exact synon
     patterns = ['sectors?\\s*/\\s*request']            # regular expressions, where a phrase cannot say it
     paraphrases = ["enough requests must be outstanding to cover the round trip"]  # plain words, loose
     polarity = "negative"   # only where the answer *denies* the phrases ("occupancy is not the goal")
+    universal = true        # red flags only: a classic misconception, wrong whatever the question
     quantity = { value = 265, unit = "blocks", tolerance = 0.1 }   # a number the answer must state
     example = "..."         # red flags (rf-*): a sentence stating the misconception; required
 
@@ -32,7 +33,9 @@ irrelevant" flip it, and a bare list of terms asserts nothing (``coach.exercises
 flag is matched strictly (its synonyms, its paraphrases and example almost whole, in one clause, in
 order): write its synonyms as the misconception is said ("higher occupancy is always better"),
 never as a bare term a right answer also uses. Its ``explain`` says why it is wrong; feedback
-quotes it.
+quotes it. A red flag marked ``universal`` is a classic misconception, wrong in any context
+("higher occupancy is always better", "just cast to FP8"): it is graded on every question and
+scenario, not only on those that list it (``Bank.classic``, ``coach.exercises.grading.grade``).
 
 Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
 file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.
@@ -86,6 +89,8 @@ class Bank:
     concepts: dict[str, Concept]
     examples: dict[str, str]  # red-flag id -> a sentence that shows the misconception
     questions: tuple[Question, ...]
+    #: The classic misconceptions (red flags marked ``universal``): graded on every answer.
+    classic: tuple[Concept, ...] = ()
 
     def question(self, qid: str) -> Question:
         for q in self.questions:
@@ -111,9 +116,12 @@ class Bank:
 
 
 def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
-    allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity"}
+    allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity",
+               "universal"}
     if unknown := set(raw) - allowed:
         raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
+    if "universal" in raw and (not isinstance(raw["universal"], bool) or not cid.startswith(RED_FLAG_PREFIX)):
+        raise InputError(path, f"concept {cid!r}: universal must be true or false, and only on a red flag (rf-*)")
     for key in ("label", "explain"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise InputError(path, f"concept {cid!r} needs a non-empty {key}")
@@ -191,6 +199,7 @@ def load_bank(folder: Path = BANK_DIR) -> Bank:
     topics: dict[str, Topic] = {}
     concepts: dict[str, Concept] = {}
     examples: dict[str, str] = {}
+    classic: list[Concept] = []
     for path, data in raw_files:
         tid = data.get("topic")
         if not tid or not data.get("title"):
@@ -204,6 +213,8 @@ def load_bank(folder: Path = BANK_DIR) -> Bank:
             concepts[cid], example = _concept(path, cid, raw)
             if example:
                 examples[cid] = example
+            if raw.get("universal"):
+                classic.append(concepts[cid])
     questions: list[Question] = []
     seen: set[str] = set()
     for path, data in raw_files:
@@ -213,4 +224,4 @@ def load_bank(folder: Path = BANK_DIR) -> Bank:
                 raise InputError(path, f"question id {q.id!r} is used twice")
             seen.add(q.id)
             questions.append(q)
-    return Bank(topics, concepts, examples, tuple(questions))
+    return Bank(topics, concepts, examples, tuple(questions), tuple(classic))

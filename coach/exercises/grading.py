@@ -25,6 +25,21 @@ A claim counts only where a sentence *asserts* it:
   that fails the answer. A concept with ``polarity = "negative"`` is the other way round: it is
   found only where the answer denies its phrases. Where two matches of one claim share words and
   one is denied ("switching isn't free either, it costs ..."), the denial holds.
+* **Denied requirements.** "You don't need X", "no need for X", "I don't think you need X", "X
+  doesn't have to ..." dismiss X ("have to" and "need to" read as "must"): said of a signal's own
+  term, that contradicts the signal, whatever else names it.
+* **Claims over clauses.** A phrase and a misconception are matched within one claim: a clause, or
+  a clause and the one that refers back to it ("local memory, which is on chip"; "ring is optimal,
+  so it is ...") or the condition before it ("if the point is under the roof, it is at the limit").
+  A colon ends a clause; an aside in brackets does not. Every word of a misconception close
+  together in one affirmative claim states it in any order; an "always" in it is its claim.
+* **Who says it.** A misconception named to be rejected is not asserted: held by someone else
+  ("people often assume X", "the naive kernel assumes X", "you might think X"), named as one ("a
+  common mistake is X"), or taken back at once ("...; it doesn't", "..., which is wrong"). A hedge
+  of the candidate's own ("I think X", "probably X") still asserts X.
+* **Classic misconceptions.** Red flags the bank marks ``universal`` ("higher occupancy is always
+  better", "just cast to FP8") are wrong on any question: every rubric grades them, counted once
+  where one of its own flags says the same.
 * **Assertion.** A sentence made only of rubric terms, with no word that connects them into a
   statement ("launch overhead capture replay static shapes"), asserts nothing, and neither does a
   sentence that strings three or more terms together with almost no such word. Their matches are
@@ -48,7 +63,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 #: Words allowed between two consecutive words of a synonym phrase (filler words are dropped before
@@ -90,7 +105,7 @@ _CONNECTORS = frozenset(
     "use uses using keep keeps let lets give gives go goes take takes".split()
 ) | {"=", "->", "=>", ":", "<", ">", "~", "≈"}
 _SENTENCE_END = re.compile(r"(?<![0-9])[.!?;]+(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\d+[.)])\s)|(?<=[^a-z,\s])[ \t]*\n")
-_CLAUSE_END = re.compile(r",|\bbut\b|\bwhereas\b|\balthough\b|\bthough\b|\bbecause\b|\bsince\b|\bwhile\b|\bso\b")
+_CLAUSE_END = re.compile(r",|:(?=\s)|\bbut\b|\bwhereas\b|\balthough\b|\bthough\b|\bbecause\b|\bsince\b|\bwhile\b|\bso\b")
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?|->|=>|[=:<>~≈]")
 _CONTRACTIONS = re.compile(
     r"\b(?:doesnt|dont|didnt|isnt|arent|wasnt|werent|wont|wouldnt|cant|cannot|couldnt|shouldnt|hasnt|havent|"
@@ -124,7 +139,7 @@ def stem(word: str) -> str:
 
 #: Words that flip the claim they govern (stemmed like the answer's words).
 _NEGATIONS = frozenset(stem(w) for w in "not no never neither nor without instead rather myth misconception "
-                       "unlike nothing none".split())
+                       "unlike nothing none needless".split())
 #: Words that flip a claim from after it in the same clause, with a negation ("is not relevant",
 #: "doesn't matter", "won't help") or on their own ("is irrelevant", "is negligible").
 _DISMISS_AFTER_NOT = frozenset(stem(w) for w in (
@@ -134,8 +149,14 @@ _DISMISS_AFTER_NOT = frozenset(stem(w) for w in (
 _DISMISS = frozenset(stem(w) for w in (
     "irrelevant negligible unimportant pointless unnecessary useless overrated myth wrong false nonsense "
     "immaterial moot").split())
-#: Words before a claim that dismiss it: "ignore X", "forget X", "no need for X".
+#: Words before a claim that dismiss it: "ignore X", "forget X" (and "no need for X", written "needless").
 _DISMISS_BEFORE = frozenset(stem(w) for w in "ignore forget".split())
+#: A denied requirement, after contractions became "not": read as the one word "needless".
+_NO_NEED = re.compile(
+    r"\b(?:there is |theres )?no (?:real )?need (?:for|to)\b|\bneednt\b|\bwithout needing(?: to)?\b"
+    r"|\b(?:do |does |did )?not (?:think|believe) (?:that )?(?:you|we|one|it|they) (?:really )?(?:need|needs|have to|has to)(?: to)?\b"
+    r"|\b(?:do |does |did )?(?:not|never) (?:really |even |actually )?(?:need|needs|have to|has to|require|requires)(?: to)?\b")
+_MUST = re.compile(r"\b(?:have|has|had|need|needs) to\b")
 
 # Plain words onto the rubric's terms, applied to both sides before matching (multi-word first).
 _PHRASES = [(re.compile(p), r) for p, r in (
@@ -148,7 +169,7 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bhbm\b", "dram"), (r"\bhbm(\d+e?)\b", r"dram hbm\1"), (r"\bvram\b", "dram"),  # a generation is specific
     (r"\bgroups? of 32(?: threads)?\b", "warp"), (r"\b32 threads\b", "warp"),
     (r"\bfloat4\b", "vector 16 byte"), (r"\bint4 vector\b", "vector"),
-    (r"\bthe cpu\b", "host"), (r"\bcpu side\b", "host"),
+    (r"\b(?:the )?cpu(?: side)?\b", "host"),
     (r"\bfused?\b", "fuse"), (r"\bmerg(?:e|ed|ing)\b", "combine"),
     (r"\bone (?:at a time|after (?:another|the other))\b", "serialise"), (r"\bin (?:turn|sequence)\b", "serialise"),
     (r"\b(?:lots|a lot|plenty|loads) of\b", "many"), (r"\blocations?\b", "address"),
@@ -163,6 +184,10 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\b(?:start[- ]?up|starting|launch(?:ing)?) (?:cost|overhead|time)s?\b", "launch overhead"),
     (r"\bcost of (?:starting|launching) (?:a |each |the )?kernels?\b", "launch overhead"),
     (r"\bkeys? and values?\b", "kv"), (r"\btpot\b", "tpot decode"),
+    # counting and giving said plainly: "how many streams" is "the number of streams", "hands you
+    # memory" or "gives back memory" is "returns memory", "spread over two nodes" is "across nodes"
+    (r"\bhow many\b", "number of"), (r"\b(?:hands?|gives?|handing|giving) (?:you |back |us |them )", "returns "),
+    (r"\b(?:over|spanning|between|on) (?:two|several|multiple|many|\d+) (?:nodes|machines|hosts)\b", "across nodes"),
 )]
 _CANON = {stem(a): stem(b) for a, b in (
     ("bigger", "larger"), ("greater", "larger"), ("big", "large"), ("huge", "large"), ("massive", "large"),
@@ -172,7 +197,7 @@ _CANON = {stem(a): stem(b) for a, b in (
     ("grows", "increase"), ("rises", "increase"), ("rise", "increase"), ("more", "increase"),
     ("lower", "reduce"), ("decrease", "reduce"), ("cut", "reduce"), ("fewer", "reduce"), ("less", "reduce"),
     ("shrink", "reduce"), ("drop", "reduce"), ("smaller", "small"), ("tiny", "small"),
-    ("lane", "thread"), ("lanes", "thread"), ("adjacent", "consecutive"), ("neighbouring", "consecutive"),
+    ("every", "each"), ("lane", "thread"), ("lanes", "thread"), ("adjacent", "consecutive"), ("neighbouring", "consecutive"),
     ("neighboring", "consecutive"), ("successive", "consecutive"),
     ("sequential", "consecutive"),
     ("chunk", "sector"), ("piece", "sector"), ("pieces", "sector"),
@@ -213,6 +238,10 @@ def _normalise(text: str) -> str:
     """Folded text with contractions as "not" and the thesaurus's phrases replaced."""
     text = _CONTRACTIONS.sub("not", fold(text))
     text = re.sub(r"\b(?:not|never) forget\b", "remember", text)
+    # a requirement denied is a requirement dismissed: "you don't need X", "no need for X", "I don't
+    # think you need X", "X needn't ..." say X does not apply, as "X is not needed" does
+    text = _NO_NEED.sub(lambda m: " needless must " if m.group().endswith(" to") else " needless ", text)
+    text = _MUST.sub("must", text)  # "have to", "need to": one modal, as "must"
     text = re.sub(r"\bnon[- ](?=[a-z])", "non", text)  # "non-sticky" is one word, not "none" and "sticky"
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
@@ -231,6 +260,9 @@ class _Word:
     clause: int  # index of the clause within the sentence
     connector: bool  # a word that connects terms into a statement
     joined: bool = False  # the tail of a compound ("bound" in "memory-bound"): it belongs to the word before
+    #: index of the claim the word belongs to: its clause, or the clause before where its own clause
+    #: goes on about the same subject ("local memory, which is on chip", "ring is optimal, so it's ...")
+    claim: int = 0
 
 
 @dataclass(frozen=True)
@@ -264,21 +296,45 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
     for part in _SENTENCE_END.split(_normalise(text)):
         part = " ".join(part.split())
         spaced = re.sub(r"[-_/+*()\[\]{}\"|^]", " ", part)  # same length as part: offsets hold in both
-        cuts = [m.start() for m in _CLAUSE_END.finditer(spaced)]
+        # an aside in brackets does not end the clause around it: "cudaMalloc (and so torch.empty) returns ..."
+        cuts = [m.start() for m in _CLAUSE_END.finditer(spaced) if not _in_brackets(part, m.start())]
+        claims = _claims(spaced, cuts)
         words, every = [], []
         for m in _WORD.finditer(spaced):
             raw = m.group()
             if raw == ":" and m.end() >= len(spaced.rstrip()):
                 continue
             clause = sum(c <= m.start() for c in cuts)
-            joined = m.start() >= 2 and part[m.start() - 1] in "-_/" and part[m.start() - 2].isalnum()
-            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined)
+            # the tail of a compound belongs to its head, unless the head is a filler word: "on-chip"
+            # and "in-place" say "chip" and "place" as plainly as "on chip" does
+            head = re.search(r"([a-z0-9]+)[-_/]$", part[:m.start()])
+            joined = head is not None and head.group(1) not in _STOPWORDS
+            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined, claims[clause])
             every.append(w)
             if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
                 words.append(w)
         if words:
             out.append(_Sentence(spaced, tuple(words), tuple(every), part))
     return tuple(out)
+
+
+#: A clause that starts (after a conjunction) with one of these goes on about the clause before.
+_REFERRING = frozenset("it its they theyre them this that thats these those which who".split())
+_CONJUNCTIONS = frozenset("so and but because since while though although whereas".split())
+#: A clause that starts with one of these is the condition of the next: "if X, Y" is one claim.
+_CONDITIONS = frozenset("if when once whenever unless".split())
+
+
+def _claims(text: str, cuts: list[int]) -> list[int]:
+    """For each clause of a sentence (split at ``cuts``), the index of the claim it belongs to."""
+    bounds = [0, *cuts, len(text)]
+    out: list[int] = []
+    condition = False  # the clause before is a condition ("if X, Y" is one claim)
+    for i in range(len(bounds) - 1):
+        ws = [w for w in re.findall(r"[a-z]+", text[bounds[i]:bounds[i + 1]]) if w not in _CONJUNCTIONS]
+        out.append(out[-1] if out and ws and (ws[0] in _REFERRING or condition) else i)
+        condition = bool(ws) and ws[0] in _CONDITIONS
+    return out
 
 
 @lru_cache(maxsize=8192)
@@ -400,10 +456,17 @@ def _weight(s: str) -> float:
     return max(0.3, w.get(s, math.log((len(w) + 1) / 0.5) if w else 1.0))
 
 
+#: Words that make a claim absolute: in a misconception they are the claim ("shared memory is
+#: *always* faster"), not framing, and a loose match must hold them.
+_ABSOLUTE = frozenset(stem(w) for w in "always".split())
+
+
 @lru_cache(maxsize=8192)
-def _cue(text: str) -> tuple[str, ...]:
-    """A loose cue's informative stems, in order, without framing words and repeats."""
-    return tuple(dict.fromkeys(s for s in phrase_stems(text) if s not in FRAMING and len(s) > 1))
+def _cue(text: str, absolute: bool = False) -> tuple[str, ...]:
+    """A loose cue's informative stems, in order, without framing words and repeats (keeping the
+    absolute words, with ``absolute``: a misconception's cue)."""
+    return tuple(dict.fromkeys(s for s in phrase_stems(text)
+                               if (s not in FRAMING or (absolute and s in _ABSOLUTE)) and len(s) > 1))
 
 
 _CUES: dict[int, tuple[Concept, list[tuple[tuple[str, ...], float]]]] = {}
@@ -428,7 +491,7 @@ def _work_out_cues(concept: Concept) -> list[tuple[tuple[str, ...], float]]:
         texts.append(concept.example)
     if flag:  # a strong answer uses a red flag's words to reject it: only its stated forms count, a clause at a time
         clauses = [p for t in texts for p in re.split(r"[,;:]|\bso\b|\bbecause\b|\bwhich\b|\bbut\b", t)]
-        return [(c, share) for c in dict.fromkeys(_cue(t) for t in clauses) if len(c) >= 3]
+        return [(c, share) for c in dict.fromkeys(_cue(t, True) for t in clauses) if len(c) >= 3]
     if concept.loose_label:
         label = concept.label
         texts += [p for p in re.split(r"[:;()]", label) if p.strip()]
@@ -460,7 +523,8 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
-    dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before))
+    dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before)
+                 or ("needless" in before and not cue_negations % 2))  # unless the cue itself says "no need"
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -533,6 +597,8 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
                 continue
             for i, j in _phrase_spans(sent.words, phrase, _tight(syn)):
+                if sent.words[i].claim != sent.words[j].claim:  # a phrase is said in one claim
+                    continue
                 lo, hi = sent.words[i].start, sent.words[j].end
                 neg, dis = _negation(sent, lo, hi, set(phrase))
                 out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, False, _covered(sent, lo, hi),
@@ -581,12 +647,19 @@ def _cue_plan(full: tuple[str, ...], share: float, strict: bool):
     numbers = frozenset(s for s in cue if s[0].isdigit())  # a number is the claim: it must be there
     if strict and numbers:
         need = total  # a misconception with a number ("2 bytes per parameter") is stated whole
+    if strict:  # and so is the "always" of an absolute one
+        numbers |= frozenset(s for s in cue if s in _ABSOLUTE)
     return cue, negs, scoped, need, numbers, max(8, 3 * len(cue))
+
+
+def _strict(concept: Concept) -> bool:
+    """Whether a concept is a misconception (a red flag): matched strictly, and only where asserted."""
+    return concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
 
 
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
-    strict = concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
+    strict = _strict(concept)
     in_text = set().union(*(sent.stems for sent in sentences)) if sentences else set()
     for full, share in _cues(concept):
         if sum(st in in_text for st in full) < 2:  # fewer than two of its words anywhere: no match
@@ -604,13 +677,22 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
             # only with its head
             idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
+            if strict and not negs and len(cue) >= 4 and len(present) == len(cue):
+                # every word of a misconception, close together in one affirmative claim, states it in
+                # whatever order ("an op's CPU time is the time its kernel took on the GPU")
+                whole = _whole_claim(sent, idx, cue, 2 * len(cue))
+                if whole is not None:
+                    lo, hi = min(w.start for w in whole), max(w.end for w in whole)
+                    neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
+                    out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
+                    continue
             for a in range(len(idx)):
                 got: dict[str, int] = {}
                 for b in range(a, len(idx)):
                     if idx[b] - idx[a] > span:
                         break
                     w = sent.words[idx[b]]
-                    if strict and (w.clause != sent.words[idx[a]].clause  # a misconception is stated in one clause,
+                    if strict and (w.claim != sent.words[idx[a]].claim  # a misconception is stated in one claim,
                                    or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
                         continue
                     got.setdefault(w.stem, idx[b])
@@ -623,6 +705,18 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
                                          bool(own_negs)))
                         break
     return out
+
+
+def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int) -> list[_Word] | None:
+    """The words of one claim of the sentence that hold every stem of ``cue`` within ``span`` words, if any."""
+    by_claim: dict[int, dict[str, int]] = {}
+    for i in idx:
+        by_claim.setdefault(sent.words[i].claim, {}).setdefault(sent.words[i].stem, i)
+    for claim, got in by_claim.items():
+        if len(got) == len(cue) and max(got.values()) - min(got.values()) <= span and not any(
+                w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
+            return [sent.words[i] for i in sorted(got.values())]
+    return None
 
 
 def _foreign_tail(words: tuple[_Word, ...], i: int, cue: tuple[str, ...]) -> bool:
@@ -685,12 +779,49 @@ class _Analysis:
     listed: frozenset[int]  # sentences that assert nothing (bare lists of terms)
 
 
+#: What makes a misconception someone else's: a third party who holds it ("people assume X", "some
+#: engineers put X"), a name for it ("a common mistake is X", "the naive reading"), a thought the
+#: candidate sets up to knock down ("you might think X"), or a premise of something else ("the
+#: kernel assumes X"). A candidate's own hedge ("I think X", "I'd guess X") is still an assertion.
+_ATTRIBUTION = re.compile(
+    r"\b(?:(?:some|many|most|a lot of|plenty of) )?(?:people|folks|beginners|newcomers|novices|colleagues?|juniors?|"
+    r"everyone|everybody|someone|somebody|others|(?:some|many|most) (?:engineers|developers|candidates|teams|users|"
+    r"tutorials|guides))\b"
+    r"|\b(?:common|classic|typical|frequent|usual|naive|tempting|popular|widespread|old)\s+(?:\w+\s+)?"
+    r"(?:mistake|misconception|error|trap|pitfall|assumption|belief|myth|misreading|reading|intuition|view|idea|"
+    r"expectation)s?\b"
+    r"|\b(?:mistake|misconception|trap|pitfall|myth|fallacy)\s+(?:is|here|would be)\b"
+    r"|\b(?:you|one)\s+(?:might|may|could|would)\s+(?:\w+\s+)?(?:think|assume|expect|guess|believe)\b"
+    r"|\btempt(?:ed|ing)\b|\b(?:wrongly|mistakenly|naively|falsely|incorrectly)\b"
+    r"|\b(?:assumes|assumed|believes|believed|presumes)\b")
+#: What rejects the claim just made: a short next sentence ("People assume X; it doesn't.") or a
+#: tail of the same one ("..., which is wrong").
+_REJECTION_NEXT = re.compile(r"^(?:(?:it|that|this|they|which)\s+(?:\w+\s+)?(?:not|never|wrong|false|untrue)|"
+                             r"(?:wrong|false|not true|not so|nope|no)\b)")
+_REJECTION_TAIL = re.compile(r"\b(?:which|that|this|thats)\s+(?:is\s+|was\s+)?(?:simply\s+|just\s+|plain\s+)?"
+                             r"(?:wrong|false|a myth|not true|untrue|a mistake|incorrect|a misconception)\b")
+
+
+def _attributed(sentences: tuple[_Sentence, ...], m: Match) -> bool:
+    """Whether a match of a misconception is said as someone else's, or rejected right after: then
+    the candidate does not assert it ("People often assume the atomic is a fence; it isn't")."""
+    sent = sentences[m.sentence]
+    if _ATTRIBUTION.search(sent.raw[:m.lo]) or _REJECTION_TAIL.search(sent.raw[m.hi:]):
+        return True
+    if m.sentence + 1 < len(sentences):
+        nxt = sentences[m.sentence + 1].raw.strip(" ()-")
+        return len(nxt.split()) <= 5 and bool(_REJECTION_NEXT.match(nxt))
+    return False
+
+
 def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     found = _shortest(_exact(sentences, concept))
     if concept.quantity is not None:
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
         found += _loose(sentences, concept)
+    if _strict(concept):  # a misconception named to be rejected is not stated
+        found = [replace(m, negated=True) if not m.negated and _attributed(sentences, m) else m for m in found]
     if concept.polarity == "positive":
         # the same words cannot both deny and assert one claim: where overlapping matches disagree
         # ("switching isn't free either, it costs ..."), the denial holds
@@ -703,6 +834,34 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
                                                           or (cl and m.loose and not d.loose))
                             for d, cl in denied)]
     return found
+
+
+#: Matches already worked out, per answer and concept: an answer is graded against many rubrics
+#: (the classic misconceptions are the same concepts in all of them). Bounded; cleared when full.
+_MATCHES: dict[tuple[str, int], tuple[Concept, list[Match]]] = {}
+_MATCHES_MAX = 200_000
+
+
+def _matches(text: str, sentences: tuple[_Sentence, ...], in_text: frozenset[str], concept: Concept) -> list[Match]:
+    key = (text, id(concept))
+    hit = _MATCHES.get(key)
+    if hit is not None and hit[0] is concept:
+        return hit[1]
+    found = [] if _cannot_match(in_text, concept) else _all_matches(text, sentences, concept)
+    if len(_MATCHES) >= _MATCHES_MAX:
+        _MATCHES.clear()
+    _MATCHES[key] = (concept, found)
+    return found
+
+
+def _cannot_match(in_text: frozenset[str], concept: Concept) -> bool:
+    """Whether no synonym and no loose cue of a plain concept can match: the answer lacks a word of
+    every synonym and holds fewer than two words of every cue (a quick test before the real one)."""
+    if concept.patterns or concept.quantity is not None:
+        return False
+    if any(all(p in in_text for p in phrase_stems(syn)) for syn in concept.synonyms):
+        return False
+    return not any(sum(st in in_text for st in full) >= 2 for full, _ in _cues(concept))
 
 
 def _denied_clauses(sent: _Sentence, m: Match) -> set[int]:
@@ -730,7 +889,8 @@ def _analyse(text: str, concepts: tuple[Concept, ...]) -> _Analysis:
 
     for c in concepts:
         collect(c)
-    matches = {cid: _all_matches(text, sentences, c) for cid, c in leaves.items()}
+    in_text = frozenset().union(*(sent.stems for sent in sentences)) if sentences else frozenset()
+    matches = {cid: _matches(text, sentences, in_text, c) for cid, c in leaves.items()}
     if _is_list(text):
         return _Analysis(text, sentences, matches, frozenset(range(len(sentences))))
     listed = set()
@@ -945,12 +1105,51 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept]) -> Grade:
-    """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states."""
+@lru_cache(maxsize=1)
+def _classic() -> tuple[Concept, ...]:
+    """The bank's classic misconceptions (``universal`` red flags), graded on every answer."""
+    from coach.exercises.bank import load_bank  # noqa: PLC0415 - the bank imports this module
+
+    try:
+        return load_bank().classic
+    except Exception:  # noqa: BLE001 - without a bank there are none
+        return ()
+
+
+def _needless(sent: _Sentence, m: Match) -> bool:
+    """Whether a match is dismissed as a denied requirement ("no need for X", "X doesn't have to ...")."""
+    first = min(m.words) if m.words else 0
+    clause = sent.all_words[first].clause if m.words else 0
+    near = [w for w in sent.all_words[max(0, first - NEGATION_WINDOW):first] if w.clause == clause]
+    return any(w.stem == "needless" for w in near)
+
+
+def _ids(c: Concept) -> set[str]:
+    return {c.id}.union(*(_ids(p) for p in c.parts))
+
+
+def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept],
+          *, classic: bool = True) -> Grade:
+    """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states.
+
+    With ``classic``, the bank's classic misconceptions (red flags marked ``universal``: "higher
+    occupancy is always better", "just cast to FP8") are red flags of every rubric too."""
+    own = tuple(red_flags)
+    if classic:
+        named = set().union(*(_ids(c) for c in own)) if own else set()
+        red_flags = own + tuple(c for c in _classic() if c.id not in named)
     analysis = _analyse(answer, tuple(signals) + tuple(red_flags))
     found, missed, flags, contra, listed = [], [], [], [], []
     for c in signals:
         m = best(analysis, c)
+        # a requirement denied by a term of its own ("the modes don't have to agree") is contradicted,
+        # whatever else names the claim ("a mismatch just runs slower")
+        d = next((x for x in _leaf_matches(analysis, c) if x.dismissed and not x.loose
+                  and x.sentence not in analysis.listed and _needless(analysis.sentences[x.sentence], x)), None)
+        if d is not None and m is not None and not m.negated:
+            missed.append(c)
+            contra.append(Hit(c, d.quote, d.loose))
+            continue
         if m is not None and not m.negated:
             found.append(Hit(c, m.quote, m.loose))
             continue
@@ -960,10 +1159,16 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
         elif any(not x.negated for x in _leaf_matches(analysis, c)):
             q = next(x.quote for x in _leaf_matches(analysis, c) if not x.negated)
             listed.append(Hit(c, q))
-    for c in red_flags:
+    shown: list[Match] = []
+    for k, c in enumerate(red_flags):
         m = best(analysis, c)
-        if m is not None and not m.negated:
-            flags.append(Hit(c, m.quote, m.loose))
+        if m is None or m.negated:
+            continue
+        # a classic misconception said in the words of one of the rubric's own red flags is that red flag
+        if k >= len(own) and any(x.sentence == m.sentence and x.lo < m.hi and m.lo < x.hi for x in shown):
+            continue
+        shown.append(m)
+        flags.append(Hit(c, m.quote, m.loose))
     return Grade(tuple(found), tuple(missed), tuple(flags), contradicted=tuple(contra), listed=tuple(listed),
                  words=len(answer.split()))
 
