@@ -182,27 +182,28 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
     the innermost NVTX or operator range that covers the whole gap."""
     g = gaps.with_row_index("_gap")
     window = g.select("_gap", "start_ns", "end_ns")
-    # names as dictionary codes while grouping (a million calls name a few dozen functions)
-    calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
-                          "overlap")
-    per_name = calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
     in_calls = _covered_in(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
                            ["pid", "tid"])
-    api_stats = per_name.group_by("_gap").agg(
-        api_calls=pl.col("n").sum(),
-        top_api=pl.col("api_name").sort_by("ns").last().cast(pl.Utf8),
-        top_api_ns=pl.col("ns").max(),
-    ).join(in_calls, on="_gap", how="left", maintain_order="left")
-    spans = nvtx.filter(pl.col("end_ns").is_not_null())
-    covering = interval_join(
-        spans.select("start_ns", "end_ns", _text="text", _domain="domain", _depth="depth"),
-        g.select("_gap", "start_ns", "end_ns"),
-        "contains",
-    )
-    innermost = covering.group_by("_gap").agg(
-        range=pl.col("_text").sort_by("_depth", "start_ns").last(),
-        range_domain=pl.col("_domain").sort_by("_depth", "start_ns").last(),
-    )
+    api_stats = _calls_in_gaps(g, api)
+    if api_stats is None:  # gaps of one device that are not in order: the pairs joined
+        # names as dictionary codes while grouping (a million calls name a few dozen functions)
+        calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
+                              "overlap")
+        per_name = (calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
+                    .with_columns(pl.col("api_name").cast(pl.Utf8))
+                    .sort("_gap", "ns", "api_name", descending=[False, True, False], nulls_last=True))
+        api_stats = per_name.group_by("_gap", maintain_order=True).agg(
+            api_calls=pl.col("n").sum(), top_api=pl.col("api_name").first(), top_api_ns=pl.col("ns").first())
+    api_stats = api_stats.join(in_calls, on="_gap", how="left", maintain_order="left")
+    # the innermost range: the deepest, then the latest to start (of equals, the last in the table), as
+    # one rank per range, so that the pairs carry integers and no text
+    spans = (nvtx.filter(pl.col("end_ns").is_not_null())
+             .sort("depth", "start_ns", maintain_order=True)
+             .with_row_index("_rank"))
+    covering = interval_join(spans.select("start_ns", "end_ns", "_rank"), window, "contains")
+    innermost = covering.group_by("_gap").agg(pl.col("_rank").max())
+    innermost = innermost.select("_gap", range=spans["text"].gather(innermost["_rank"]),
+                                 range_domain=spans["domain"].gather(innermost["_rank"]))
     return (
         g.join(api_stats, on="_gap", how="left", maintain_order="left")
         .join(innermost, on="_gap", how="left", maintain_order="left")
@@ -214,6 +215,62 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
         .with_columns(api_pct=pl.min_horizontal(pl.col("api_ns") / pl.col("dur_ns") * 100.0, pl.lit(100.0)))
         .drop("_gap")
     )
+
+
+def _calls_in_gaps(g: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame | None:
+    """``_gap, api_calls, top_api, top_api_ns`` for each gap of ``g`` (``_gap``, ``device_id``, times)
+    that calls of ``api`` overlap: how many calls, and the call name with the most time in the gap
+    (the calls' times clipped to it, summed per name; of names with equal time, the first in
+    alphabetical order). None where the gaps of a device, in start order, do not end in order too.
+
+    A sorted sweep, with no pairs joined: within a device the gaps' starts and ends both increase,
+    so the gaps a call overlaps (those ending after it starts and starting before it ends) are one
+    run of them, found by two binary searches per call. The names are dictionary codes, and the
+    (gap, name) totals one sorted integer key."""
+    schema = {"_gap": pl.UInt32, "api_calls": pl.UInt32, "top_api": pl.Utf8, "top_api_ns": pl.Int64}
+    gaps = g.select("_gap", "device_id", "start_ns", "end_ns").filter(
+        pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    calls = api.select("start_ns", "end_ns", "name").filter(
+        pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    if gaps.is_empty() or calls.is_empty():
+        return pl.DataFrame(schema=schema)
+    gaps = gaps.sort("device_id", "start_ns", "end_ns", nulls_last=True, maintain_order=True)
+    if not gaps.select(((pl.col("end_ns").diff() >= 0) | pl.col("device_id").ne_missing(pl.col("device_id").shift(1)))
+                       .fill_null(True).all()).item():
+        return None
+    names = calls["name"].unique().drop_nulls().sort()
+    k = len(names) + 1  # codes 0..k-2 the names in order, k-1 a call without a name
+    code = calls["name"].cast(pl.Enum(names)).to_physical().cast(pl.Int64).fill_null(k - 1)
+    s, e = calls["start_ns"].rechunk(), calls["end_ns"].rechunk()  # binary searches over one chunk
+    pairs = []
+    for _, lane in gaps.group_by("device_id", maintain_order=True):
+        gs, ge = lane["start_ns"].rechunk(), lane["end_ns"].rechunk()
+        runs = pl.DataFrame({"_c": pl.int_range(calls.height, dtype=pl.Int64, eager=True),
+                             "_lo": ge.search_sorted(s, "right").cast(pl.Int64),
+                             "_hi": gs.search_sorted(e, "left").cast(pl.Int64)}).filter(pl.col("_hi") > pl.col("_lo"))
+        if runs.select((pl.col("_hi") - pl.col("_lo") > 1).any()).item():
+            runs = runs.select("_c", _lo=pl.int_ranges("_lo", "_hi", dtype=pl.Int64)).explode("_lo")
+        c, at = runs["_c"], runs["_lo"]
+        pairs.append(pl.DataFrame({"_key": lane["_gap"].cast(pl.Int64).gather(at) * k + code.gather(c),
+                                   "s": s.gather(c), "e": e.gather(c), "gs": gs.gather(at), "ge": ge.gather(at)})
+                     .select("_key", _ns=pl.min_horizontal("e", "ge") - pl.max_horizontal("s", "gs")))
+    per_name = (pl.concat(pairs).sort("_key")
+                .group_by("_key", maintain_order=True).agg(ns=pl.col("_ns").sum(), n=pl.len()))
+    if per_name.is_empty():
+        return pl.DataFrame(schema=schema)
+    # the most time first, then the lowest code: one maximum of ns * k + (k - 1 - code), where that fits
+    top_ns = per_name["ns"].max()
+    lowest = per_name["ns"].min()
+    if lowest < 0 or (top_ns + 1) * k >= 1 << 62:
+        return None
+    best = (per_name.with_columns(_gap=pl.col("_key") // k, _rank=pl.col("ns") * k + (k - 1) - pl.col("_key") % k)
+            .group_by("_gap", maintain_order=True)
+            .agg(api_calls=pl.col("n").sum(), _best=pl.col("_rank").max(), top_api_ns=pl.col("ns").max()))
+    top_code = k - 1 - best["_best"] % k
+    return best.select(
+        pl.col("_gap").cast(pl.UInt32), pl.col("api_calls").cast(pl.UInt32),
+        top_api=names.cast(pl.Utf8).append(pl.Series([None], dtype=pl.Utf8)).gather(top_code),
+        top_api_ns=pl.col("top_api_ns").cast(pl.Int64))
 
 
 #: ``_covered_in`` evaluates each window once per key; past this many evaluations it joins the pairs instead.
