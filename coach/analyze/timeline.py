@@ -664,21 +664,29 @@ class TimelineAnalysis:
         return with_launch_call(self.work, self.timeline.api)
 
     @cached_property
+    def api_names(self) -> tuple[pl.Series, pl.Series]:
+        """The API calls' names as a dictionary: ``(names, codes)``, the distinct names in order and,
+        per call, the position of its name there (null for a call without one). A million calls name
+        a few dozen functions: what depends on the name alone is worked out once per name."""
+        column = self.timeline.api["name"]
+        names = column.unique().drop_nulls().sort()
+        return names, column.cast(pl.Enum(names)).to_physical().cast(pl.UInt32)
+
+    @cached_property
     def api_base(self) -> pl.Series:
         """Each API call's name without version and per-thread-stream suffixes (``API_SUFFIX``),
-        worked out once per distinct name: a million calls name a few dozen functions."""
-        names = self.timeline.api.select("name")
-        distinct = names.unique().with_columns(base=pl.col("name").str.replace(API_SUFFIX, ""))
-        return names.join(distinct, on="name", how="left", maintain_order="left", nulls_equal=True)["base"]
+        worked out once per distinct name (``api_names``)."""
+        names, codes = self.api_names
+        return names.str.replace(API_SUFFIX, "").gather(codes).rename("base")
 
     def api_matching(self, pattern: str) -> pl.Series:
         """Which API calls' base names (``api_base``) match the regular expression ``pattern``: a mask
-        over ``timeline.api``, kept per pattern."""
+        over ``timeline.api``, kept per pattern, matched once per distinct name."""
         key = ("api_matching", pattern)
         if key not in self._derived:
-            distinct = self.api_base.unique()
-            hits = distinct.filter(distinct.str.contains(pattern).fill_null(False))
-            self._derived[key] = self.api_base.is_in(hits.implode()).fill_null(False)
+            names, codes = self.api_names
+            hits = names.str.replace(API_SUFFIX, "").str.contains(pattern).fill_null(False).arg_true()
+            self._derived[key] = codes.is_in(hits.cast(pl.UInt32).implode()).fill_null(False)
         return self._derived[key]
 
     @cached_property
