@@ -363,13 +363,20 @@ def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
 def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
+    # the names worked out once per distinct (name, demangled name) pair of ids, then gathered: a
+    # million kernels run a few dozen functions
+    pairs = (raw.select("name_id", "demangled_name_id").unique(maintain_order=True)
+             .with_columns(_mapped("name_id", strings).alias("name"), _mapped("demangled_name_id", strings).alias("demangled_name"))
+             .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name")))
+             .with_row_index("_pair"))
     return _by_start(
         raw.lazy()
-        .with_columns(_mapped("name_id", strings).alias("name"),
-                      _mapped("demangled_name_id", strings).alias("demangled_name"),
+        .join(pairs.lazy().select("name_id", "demangled_name_id", "_pair"), on=["name_id", "demangled_name_id"],
+              how="left", maintain_order="left", nulls_equal=True)
+        .with_columns(pl.lit(pairs["name"]).gather("_pair").alias("name"),
+                      pl.lit(pairs["demangled_name"]).gather("_pair").alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
-        .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name")))
-        .drop("name_id", "demangled_name_id", "global_pid"))
+        .drop("name_id", "demangled_name_id", "global_pid", "_pair"))
 
 
 def _short_name(name: pl.Expr, demangled: pl.Expr) -> pl.Expr:
