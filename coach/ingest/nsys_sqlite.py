@@ -363,20 +363,21 @@ def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
 def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
-    # the names worked out once per distinct (name, demangled name) pair of ids, then gathered: a
-    # million kernels run a few dozen functions
-    pairs = (raw.select("name_id", "demangled_name_id").unique(maintain_order=True)
+    # the names worked out once per distinct (name, demangled name) pair of string ids, then gathered
+    # (a million kernels run a few dozen functions); the pair as one integer key, so that no column
+    # of the million rows is copied by a join
+    width = int(raw["demangled_name_id"].max() or 0) + 2
+    key = ((pl.col("name_id").fill_null(-1) + 1) * width + pl.col("demangled_name_id").fill_null(-1) + 1).alias("_key")
+    pairs = (raw.select(key, "name_id", "demangled_name_id").unique("_key", maintain_order=True)
              .with_columns(_mapped("name_id", strings).alias("name"), _mapped("demangled_name_id", strings).alias("demangled_name"))
-             .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name")))
-             .with_row_index("_pair"))
+             .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name"))))
+    at = key.replace_strict(pairs["_key"], pl.int_range(pairs.height, dtype=pl.UInt32, eager=True), return_dtype=pl.UInt32)
     return _by_start(
         raw.lazy()
-        .join(pairs.lazy().select("name_id", "demangled_name_id", "_pair"), on=["name_id", "demangled_name_id"],
-              how="left", maintain_order="left", nulls_equal=True)
-        .with_columns(pl.lit(pairs["name"]).gather("_pair").alias("name"),
-                      pl.lit(pairs["demangled_name"]).gather("_pair").alias("demangled_name"),
+        .with_columns(pl.lit(pairs["name"]).gather(at).alias("name"),
+                      pl.lit(pairs["demangled_name"]).gather(at).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
-        .drop("name_id", "demangled_name_id", "global_pid", "_pair"))
+        .drop("name_id", "demangled_name_id", "global_pid"))
 
 
 def _short_name(name: pl.Expr, demangled: pl.Expr) -> pl.Expr:
