@@ -431,14 +431,24 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     for a device's first operation) and ``waited_for_launch`` (the device had finished its earlier
     work before the launch call returned, or the kernel is its first operation: the GPU had nothing
     queued and waited for this launch), sorted by device and kernel start."""
+    return _launches_of(with_launch_call(_queued(work), api))
+
+
+def _queued(work: pl.DataFrame) -> pl.DataFrame:
+    """``work`` in device and start order with ``_free_ns`` (when the device finished the work before
+    each operation) and ``idle_before_ns``."""
     if not _sorted_by_device_start(work):  # gpu_work's order already: no copy of a million rows
         work = work.sort("device_id", "start_ns")
-    queued = work.with_columns(
+    return work.with_columns(
         _free_ns=pl.col("end_ns").cum_max().shift(1).over("device_id")
     ).with_columns(idle_before_ns=(pl.col("start_ns") - pl.col("_free_ns")).clip(lower_bound=0))
+
+
+def _launches_of(issued: pl.DataFrame) -> pl.DataFrame:
+    """``launches`` from ``with_launch_call(_queued(work), api)``."""
     # the kernels picked out after the join, which keeps only the launched ones
     return (
-        with_launch_call(queued, api)
+        issued
         .filter(pl.col("activity") == "kernel")
         .with_columns(
             latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
@@ -651,8 +661,13 @@ class TimelineAnalysis:
         return stream_activity(self.work, self.window)
 
     @cached_property
+    def _issued_queued(self) -> pl.DataFrame:
+        """The GPU work joined to its calls once, for both ``issued`` and ``launches``."""
+        return with_launch_call(_queued(self.work), self.timeline.api)
+
+    @cached_property
     def launches(self) -> pl.DataFrame:
-        return launches(self.work, self.timeline.api)
+        return _launches_of(self._issued_queued)
 
     @cached_property
     def launch_stats(self) -> pl.DataFrame:
@@ -661,7 +676,7 @@ class TimelineAnalysis:
     @cached_property
     def issued(self) -> pl.DataFrame:
         """The GPU work with the API call that issued it (``with_launch_call``)."""
-        return with_launch_call(self.work, self.timeline.api)
+        return self._issued_queued.drop("_free_ns", "idle_before_ns")
 
     @cached_property
     def api_names(self) -> tuple[pl.Series, pl.Series]:
