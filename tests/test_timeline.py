@@ -319,3 +319,28 @@ def test_calls_in_gaps_match_their_definition(seed):
     assert (joined["top_api_ns"] == joined["top_api_ns_want"].fill_null(0)).all()
     assert joined["top_api"].cast(pl.Utf8).eq_missing(joined["top_api_want"]).all()
     assert (got["api_calls"] == 0).any()  # some gap saw no call
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matching_rows_is_the_semi_join(seed):
+    """``matching_rows`` (the rows of a frame whose keys some row of another has) picks what a semi
+    join with missing values equal picks, on random keys with missing values and repeats."""
+    import numpy as np
+
+    from coach.analyze.timeline import matching_rows
+
+    rng = np.random.default_rng(seed)
+    n = 300
+
+    def frame(m):
+        return pl.DataFrame({"start_ns": rng.integers(0, 40, m), "tid": rng.integers(0, 3, m),
+                             "name": rng.choice(["a", "b", "c"], m)}).with_columns(
+            start_ns=pl.when(pl.Series(rng.random(m) < 0.1)).then(None).otherwise(pl.col("start_ns")),
+            name=pl.when(pl.Series(rng.random(m) < 0.1)).then(None).otherwise(pl.col("name")))
+
+    left, right = frame(n), frame(30)
+    keys = ["start_ns", "tid", "name"]
+    mask = matching_rows(left, right, keys)
+    want = left.join(right.unique(), on=keys, how="semi", nulls_equal=True, maintain_order="left")
+    assert 0 < want.height < n
+    assert left.filter(mask).equals(want)

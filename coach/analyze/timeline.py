@@ -348,6 +348,21 @@ def host_activity_without(gaps: pl.DataFrame, api: pl.DataFrame, removed: pl.Dat
     )
 
 
+def matching_rows(frame: pl.DataFrame, other: pl.DataFrame, keys: list[str]) -> pl.Series:
+    """A mask over ``frame``: the rows whose ``keys`` (the first an integer column, such as a start
+    time) equal those of some row of ``other``, missing values equal to missing ones, as a semi join
+    on ``keys`` would pick them. Only the rows whose first key is among ``other``'s are joined: where
+    ``other`` holds a few calls of a million, the million are not hashed on every key."""
+    first = keys[0]
+    wanted = other[first]
+    candidate = frame[first].is_in(wanted.drop_nulls().implode()).fill_null(False)
+    if wanted.null_count():
+        candidate = candidate | frame[first].is_null()
+    rows = (frame.select(keys).with_row_index("_row").filter(candidate)
+            .join(other.select(keys), on=keys, how="semi", nulls_equal=True)["_row"])
+    return pl.int_range(frame.height, dtype=rows.dtype, eager=True).is_in(rows.implode())
+
+
 HOST_LINK_KINDS = ("HtoD", "DtoH")
 
 
@@ -648,8 +663,8 @@ class TimelineAnalysis:
             return host_activity_without(self.gaps, self.timeline.api, removed, self.timeline.nvtx)
         keys = ["pid", "tid", "start_ns", "name"]
         # the columns host_activity_in_gaps reads alone: the calls left are a copy
-        api = self.timeline.api.select(*keys, "end_ns").join(removed.select(keys), on=keys, how="anti", nulls_equal=True,
-                                                             maintain_order="left")
+        api = self.timeline.api.select(*keys, "end_ns")
+        api = api.filter(~matching_rows(api, removed, keys))
         return host_activity_in_gaps(self.idle, api, self.timeline.nvtx)
 
     @cached_property
