@@ -432,12 +432,11 @@ def with_launch_call(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
         "correlation_id", api_pid="pid", tid="tid", api_name="name", api_start_ns="start_ns", api_end_ns="end_ns",
         launch_ns="dur_ns",
     )
-    return (
-        work.join(calls, on="correlation_id", how="inner")
-        .filter(pl.col("pid").is_null() | pl.col("api_pid").is_null() | (pl.col("pid") == pl.col("api_pid")))
-        .with_columns(pid=pl.coalesce("pid", "api_pid"))
-        .drop("api_pid")
-    )
+    joined = work.join(calls, on="correlation_id", how="inner")
+    same = joined.select(pl.col("pid").is_null() | pl.col("api_pid").is_null() | (pl.col("pid") == pl.col("api_pid"))).to_series()
+    if not same.all():  # else no copy of the rows joined: a million of them where every launch is traced
+        joined = joined.filter(same)
+    return joined.with_columns(pid=pl.coalesce("pid", "api_pid")).drop("api_pid")
 
 
 def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
@@ -446,7 +445,9 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     for a device's first operation) and ``waited_for_launch`` (the device had finished its earlier
     work before the launch call returned, or the kernel is its first operation: the GPU had nothing
     queued and waited for this launch), sorted by device and kernel start."""
-    return _launches_of(with_launch_call(_queued(work), api))
+    # the kernels picked out after the join, which keeps only the launched ones
+    issued = with_launch_call(_queued(work), api)
+    return _launches_of(issued.filter(pl.col("activity") == "kernel"))
 
 
 def _queued(work: pl.DataFrame) -> pl.DataFrame:
@@ -459,19 +460,14 @@ def _queued(work: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(idle_before_ns=(pl.col("start_ns") - pl.col("_free_ns")).clip(lower_bound=0))
 
 
-def _launches_of(issued: pl.DataFrame) -> pl.DataFrame:
-    """``launches`` from ``with_launch_call(_queued(work), api)``."""
-    # the kernels picked out after the join, which keeps only the launched ones
-    return (
-        issued
-        .filter(pl.col("activity") == "kernel")
-        .with_columns(
-            latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
-            waited_for_launch=(pl.col("_free_ns") < pl.col("api_end_ns")).fill_null(True),
-        )
-        .drop("_free_ns")
-        .sort("device_id", "start_ns")
-    )
+def _launches_of(kernels: pl.DataFrame) -> pl.DataFrame:
+    """``launches`` from the kernel rows of ``with_launch_call(_queued(work), api)``."""
+    if not _sorted_by_device_start(kernels):  # the join keeps the work's order as a rule: no second copy then
+        kernels = kernels.sort("device_id", "start_ns")
+    return kernels.with_columns(
+        latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
+        waited_for_launch=(pl.col("_free_ns") < pl.col("api_end_ns")).fill_null(True),
+    ).drop("_free_ns")
 
 
 def _sorted_by_device_start(work: pl.DataFrame) -> bool:
@@ -612,7 +608,9 @@ class TimelineAnalysis:
         analysis whose work is done while the process goes on, so that its tables, a few columns per
         operation each, do not stay in memory beside the next analysis's."""
         for name, value in list(vars(self).items()):
-            if isinstance(getattr(type(self), name, None), cached_property) and isinstance(value, (pl.DataFrame, pl.Series)):
+            frames = value if isinstance(value, tuple) else (value,)
+            if (isinstance(getattr(type(self), name, None), cached_property) and frames
+                    and all(isinstance(v, (pl.DataFrame, pl.Series)) for v in frames)):
                 del self.__dict__[name]
         self._derived.clear()
 
@@ -630,8 +628,9 @@ class TimelineAnalysis:
 
     @cached_property
     def unions(self) -> pl.DataFrame:
-        """The union of each device's kernels, copies and memsets apart (``merge_intervals``)."""
-        return merge_intervals(self.work, ["device_id", "activity"])
+        """The union of each device's kernels, copies and memsets apart (``merge_intervals``; without the
+        names of the operations at each end, which no reader of it needs)."""
+        return merge_intervals(self.work.select("device_id", "activity", "start_ns", "end_ns"), ["device_id", "activity"])
 
     @cached_property
     def utilisation(self) -> pl.DataFrame:
@@ -676,13 +675,16 @@ class TimelineAnalysis:
         return stream_activity(self.work, self.window)
 
     @cached_property
-    def _issued_queued(self) -> pl.DataFrame:
-        """The GPU work joined to its calls once, for both ``issued`` and ``launches``."""
-        return with_launch_call(_queued(self.work), self.timeline.api)
+    def _issued_parts(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The GPU work joined to its calls once, for both ``issued`` and ``launches``: the kernels'
+        rows and the others' (copies, memsets), which ``issued`` puts back together without a copy."""
+        joined = with_launch_call(_queued(self.work), self.timeline.api)
+        kernel = joined["activity"] == "kernel"
+        return joined.filter(kernel), joined.filter(~kernel)
 
     @cached_property
     def launches(self) -> pl.DataFrame:
-        return _launches_of(self._issued_queued)
+        return _launches_of(self._issued_parts[0])
 
     @cached_property
     def launch_stats(self) -> pl.DataFrame:
@@ -690,8 +692,9 @@ class TimelineAnalysis:
 
     @cached_property
     def issued(self) -> pl.DataFrame:
-        """The GPU work with the API call that issued it (``with_launch_call``)."""
-        return self._issued_queued.drop("_free_ns", "idle_before_ns")
+        """The GPU work with the API call that issued it (``with_launch_call``): the kernels, then the
+        other operations."""
+        return pl.concat(self._issued_parts, rechunk=False).drop("_free_ns", "idle_before_ns")
 
     @cached_property
     def api_names(self) -> tuple[pl.Series, pl.Series]:
