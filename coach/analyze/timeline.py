@@ -628,9 +628,19 @@ class TimelineAnalysis:
 
     @cached_property
     def unions(self) -> pl.DataFrame:
-        """The union of each device's kernels, copies and memsets apart (``merge_intervals``; without the
-        names of the operations at each end, which no reader of it needs)."""
-        return merge_intervals(self.work.select("device_id", "activity", "start_ns", "end_ns"), ["device_id", "activity"])
+        """The union of each device's kernels, copies and memsets apart: ``merge_intervals(work,
+        ["device_id", "activity"])`` without the names of the operations at each end, which no reader
+        of it needs. Each activity's rows of the work keep its device and start order, so each is
+        merged as it is, with no sort of a million rows by activity."""
+        work = self.work.select("device_id", "activity", "start_ns", "end_ns")
+        if work.is_empty() or not _sorted_by_device_start(work):
+            return merge_intervals(work, ["device_id", "activity"])
+        parts = [merge_intervals(work.filter(pl.col("activity") == activity), ["device_id", "activity"])
+                 for activity in work["activity"].unique().drop_nulls().sort()]
+        if work["activity"].null_count():
+            return merge_intervals(work, ["device_id", "activity"])
+        merged = pl.concat(parts)
+        return merged if merged["device_id"].n_unique() < 2 else merged.sort("device_id", maintain_order=True)
 
     @cached_property
     def utilisation(self) -> pl.DataFrame:
