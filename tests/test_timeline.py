@@ -266,3 +266,85 @@ def test_host_activity_without_calls_matches_computing_it_all_again(recording):
     assert a.gaps_without(removed).equals(again)  # from the gaps computed already
     fresh = TimelineAnalysis(tl)
     assert fresh.gaps_without(removed).equals(again) and "gaps" not in fresh.__dict__  # in one pass, gaps left alone
+
+
+# --------------------------------------------------------------------------------------------
+# Host activity in gaps: the sweep against the definition, on random gaps and calls
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["sweep", "pairs"])
+@pytest.mark.parametrize("seed", range(10))
+def test_calls_in_gaps_match_their_definition(seed, path, monkeypatch):
+    """``host_activity_in_gaps``' call counts and top call per gap (a sorted sweep) against a cross
+    join filtered by the definition: calls overlapping a gap, clipped to it and summed per name, the
+    name with the most time (ties: the first alphabetically; a call without a name last), on random
+    gaps of two devices (touching, some empty of calls) and calls with equal times, nesting, zero
+    lengths, missing names and missing times."""
+    import numpy as np
+
+    from coach.analyze import timeline
+    from coach.analyze.timeline import host_activity_in_gaps
+
+    if path == "pairs":  # what gaps out of order get: the pairs joined
+        monkeypatch.setattr(timeline, "_calls_in_gaps", lambda g, api: None)
+    rng = np.random.default_rng(seed)
+    gaps = []
+    for device in (0, 1):
+        cuts = np.sort(rng.choice(np.arange(0, 200), size=24, replace=False))
+        gaps += [(device, int(a), int(b)) for a, b in zip(cuts[::2], cuts[1::2])]
+        gaps.append((device, 250, 260))  # past every call
+    g = (pl.DataFrame(gaps, schema=["device_id", "start_ns", "end_ns"], orient="row")
+         .with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"), position=pl.lit("between"),
+                       after=pl.lit(None, pl.Utf8), before=pl.lit(None, pl.Utf8))
+         .sort("device_id", "start_ns"))
+    n = 120
+    start = rng.integers(0, 210, n)
+    length = np.where(rng.random(n) < 0.2, 0, rng.integers(1, 30, n))
+    names = rng.choice(["cudaLaunchKernel", "cudaMemcpyAsync", "cuLaunchKernel", "cudaStreamSynchronize"], n)
+    api = pl.DataFrame({"start_ns": start, "end_ns": start + length, "pid": 1, "tid": rng.integers(1, 3, n),
+                        "name": names}).with_columns(
+        name=pl.when(pl.Series(rng.random(n) < 0.1)).then(None).otherwise(pl.col("name")),
+        start_ns=pl.when(pl.Series(rng.random(n) < 0.05)).then(None).otherwise(pl.col("start_ns")))
+    nvtx = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "text": pl.Utf8, "domain": pl.Utf8,
+                                "depth": pl.Int64})
+    got = host_activity_in_gaps(g, api, nvtx).with_row_index("_gap")
+
+    pairs = (g.with_row_index("_gap").join(api.rename({"start_ns": "s", "end_ns": "e"}), how="cross")
+             .filter((pl.col("s") < pl.col("end_ns")) & (pl.col("e") > pl.col("start_ns")))
+             .with_columns(ns=pl.min_horizontal("e", "end_ns") - pl.max_horizontal("s", "start_ns")))
+    per_name = pairs.group_by("_gap", "name").agg(pl.col("ns").sum(), n=pl.len())
+    want = (per_name.sort("_gap", "ns", "name", descending=[False, True, False], nulls_last=True)
+            .group_by("_gap", maintain_order=True)
+            .agg(api_calls=pl.col("n").sum(), top_api=pl.col("name").first(), top_api_ns=pl.col("ns").first()))
+    assert want.height and want["top_api"].null_count() < want.height
+    joined = got.join(want, on="_gap", how="left", suffix="_want")
+    assert (joined["api_calls"] == joined["api_calls_want"].fill_null(0)).all()
+    assert (joined["top_api_ns"] == joined["top_api_ns_want"].fill_null(0)).all()
+    assert joined["top_api"].cast(pl.Utf8).eq_missing(joined["top_api_want"]).all()
+    assert (got["api_calls"] == 0).any()  # some gap saw no call
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matching_rows_is_the_semi_join(seed):
+    """``matching_rows`` (the rows of a frame whose keys some row of another has) picks what a semi
+    join with missing values equal picks, on random keys with missing values and repeats."""
+    import numpy as np
+
+    from coach.analyze.timeline import matching_rows
+
+    rng = np.random.default_rng(seed)
+    n = 300
+
+    def frame(m):
+        return pl.DataFrame({"start_ns": rng.integers(0, 40, m), "tid": rng.integers(0, 3, m),
+                             "name": rng.choice(["a", "b", "c"], m)}).with_columns(
+            start_ns=pl.when(pl.Series(rng.random(m) < 0.1)).then(None).otherwise(pl.col("start_ns")),
+            name=pl.when(pl.Series(rng.random(m) < 0.1)).then(None).otherwise(pl.col("name")))
+
+    left, right = frame(n), frame(30)
+    keys = ["start_ns", "tid", "name"]
+    mask = matching_rows(left, right, keys)
+    want = left.join(right.unique(), on=keys, how="semi", nulls_equal=True, maintain_order="left")
+    assert 0 < want.height < n
+    assert left.filter(mask).equals(want)

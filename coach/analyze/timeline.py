@@ -89,7 +89,11 @@ def gpu_work(tl: Timeline) -> pl.DataFrame:
                          kind=null_str, pageable=null_bool),
     ]
     # sorted before the columns are put in order: selecting from the parts joined copies every column
-    return pl.concat(parts, rechunk=False).sort("device_id", "start_ns", nulls_last=True).select(GPU_WORK_COLUMNS)
+    work = pl.concat(parts, rechunk=False)
+    devices = work["device_id"].unique()
+    if devices.len() == 1 and devices.null_count() == 0:  # one GPU: by start alone, ties in the parts' order
+        return work.sort("start_ns", nulls_last=True, maintain_order=True).select(GPU_WORK_COLUMNS)
+    return work.sort("device_id", "start_ns", nulls_last=True).select(GPU_WORK_COLUMNS)
 
 
 def _place() -> list[pl.Expr]:
@@ -103,7 +107,9 @@ def _place() -> list[pl.Expr]:
 
 def busy_intervals(work: pl.DataFrame) -> pl.DataFrame:
     """The union of GPU work per device (see ``merge_intervals``)."""
-    return merge_intervals(work.filter(pl.col("start_ns").is_not_null()), ["device_id"])
+    work = work.select("device_id", "start_ns", "end_ns", *(["name"] if "name" in work.columns else []))
+    return merge_intervals(work.filter(pl.col("start_ns").is_not_null()) if work["start_ns"].null_count() else work,
+                           ["device_id"])
 
 
 def utilisation(work: pl.DataFrame, busy: pl.DataFrame, window: tuple[int, int] | None,
@@ -144,7 +150,7 @@ def idle_gaps(busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFram
     if window is None or busy.is_empty():
         return pl.DataFrame(schema=schema)
     w0, w1 = window
-    s = busy.sort("device_id", "start_ns")
+    s = busy if _sorted_by_device_start(busy) else busy.sort("device_id", "start_ns")  # merge_intervals' order
     has_names = "first" in s.columns
     first_of = pl.col("first") if has_names else pl.lit(None, pl.Utf8)
     last_of = pl.col("last") if has_names else pl.lit(None, pl.Utf8)
@@ -164,14 +170,15 @@ def idle_gaps(busy: pl.DataFrame, window: tuple[int, int] | None) -> pl.DataFram
                            after=pl.lit(None, pl.Utf8), before="first_name")
     trailing = edges.select("device_id", start_ns="last_end", end_ns=pl.lit(w1, pl.Int64), position=pl.lit("trailing"),
                             after="last_name", before=pl.lit(None, pl.Utf8))
-    return (
+    gaps = (
         pl.concat([leading, between, trailing], how="vertical_relaxed")
         .with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
         .filter(pl.col("dur_ns") > 0)
         .select(list(schema))
         .cast(schema)
-        .sort("device_id", "start_ns")
     )
+    # one device's gaps come in order as they are (leading, between, trailing): no sort of a million then
+    return gaps if _sorted_by_device_start(gaps) else gaps.sort("device_id", "start_ns")
 
 
 def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame) -> pl.DataFrame:
@@ -182,27 +189,28 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
     the innermost NVTX or operator range that covers the whole gap."""
     g = gaps.with_row_index("_gap")
     window = g.select("_gap", "start_ns", "end_ns")
-    # names as dictionary codes while grouping (a million calls name a few dozen functions)
-    calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
-                          "overlap")
-    per_name = calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
     in_calls = _covered_in(window, merge_intervals(api.select("pid", "tid", "start_ns", "end_ns"), ["pid", "tid"]),
                            ["pid", "tid"])
-    api_stats = per_name.group_by("_gap").agg(
-        api_calls=pl.col("n").sum(),
-        top_api=pl.col("api_name").sort_by("ns").last().cast(pl.Utf8),
-        top_api_ns=pl.col("ns").max(),
-    ).join(in_calls, on="_gap", how="left", maintain_order="left")
-    spans = nvtx.filter(pl.col("end_ns").is_not_null())
-    covering = interval_join(
-        spans.select("start_ns", "end_ns", _text="text", _domain="domain", _depth="depth"),
-        g.select("_gap", "start_ns", "end_ns"),
-        "contains",
-    )
-    innermost = covering.group_by("_gap").agg(
-        range=pl.col("_text").sort_by("_depth", "start_ns").last(),
-        range_domain=pl.col("_domain").sort_by("_depth", "start_ns").last(),
-    )
+    api_stats = _calls_in_gaps(g, api)
+    if api_stats is None:  # gaps of one device that are not in order: the pairs joined
+        # names as dictionary codes while grouping (a million calls name a few dozen functions)
+        calls = interval_join(window, api.select("start_ns", "end_ns", api_name=pl.col("name").cast(pl.Categorical)),
+                              "overlap")
+        per_name = (calls.group_by("_gap", "api_name").agg(ns=pl.col("overlap_ns").sum(), n=pl.len())
+                    .with_columns(pl.col("api_name").cast(pl.Utf8))
+                    .sort("_gap", "ns", "api_name", descending=[False, True, False], nulls_last=True))
+        api_stats = per_name.group_by("_gap", maintain_order=True).agg(
+            api_calls=pl.col("n").sum(), top_api=pl.col("api_name").first(), top_api_ns=pl.col("ns").first())
+    api_stats = api_stats.join(in_calls, on="_gap", how="left", maintain_order="left")
+    # the innermost range: the deepest, then the latest to start (of equals, the last in the table), as
+    # one rank per range, so that the pairs carry integers and no text
+    spans = (nvtx.filter(pl.col("end_ns").is_not_null())
+             .sort("depth", "start_ns", maintain_order=True)
+             .with_row_index("_rank"))
+    covering = interval_join(spans.select("start_ns", "end_ns", "_rank"), window, "contains")
+    innermost = covering.group_by("_gap").agg(pl.col("_rank").max())
+    innermost = innermost.select("_gap", range=spans["text"].gather(innermost["_rank"]),
+                                 range_domain=spans["domain"].gather(innermost["_rank"]))
     return (
         g.join(api_stats, on="_gap", how="left", maintain_order="left")
         .join(innermost, on="_gap", how="left", maintain_order="left")
@@ -214,6 +222,62 @@ def host_activity_in_gaps(gaps: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFr
         .with_columns(api_pct=pl.min_horizontal(pl.col("api_ns") / pl.col("dur_ns") * 100.0, pl.lit(100.0)))
         .drop("_gap")
     )
+
+
+def _calls_in_gaps(g: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame | None:
+    """``_gap, api_calls, top_api, top_api_ns`` for each gap of ``g`` (``_gap``, ``device_id``, times)
+    that calls of ``api`` overlap: how many calls, and the call name with the most time in the gap
+    (the calls' times clipped to it, summed per name; of names with equal time, the first in
+    alphabetical order). None where the gaps of a device, in start order, do not end in order too.
+
+    A sorted sweep, with no pairs joined: within a device the gaps' starts and ends both increase,
+    so the gaps a call overlaps (those ending after it starts and starting before it ends) are one
+    run of them, found by two binary searches per call. The names are dictionary codes, and the
+    (gap, name) totals one sorted integer key."""
+    schema = {"_gap": pl.UInt32, "api_calls": pl.UInt32, "top_api": pl.Utf8, "top_api_ns": pl.Int64}
+    gaps = g.select("_gap", "device_id", "start_ns", "end_ns").filter(
+        pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    calls = api.select("start_ns", "end_ns", "name").filter(
+        pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    if gaps.is_empty() or calls.is_empty():
+        return pl.DataFrame(schema=schema)
+    gaps = gaps.sort("device_id", "start_ns", "end_ns", nulls_last=True, maintain_order=True)
+    if not gaps.select(((pl.col("end_ns").diff() >= 0) | pl.col("device_id").ne_missing(pl.col("device_id").shift(1)))
+                       .fill_null(True).all()).item():
+        return None
+    names = calls["name"].unique().drop_nulls().sort()
+    k = len(names) + 1  # codes 0..k-2 the names in order, k-1 a call without a name
+    code = calls["name"].cast(pl.Enum(names)).to_physical().cast(pl.Int64).fill_null(k - 1)
+    s, e = calls["start_ns"].rechunk(), calls["end_ns"].rechunk()  # binary searches over one chunk
+    pairs = []
+    for _, lane in gaps.group_by("device_id", maintain_order=True):
+        gs, ge = lane["start_ns"].rechunk(), lane["end_ns"].rechunk()
+        runs = pl.DataFrame({"_c": pl.int_range(calls.height, dtype=pl.Int64, eager=True),
+                             "_lo": ge.search_sorted(s, "right").cast(pl.Int64),
+                             "_hi": gs.search_sorted(e, "left").cast(pl.Int64)}).filter(pl.col("_hi") > pl.col("_lo"))
+        if runs.select((pl.col("_hi") - pl.col("_lo") > 1).any()).item():
+            runs = runs.select("_c", _lo=pl.int_ranges("_lo", "_hi", dtype=pl.Int64)).explode("_lo")
+        c, at = runs["_c"], runs["_lo"]
+        pairs.append(pl.DataFrame({"_key": lane["_gap"].cast(pl.Int64).gather(at) * k + code.gather(c),
+                                   "s": s.gather(c), "e": e.gather(c), "gs": gs.gather(at), "ge": ge.gather(at)})
+                     .select("_key", _ns=pl.min_horizontal("e", "ge") - pl.max_horizontal("s", "gs")))
+    per_name = (pl.concat(pairs).sort("_key")
+                .group_by("_key", maintain_order=True).agg(ns=pl.col("_ns").sum(), n=pl.len()))
+    if per_name.is_empty():
+        return pl.DataFrame(schema=schema)
+    # the most time first, then the lowest code: one maximum of ns * k + (k - 1 - code), where that fits
+    top_ns = per_name["ns"].max()
+    lowest = per_name["ns"].min()
+    if lowest < 0 or (top_ns + 1) * k >= 1 << 62:
+        return None
+    best = (per_name.with_columns(_gap=pl.col("_key") // k, _rank=pl.col("ns") * k + (k - 1) - pl.col("_key") % k)
+            .group_by("_gap", maintain_order=True)
+            .agg(api_calls=pl.col("n").sum(), _best=pl.col("_rank").max(), top_api_ns=pl.col("ns").max()))
+    top_code = k - 1 - best["_best"] % k
+    return best.select(
+        pl.col("_gap").cast(pl.UInt32), pl.col("api_calls").cast(pl.UInt32),
+        top_api=names.cast(pl.Utf8).append(pl.Series([None], dtype=pl.Utf8)).gather(top_code),
+        top_api_ns=pl.col("top_api_ns").cast(pl.Int64))
 
 
 #: ``_covered_in`` evaluates each window once per key; past this many evaluations it joins the pairs instead.
@@ -291,6 +355,21 @@ def host_activity_without(gaps: pl.DataFrame, api: pl.DataFrame, removed: pl.Dat
     )
 
 
+def matching_rows(frame: pl.DataFrame, other: pl.DataFrame, keys: list[str]) -> pl.Series:
+    """A mask over ``frame``: the rows whose ``keys`` (the first an integer column, such as a start
+    time) equal those of some row of ``other``, missing values equal to missing ones, as a semi join
+    on ``keys`` would pick them. Only the rows whose first key is among ``other``'s are joined: where
+    ``other`` holds a few calls of a million, the million are not hashed on every key."""
+    first = keys[0]
+    wanted = other[first]
+    candidate = frame[first].is_in(wanted.drop_nulls().implode()).fill_null(False)
+    if wanted.null_count():
+        candidate = candidate | frame[first].is_null()
+    rows = (frame.select(keys).with_row_index("_row").filter(candidate)
+            .join(other.select(keys), on=keys, how="semi", nulls_equal=True)["_row"])
+    return pl.int_range(frame.height, dtype=rows.dtype, eager=True).is_in(rows.implode())
+
+
 HOST_LINK_KINDS = ("HtoD", "DtoH")
 
 
@@ -360,12 +439,11 @@ def with_launch_call(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
         "correlation_id", api_pid="pid", tid="tid", api_name="name", api_start_ns="start_ns", api_end_ns="end_ns",
         launch_ns="dur_ns",
     )
-    return (
-        work.join(calls, on="correlation_id", how="inner")
-        .filter(pl.col("pid").is_null() | pl.col("api_pid").is_null() | (pl.col("pid") == pl.col("api_pid")))
-        .with_columns(pid=pl.coalesce("pid", "api_pid"))
-        .drop("api_pid")
-    )
+    joined = work.join(calls, on="correlation_id", how="inner")
+    same = joined.select(pl.col("pid").is_null() | pl.col("api_pid").is_null() | (pl.col("pid") == pl.col("api_pid"))).to_series()
+    if not same.all():  # else no copy of the rows joined: a million of them where every launch is traced
+        joined = joined.filter(same)
+    return joined.with_columns(pid=pl.coalesce("pid", "api_pid")).drop("api_pid")
 
 
 def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
@@ -374,22 +452,29 @@ def launches(work: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     for a device's first operation) and ``waited_for_launch`` (the device had finished its earlier
     work before the launch call returned, or the kernel is its first operation: the GPU had nothing
     queued and waited for this launch), sorted by device and kernel start."""
+    # the kernels picked out after the join, which keeps only the launched ones
+    issued = with_launch_call(_queued(work), api)
+    return _launches_of(issued.filter(pl.col("activity") == "kernel"))
+
+
+def _queued(work: pl.DataFrame) -> pl.DataFrame:
+    """``work`` in device and start order with ``_free_ns`` (when the device finished the work before
+    each operation) and ``idle_before_ns``."""
     if not _sorted_by_device_start(work):  # gpu_work's order already: no copy of a million rows
         work = work.sort("device_id", "start_ns")
-    queued = work.with_columns(
+    return work.with_columns(
         _free_ns=pl.col("end_ns").cum_max().shift(1).over("device_id")
     ).with_columns(idle_before_ns=(pl.col("start_ns") - pl.col("_free_ns")).clip(lower_bound=0))
-    # the kernels picked out after the join, which keeps only the launched ones
-    return (
-        with_launch_call(queued, api)
-        .filter(pl.col("activity") == "kernel")
-        .with_columns(
-            latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
-            waited_for_launch=(pl.col("_free_ns") < pl.col("api_end_ns")).fill_null(True),
-        )
-        .drop("_free_ns")
-        .sort("device_id", "start_ns")
-    )
+
+
+def _launches_of(kernels: pl.DataFrame) -> pl.DataFrame:
+    """``launches`` from the kernel rows of ``with_launch_call(_queued(work), api)``."""
+    if not _sorted_by_device_start(kernels):  # the join keeps the work's order as a rule: no second copy then
+        kernels = kernels.sort("device_id", "start_ns")
+    return kernels.with_columns(
+        latency_ns=pl.col("start_ns") - pl.col("api_start_ns"),
+        waited_for_launch=(pl.col("_free_ns") < pl.col("api_end_ns")).fill_null(True),
+    ).drop("_free_ns")
 
 
 def _sorted_by_device_start(work: pl.DataFrame) -> bool:
@@ -530,7 +615,9 @@ class TimelineAnalysis:
         analysis whose work is done while the process goes on, so that its tables, a few columns per
         operation each, do not stay in memory beside the next analysis's."""
         for name, value in list(vars(self).items()):
-            if isinstance(getattr(type(self), name, None), cached_property) and isinstance(value, (pl.DataFrame, pl.Series)):
+            frames = value if isinstance(value, tuple) else (value,)
+            if (isinstance(getattr(type(self), name, None), cached_property) and frames
+                    and all(isinstance(v, (pl.DataFrame, pl.Series)) for v in frames)):
                 del self.__dict__[name]
         self._derived.clear()
 
@@ -548,8 +635,19 @@ class TimelineAnalysis:
 
     @cached_property
     def unions(self) -> pl.DataFrame:
-        """The union of each device's kernels, copies and memsets apart (``merge_intervals``)."""
-        return merge_intervals(self.work, ["device_id", "activity"])
+        """The union of each device's kernels, copies and memsets apart: ``merge_intervals(work,
+        ["device_id", "activity"])`` without the names of the operations at each end, which no reader
+        of it needs. Each activity's rows of the work keep its device and start order, so each is
+        merged as it is, with no sort of a million rows by activity."""
+        work = self.work.select("device_id", "activity", "start_ns", "end_ns")
+        if work.is_empty() or not _sorted_by_device_start(work):
+            return merge_intervals(work, ["device_id", "activity"])
+        parts = [merge_intervals(work.filter(pl.col("activity") == activity), ["device_id", "activity"])
+                 for activity in work["activity"].unique().drop_nulls().sort()]
+        if work["activity"].null_count():
+            return merge_intervals(work, ["device_id", "activity"])
+        merged = pl.concat(parts)
+        return merged if merged["device_id"].n_unique() < 2 else merged.sort("device_id", maintain_order=True)
 
     @cached_property
     def utilisation(self) -> pl.DataFrame:
@@ -581,8 +679,8 @@ class TimelineAnalysis:
             return host_activity_without(self.gaps, self.timeline.api, removed, self.timeline.nvtx)
         keys = ["pid", "tid", "start_ns", "name"]
         # the columns host_activity_in_gaps reads alone: the calls left are a copy
-        api = self.timeline.api.select(*keys, "end_ns").join(removed.select(keys), on=keys, how="anti", nulls_equal=True,
-                                                             maintain_order="left")
+        api = self.timeline.api.select(*keys, "end_ns")
+        api = api.filter(~matching_rows(api, removed, keys))
         return host_activity_in_gaps(self.idle, api, self.timeline.nvtx)
 
     @cached_property
@@ -594,8 +692,16 @@ class TimelineAnalysis:
         return stream_activity(self.work, self.window)
 
     @cached_property
+    def _issued_parts(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The GPU work joined to its calls once, for both ``issued`` and ``launches``: the kernels'
+        rows and the others' (copies, memsets), which ``issued`` puts back together without a copy."""
+        joined = with_launch_call(_queued(self.work), self.timeline.api)
+        kernel = joined["activity"] == "kernel"
+        return joined.filter(kernel), joined.filter(~kernel)
+
+    @cached_property
     def launches(self) -> pl.DataFrame:
-        return launches(self.work, self.timeline.api)
+        return _launches_of(self._issued_parts[0])
 
     @cached_property
     def launch_stats(self) -> pl.DataFrame:
@@ -603,25 +709,34 @@ class TimelineAnalysis:
 
     @cached_property
     def issued(self) -> pl.DataFrame:
-        """The GPU work with the API call that issued it (``with_launch_call``)."""
-        return with_launch_call(self.work, self.timeline.api)
+        """The GPU work with the API call that issued it (``with_launch_call``): the kernels, then the
+        other operations."""
+        return pl.concat(self._issued_parts, rechunk=False).drop("_free_ns", "idle_before_ns")
+
+    @cached_property
+    def api_names(self) -> tuple[pl.Series, pl.Series]:
+        """The API calls' names as a dictionary: ``(names, codes)``, the distinct names in order and,
+        per call, the position of its name there (null for a call without one). A million calls name
+        a few dozen functions: what depends on the name alone is worked out once per name."""
+        column = self.timeline.api["name"]
+        names = column.unique().drop_nulls().sort()
+        return names, column.cast(pl.Enum(names)).to_physical().cast(pl.UInt32)
 
     @cached_property
     def api_base(self) -> pl.Series:
         """Each API call's name without version and per-thread-stream suffixes (``API_SUFFIX``),
-        worked out once per distinct name: a million calls name a few dozen functions."""
-        names = self.timeline.api.select("name")
-        distinct = names.unique().with_columns(base=pl.col("name").str.replace(API_SUFFIX, ""))
-        return names.join(distinct, on="name", how="left", maintain_order="left", nulls_equal=True)["base"]
+        worked out once per distinct name (``api_names``)."""
+        names, codes = self.api_names
+        return names.str.replace(API_SUFFIX, "").gather(codes).rename("base")
 
     def api_matching(self, pattern: str) -> pl.Series:
         """Which API calls' base names (``api_base``) match the regular expression ``pattern``: a mask
-        over ``timeline.api``, kept per pattern."""
+        over ``timeline.api``, kept per pattern, matched once per distinct name."""
         key = ("api_matching", pattern)
         if key not in self._derived:
-            distinct = self.api_base.unique()
-            hits = distinct.filter(distinct.str.contains(pattern).fill_null(False))
-            self._derived[key] = self.api_base.is_in(hits.implode()).fill_null(False)
+            names, codes = self.api_names
+            hits = names.str.replace(API_SUFFIX, "").str.contains(pattern).fill_null(False).arg_true()
+            self._derived[key] = codes.is_in(hits.cast(pl.UInt32).implode()).fill_null(False)
         return self._derived[key]
 
     @cached_property

@@ -363,12 +363,20 @@ def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
 def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
+    # the names worked out once per distinct (name, demangled name) pair of string ids, then gathered
+    # (a million kernels run a few dozen functions); the pair as one integer key, so that no column
+    # of the million rows is copied by a join
+    width = int(raw["demangled_name_id"].max() or 0) + 2
+    key = ((pl.col("name_id").fill_null(-1) + 1) * width + pl.col("demangled_name_id").fill_null(-1) + 1).alias("_key")
+    pairs = (raw.select(key, "name_id", "demangled_name_id").unique("_key", maintain_order=True)
+             .with_columns(_mapped("name_id", strings).alias("name"), _mapped("demangled_name_id", strings).alias("demangled_name"))
+             .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name"))))
+    at = key.replace_strict(pairs["_key"], pl.int_range(pairs.height, dtype=pl.UInt32, eager=True), return_dtype=pl.UInt32)
     return _by_start(
         raw.lazy()
-        .with_columns(_mapped("name_id", strings).alias("name"),
-                      _mapped("demangled_name_id", strings).alias("demangled_name"),
+        .with_columns(pl.lit(pairs["name"]).gather(at).alias("name"),
+                      pl.lit(pairs["demangled_name"]).gather(at).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
-        .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name")))
         .drop("name_id", "demangled_name_id", "global_pid"))
 
 

@@ -63,8 +63,10 @@ def is_allocator_call(name: pl.Expr) -> pl.Expr:
 
 def allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
     """The API calls that allocate or free memory, with ``base`` (their base name), ``alloc`` and ``free``."""
-    return a.timeline.api.with_columns(base=a.api_base, alloc=a.api_matching(ALLOC_CALLS),
-                                       free=a.api_matching(FREE_CALLS)).filter(pl.col("alloc") | pl.col("free"))
+    alloc, free = a.api_matching(ALLOC_CALLS), a.api_matching(FREE_CALLS)
+    keep = alloc | free  # the few calls picked out first, their columns added after
+    return a.timeline.api.filter(keep).with_columns(base=a.api_base.filter(keep), alloc=alloc.filter(keep),
+                                                    free=free.filter(keep))
 
 
 def churns(a: TimelineAnalysis) -> bool:

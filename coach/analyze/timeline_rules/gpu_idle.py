@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis, interval_join, merge_intervals
+from coach.analyze.timeline import TimelineAnalysis, interval_join, matching_rows, merge_intervals
 from coach.analyze.timeline_rules._shared import LAUNCH_LATENCY_NS, after_set_up, ns, reportable, share_pct
 from coach.analyze.timeline_rules.allocator_churn import churns, is_allocator_call
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
@@ -77,7 +77,7 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     see that rule); only gaps whose rest is longer than one launch latency."""
     one_time = one_time_calls(a)
     keys = ["pid", "tid", "start_ns", "name"]
-    removed = a.timeline.api.join(one_time.select(keys), on=keys, how="semi", nulls_equal=True) if one_time.height else None
+    removed = a.timeline.api.filter(matching_rows(a.timeline.api, one_time, keys)) if one_time.height else None
     gaps = a.gaps_without(removed) if removed is not None and removed.height else a.gaps
     gaps = after_set_up(gaps.filter(pl.col("position") == "between"), a.timeline.kernels).with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),

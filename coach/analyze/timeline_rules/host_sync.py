@@ -48,7 +48,6 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
     """The calls that block the host: ``name, start_ns, end_ns, dur_ns, pid, tid, reason`` ("sync",
     "sync copy", "pageable copy") and ``scalar_read``: the call waits for a one-scalar
     device-to-host copy (it is that copy, or the first synchronisation after it on its thread)."""
-    api = a.timeline.api.with_columns(base=a.api_base)
     copies = with_launch_call(a.work.filter(pl.col("activity") == "memcpy"), a.timeline.api).with_columns(
         base=base_api_name(pl.col("api_name")),
         scalar=(pl.col("kind") == "DtoH") & (pl.col("bytes") <= SCALAR_BYTES).fill_null(False),
@@ -61,7 +60,7 @@ def sync_points(a: TimelineAnalysis) -> pl.DataFrame:
         reason=pl.when(pl.col("base").str.contains("Async")).then(pl.lit("pageable copy")).otherwise(pl.lit("sync copy")),
         scalar_read="scalar",
     )
-    syncs = api.filter(pl.col("base").str.contains(SYNC_CALLS)).select("name", "start_ns", "end_ns", "dur_ns", "pid", "tid")
+    syncs = a.timeline.api.filter(a.api_matching(SYNC_CALLS)).select("name", "start_ns", "end_ns", "dur_ns", "pid", "tid")
     scalar_copies = copies.filter("scalar").select("tid", copy_end_ns="api_end_ns").sort("copy_end_ns")
     syncs = (
         syncs.sort("start_ns")
