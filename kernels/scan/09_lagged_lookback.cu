@@ -18,9 +18,9 @@
 // publishes its aggregate, then looks back on tile u[r-L], whose aggregate it published L rounds
 // ago, and stores it. By then the tiles taken around u[r-L] have had L rounds to publish theirs, so the
 // look-back rarely waits for an aggregate. It walks back to the nearest inclusive prefix, which now
-// lies about one round's worth of tiles back (one per block: 500-1,100); warp 0 reads 512 status
-// words a poll (16 a lane, independent 8-byte loads), so that walk is one or two L2 round trips
-// where a 32-wide poll would take up to 35. A poll waits only for predecessors nearer than the
+// lies about one round's worth of tiles back (one per block: 400-1,100); warp 0 reads 512 status
+// words a poll (16 a lane, independent 8-byte loads; 256 in the kernels of 8 values a thread), so
+// that walk is one to four L2 round trips where a 32-wide poll would take up to 35. A poll waits only for predecessors nearer than the
 // nearest prefix it found. The tile id is taken from the counter two rounds ahead by a thread of
 // warp 1, so the atomic's latency overlaps warp 0's look-back.
 // Deadlock-free: a block takes tiles in counter order and only while it runs; a tile waits only for
@@ -38,7 +38,6 @@
 #define BLOCK 256
 #define WARPS (BLOCK / 32)
 #define FULL 0xffffffffu
-#define LOOK 16  // status words a lane reads per poll: 512 a warp
 #define SPIN_LIMIT (1u << 22)
 
 #ifndef __CUDA_ARCH__
@@ -144,6 +143,7 @@ __device__ __forceinline__ float block_exclusive_scan(float t, float* total, flo
 // hi - LOOK * l, nearest first, and sums them down to the first inclusive prefix among them; the
 // warp adds the lanes up to the nearest lane that met one. It polls again only while a predecessor
 // nearer than that prefix has not published; with no prefix in the 32 * LOOK words it steps back.
+template <int LOOK>
 __device__ __forceinline__ float look_back(const unsigned long long* status, unsigned tile) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     float prefix = 0.0f;
@@ -237,9 +237,12 @@ extern __shared__ float4 scan09_ring[];  // STAGES tile buffers (the launcher si
 #endif
 
 // ITEMS values a thread; AHEAD tiles' copies in flight; the look-back LAG rounds after the
-// aggregate. The ring holds AHEAD + 1 + LAG tiles: those loading, the one being scanned, and those
-// waiting to be stored.
-template <int ITEMS, int AHEAD, int LAG>
+// aggregate, LOOK status words a lane per poll: 16 in the kernels of 16 values a thread, where
+// ptxas issues all 16 8-byte loads before the first use; 8 in those of 8 values, whose 32-40
+// registers make it split 16 into batches, one L2 round trip each (the 32-register kernel still
+// issues its 8 as 5 and 3). The ring holds AHEAD + 1 + LAG tiles: those loading, the one
+// being scanned, and those waiting to be stored.
+template <int ITEMS, int AHEAD, int LAG, int LOOK>
 __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* __restrict__ out,
                                             unsigned long long* __restrict__ status,
                                             unsigned* __restrict__ tile_counter, unsigned n) {
@@ -289,7 +292,7 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
             if (threadIdx.x < 32) {
                 float prefix = 0.0f;
                 if (late > 0) {
-                    prefix = look_back(status, late);
+                    prefix = look_back<LOOK>(status, late);
                     if (threadIdx.x == 0) publish(status, late, PREFIX, prefix + aggregates[(r - LAG) % STAGES]);
                 }
                 if (threadIdx.x == 0) prefix_s = prefix;
@@ -305,35 +308,35 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
 extern "C" __global__ void __launch_bounds__(BLOCK, 8)
 scan09_items8_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                           unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 1, 1>(x, out, status, tile_counter, n);
+    lagged_scan<8, 1, 1, 8>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 6)
 scan09_items8_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                           unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 1, 2>(x, out, status, tile_counter, n);
+    lagged_scan<8, 1, 2, 8>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 6)
 scan09_items8_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                           unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 2, 1>(x, out, status, tile_counter, n);
+    lagged_scan<8, 2, 1, 8>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 4)
 scan09_items16_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 1, 1>(x, out, status, tile_counter, n);
+    lagged_scan<16, 1, 1, 16>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
 scan09_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 1, 2>(x, out, status, tile_counter, n);
+    lagged_scan<16, 1, 2, 16>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
 scan09_items16_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 2, 1>(x, out, status, tile_counter, n);
+    lagged_scan<16, 2, 1, 16>(x, out, status, tile_counter, n);
 }
