@@ -18,9 +18,9 @@
 // publishes its aggregate, then looks back on tile u[r-L], whose aggregate it published L rounds
 // ago, and stores it. By then the tiles taken around u[r-L] have had L rounds to publish theirs, so the
 // look-back rarely waits for an aggregate. It walks back to the nearest inclusive prefix, which now
-// lies about one round's worth of tiles back (one per block: 500-1,100); warp 0 reads 512 status
-// words a poll (16 a lane, independent 8-byte loads), so that walk is one or two L2 round trips
-// where a 32-wide poll would take up to 35. A poll waits only for predecessors nearer than the
+// lies about one round's worth of tiles back (one per block: 400-1,100); warp 0 reads 512 status
+// words a poll (16 coalesced rows of 32, independent loads; 256 in the kernels of 8 values a
+// thread), so that walk is one to four L2 round trips where a 32-wide poll would take up to 35. A poll waits only for predecessors nearer than the
 // nearest prefix it found. The tile id is taken from the counter two rounds ahead by a thread of
 // warp 1, so the atomic's latency overlaps warp 0's look-back.
 // Deadlock-free: a block takes tiles in counter order and only while it runs; a tile waits only for
@@ -38,7 +38,6 @@
 #define BLOCK 256
 #define WARPS (BLOCK / 32)
 #define FULL 0xffffffffu
-#define LOOK 16  // status words a lane reads per poll: 512 a warp
 #define SPIN_LIMIT (1u << 22)
 
 #ifndef __CUDA_ARCH__
@@ -140,10 +139,14 @@ __device__ __forceinline__ float block_exclusive_scan(float t, float* total, flo
     return warp_prefix + exclusive;  // warp_totals is next written after at least one more barrier
 }
 
-// The exclusive prefix of `tile` (> 0), by warp 0: lane l reads the LOOK status words just below
-// hi - LOOK * l, nearest first, and sums them down to the first inclusive prefix among them; the
-// warp adds the lanes up to the nearest lane that met one. It polls again only while a predecessor
-// nearer than that prefix has not published; with no prefix in the 32 * LOOK words it steps back.
+// The exclusive prefix of `tile` (> 0), by warp 0. A poll reads LOOK rows of 32 consecutive status
+// words below hi, nearest row first: row j, lane l holds word hi - 32j - l, so each row is one
+// coalesced 256-byte load (8 sectors; the first trial of this rung had lane l read LOOK consecutive
+// words instead, 32 lines per warp load and 4 times the sectors, and its polls took microseconds).
+// Ballots find the nearest inclusive prefix; the lanes add the words nearer than it and its own
+// value, and the warp sums them. It polls again only while a word nearer than that prefix has not
+// published; with no prefix among the 32 * LOOK words it steps back.
+template <int LOOK>
 __device__ __forceinline__ float look_back(const unsigned long long* status, unsigned tile) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     float prefix = 0.0f;
@@ -153,28 +156,38 @@ __device__ __forceinline__ float look_back(const unsigned long long* status, uns
         unsigned long long w[LOOK];
 #pragma unroll
         for (int j = 0; j < LOOK; ++j) {
-            const int idx = hi - LOOK * lane - j;
+            const int idx = hi - 32 * j - lane;
             w[j] = idx >= 0 ? peek(status, static_cast<unsigned>(idx)) : static_cast<unsigned long long>(PREFIX) << 32;
         }
-        float s = 0.0f;
-        bool found = false, waiting = false;
+        int row = LOOK;         // the nearest row holding an inclusive prefix (LOOK: none)
+        unsigned upto = 0;      // the lanes of that row up to and including its nearest prefix
+        bool waiting = false;   // a word nearer than the nearest prefix has not published
 #pragma unroll
         for (int j = 0; j < LOOK; ++j) {
             const unsigned state = static_cast<unsigned>(w[j] >> 32);
-            if (!found) {
-                waiting |= state == NOT_READY;
-                s += __uint_as_float(static_cast<unsigned>(w[j]));
-                found = state == PREFIX;
+            const unsigned prefixes = __ballot_sync(FULL, state == PREFIX);
+            const unsigned unpublished = __ballot_sync(FULL, state == NOT_READY);
+            if (row == LOOK && !waiting) {  // warp-uniform: ballots
+                if (prefixes) {
+                    const unsigned stop = static_cast<unsigned>(__ffs(static_cast<int>(prefixes)) - 1);
+                    upto = stop == 31 ? FULL : (2u << stop) - 1u;
+                    row = j;
+                    waiting = (unpublished & upto) != 0;
+                } else {
+                    waiting = unpublished != 0;
+                }
             }
         }
-        const unsigned prefixes = __ballot_sync(FULL, found);
-        const int stop = prefixes ? __ffs(static_cast<int>(prefixes)) - 1 : 31;
-        if (__any_sync(FULL, waiting && lane <= stop)) {  // a needed predecessor has not published
-            __nanosleep(64);  // a spinning warp reads 4 KB of status words a poll: let the L2 breathe
+        if (waiting) {
+            __nanosleep(64);
             continue;
         }
-        prefix += warp_sum_all(lane <= stop ? s : 0.0f);
-        if (prefixes) return prefix;
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < LOOK; ++j)
+            if (j < row || (j == row && (upto >> lane & 1u))) s += __uint_as_float(static_cast<unsigned>(w[j]));
+        prefix += warp_sum_all(s);
+        if (row < LOOK) return prefix;
         hi -= 32 * LOOK;
     }
 }
@@ -237,9 +250,12 @@ extern __shared__ float4 scan09_ring[];  // STAGES tile buffers (the launcher si
 #endif
 
 // ITEMS values a thread; AHEAD tiles' copies in flight; the look-back LAG rounds after the
-// aggregate. The ring holds AHEAD + 1 + LAG tiles: those loading, the one being scanned, and those
-// waiting to be stored.
-template <int ITEMS, int AHEAD, int LAG>
+// aggregate, LOOK rows of 32 status words per poll: 16 in the kernels of 16 values a thread, 8 in
+// those of 8 values, whose 40 registers would make ptxas split 16 loads into batches, one L2 round
+// trip each. (The first trial's fastest-to-slowest spread had 8 values at 8 blocks per SM, 32
+// registers, last; it is gone: its look-back would spill.) The ring holds AHEAD + 1 + LAG tiles: those loading, the one
+// being scanned, and those waiting to be stored.
+template <int ITEMS, int AHEAD, int LAG, int LOOK>
 __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* __restrict__ out,
                                             unsigned long long* __restrict__ status,
                                             unsigned* __restrict__ tile_counter, unsigned n) {
@@ -289,7 +305,7 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
             if (threadIdx.x < 32) {
                 float prefix = 0.0f;
                 if (late > 0) {
-                    prefix = look_back(status, late);
+                    prefix = look_back<LOOK>(status, late);
                     if (threadIdx.x == 0) publish(status, late, PREFIX, prefix + aggregates[(r - LAG) % STAGES]);
                 }
                 if (threadIdx.x == 0) prefix_s = prefix;
@@ -302,38 +318,32 @@ __device__ __forceinline__ void lagged_scan(const float* __restrict__ x, float* 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, 8)
-scan09_items8_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                          unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 1, 1>(x, out, status, tile_counter, n);
-}
-
 extern "C" __global__ void __launch_bounds__(BLOCK, 6)
 scan09_items8_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                           unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 1, 2>(x, out, status, tile_counter, n);
+    lagged_scan<8, 1, 2, 8>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 6)
 scan09_items8_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                           unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<8, 2, 1>(x, out, status, tile_counter, n);
+    lagged_scan<8, 2, 1, 8>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 4)
 scan09_items16_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 1, 1>(x, out, status, tile_counter, n);
+    lagged_scan<16, 1, 1, 16>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
 scan09_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 1, 2>(x, out, status, tile_counter, n);
+    lagged_scan<16, 1, 2, 16>(x, out, status, tile_counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
 scan09_items16_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ tile_counter, unsigned n) {
-    lagged_scan<16, 2, 1>(x, out, status, tile_counter, n);
+    lagged_scan<16, 2, 1, 16>(x, out, status, tile_counter, n);
 }
