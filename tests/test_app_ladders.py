@@ -466,3 +466,12 @@ def test_a_size_without_its_results_file_is_not_offered(fp32_copy):
     out = page(app, "/ladders/matmul/fp32")
     assert "lad-sizes" not in str(out) and "46.29 TFLOP/s" in text(by_id(out, "lad-rungs"))
     assert "no results recorded at size 'h200_8192'" in text(page(app, "/ladders/matmul/fp32", "?size=h200_8192"))
+
+
+def test_a_rung_card_at_another_size_says_its_words_are_of_the_main_size(app):
+    """The badges are the page's size; the ladder.toml words under them were written at the main size."""
+    other = page(app, "/ladders/attention", "?gpu=h200&size=h200_d64")
+    card = text(by_id(other, "rung-09_gluon_tuned"))
+    assert "Measured at the main size, h200" in card
+    main = text(by_id(page(app, "/ladders/attention"), "rung-09_gluon_tuned"))
+    assert "Measured" in main and "Measured at the main size" not in main

@@ -178,7 +178,7 @@ def ladder_section(item: Listing, rec: Recorded) -> html.Section:
         html.H2("Each step: the reason and the prediction, then what was measured"),
         None if main else html.P(f"The words under Measured were written from the main size, {defn.main_size}; the "
                                  f"numbers beside each rung's title are of {res.size_name}.", className="small muted"),
-        *[rung_card(ms, row, rec.profiles.get(row.rung.key)) for row in rec.rows],
+        *[rung_card(ms, row, rec.profiles.get(row.rung.key), None if main else defn.main_size) for row in rec.rows],
         html.P(provenance(item, rec), className="small muted"),
     ], id=f"ladder-{view.slug(defn.name)}")
 
@@ -282,8 +282,10 @@ def peer_table(rec: Recorded) -> html.Table:
                        numeric=[False, True, True, True, True, True])
 
 
-def rung_card(ms: view.Measure, row: Row, profile: Mapping[str, Any] | None) -> html.Div:
-    """One rung: the change; why and what was predicted, beside what was measured and why it differs."""
+def rung_card(ms: view.Measure, row: Row, profile: Mapping[str, Any] | None, written_at: str | None = None) -> html.Div:
+    """One rung: the change; why and what was predicted, beside what was measured and why it differs.
+    ``written_at``: the main size, where the page shows another (the words are of the main size, the
+    badges of the page's)."""
     m, rung = row.result, row.rung
     if ok(m):
         numbers = [badge(median(m.time_s), "muted"), badge(ms.show(row.rate), "muted"),
@@ -308,7 +310,7 @@ def rung_card(ms: view.Measure, row: Row, profile: Mapping[str, Any] | None) -> 
         html.Div([
             html.Div([html.H4("Reason"), html.P(rung.reason), html.H4("Prediction, before measuring"),
                       html.P(rung.prediction)]),
-            html.Div([html.H4("Measured"), *measured]),
+            html.Div([html.H4(f"Measured at the main size, {written_at}" if written_at else "Measured"), *measured]),
         ], className="two"),
         className="rung", id=f"rung-{rung.key}",
     )
