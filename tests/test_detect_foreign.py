@@ -90,3 +90,38 @@ def test_a_csv_with_a_kernel_name_column_alone_is_not_taken_for_rocprof(tmp_path
     p = tmp_path / "kernels.csv"
     p.write_text('"KernelName","Time"\n"k",1\n')
     assert "rocprof" not in _message(p)
+
+
+def test_a_rocprof_v1_results_json_is_named_not_blamed_on_its_fields(data_dir, tmp_path):
+    """tests/data/rocprof_v1_synthetic/results.json (synthetic, in rocprof v1's layout): before, the Kineto
+    reader refused it for its quoted times ("ts is "100", not a number"), which is not the reason."""
+    import gzip  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    src = data_dir / "rocprof_v1_synthetic" / "results.json"
+    message = _message(src)
+    assert "is a rocprof JSON trace" in message and "'CPU HIP API'" in message and "'GPU0'" in message
+    assert "torch.profiler" in message and "not a number" not in message
+    packed = tmp_path / "results.json.gz"
+    with src.open("rb") as fin, gzip.open(packed, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    assert "is a rocprof JSON trace" in _message(packed)
+
+
+def test_the_cli_refuses_a_rocprof_v1_trace_in_one_line(data_dir):
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    done = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(data_dir / "rocprof_v1_synthetic" / "results.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "rocprof JSON trace" in done.stderr
+
+
+def test_a_pytorch_trace_is_not_taken_for_rocprof(data_dir):
+    from coach.ingest.kineto import _rocprof_lanes  # noqa: PLC0415
+
+    import gzip  # noqa: PLC0415
+
+    for trace in sorted((data_dir / "wild_kineto").glob("*.json.gz")):
+        assert _rocprof_lanes(gzip.decompress(trace.read_bytes())) == [], trace.name
