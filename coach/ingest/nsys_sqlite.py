@@ -96,14 +96,16 @@ def read(path: str | Path) -> Timeline:
     with _Export.open(path) as export:
         meta = export.meta()
         version = meta.get("export", {}).get("EXPORT_PRODUCT_VERSION")
-        raw = export.read(REQUIRED, version)
+        raw = export.read(REQUIRED)
         if export.unread:
             meta["unread"] = export.unread
         if all(raw[t] is None or raw[t].is_empty() for t in ACTIVITY_TABLES):
             raise NothingRecorded(path, "no GPU activity was recorded: no CUDA kernel, copy, API or NVTX records (was it "
-                                   "profiled with --trace=cuda?)" + _tables_note(export.tables))
+                                   "profiled with --trace=cuda?)" + _tables_note(export.tables) + f" ({export.written_by})")
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
+        if export.assumed:
+            meta["assumed"] = export.assumed
     # each staging frame is let go as soon as its table is built (pop), so that memory holds the
     # staging frames and the tables of one table at a time, not of all of them
     api = _api(raw.pop("api"), strings, enums["api_kind"])
@@ -122,6 +124,20 @@ def read(path: str | Path) -> Timeline:
     )
 
 
+def _written_by(export_meta: dict, tables: dict[str, frozenset[str]]) -> str:
+    """Which nsys wrote the export and in which schema, as META_DATA_EXPORT (EXPORT_META_DATA before
+    2023) records it: "written by nsys 2025.3.2.0, export schema 3.20.3"."""
+    product, schema_version = export_meta.get("EXPORT_PRODUCT_VERSION"), export_meta.get("EXPORT_SCHEMA_VERSION")
+    if not product and not schema_version:
+        held = "META_DATA_EXPORT" in tables or "EXPORT_META_DATA" in tables
+        return "written by an nsys of unknown version: " + ("its export metadata names none" if held else
+                                                             "it has no META_DATA_EXPORT table")
+    return f"written by nsys {product or 'of unknown version'}" + (f", export schema {schema_version}" if schema_version else "")
+
+
+#: How many of an unknown enumeration's names a note shows.
+_ENUM_NAMES_SHOWN = 3
+
 #: How many of an empty export's tables its error names.
 _TABLES_SHOWN = 12
 
@@ -139,6 +155,10 @@ def _tables_note(tables: dict[str, frozenset[str]]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+_LISTING = ("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type IN ({types})")
+
+
 class _Export:
     """An open export: its tables and columns, and columnar reads that fail as ``InputError``."""
 
@@ -147,8 +167,14 @@ class _Export:
         self._con = connection
         #: canonical table -> why it was left out (an optional table of a layout coach does not know)
         self.unread: dict[str, str] = {}
-        listing = self._arrow("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
-                              "WHERE m.type IN ('table', 'view')")
+        #: raw table -> what coach assumed in its place (an enumeration whose names it does not know)
+        self.assumed: dict[str, str] = {}
+        #: which nsys wrote the export, for every refusal to name (set by ``meta``)
+        self.written_by = "written by an nsys of unknown version"
+        try:
+            listing = self._arrow(_LISTING.format(types="'table', 'view'"))
+        except InputError:  # a view over a table that is gone (added after the export) cannot be listed
+            listing = self._arrow(_LISTING.format(types="'table'"))
         grouped = pl.from_arrow(listing).group_by("t").agg("c")
         self.tables: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in grouped.iter_rows()}
         if not self.tables:
@@ -170,7 +196,7 @@ class _Export:
         finally:
             connection.close()
 
-    def read(self, tables: Iterable[str], version: str | None) -> dict[str, pl.DataFrame | None]:
+    def read(self, tables: Iterable[str]) -> dict[str, pl.DataFrame | None]:
         """Each canonical table's staging frame (every column ``nsys_columns.csv`` names for it, null
         where the export lacks it), or None where the export holds none of its raw tables.
 
@@ -191,8 +217,7 @@ class _Export:
                 named = [f"{c} ({' or '.join(raw.filter(pl.col('column') == c)['raw_column'].unique(maintain_order=True))})"
                          for c in missing]
                 raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(named)}: an "
-                                            f"export layout coach does not know (written by nsys "
-                                            f"{version or 'of unknown version'})")
+                                            f"export layout coach does not know ({self.written_by})")
             plans[table] = plan
         jobs = {table: self._ranges(plan) for table, plan in plans.items()}
         if all(len(ranges) == 1 for ranges in jobs.values()):  # a small export: threads would cost more than they save
@@ -239,7 +264,7 @@ class _Export:
         plan = schema.plan("strings", self.tables)
         if plan is None:
             raise InputError(self.path, "refers to names by string id but has no StringIds table (a damaged export, "
-                                        "or a layout coach does not know)")
+                                        f"or a layout coach does not know; {self.written_by})")
         sql = f"{plan.sql()} WHERE {plan.select['id']} IN (SELECT value FROM json_each(?))"
         return self._frame(sql, (json.dumps(ids.to_list()),), text=plan.text_columns)
 
@@ -249,6 +274,11 @@ class _Export:
         own = None
         if table in self.tables and {"id", "name"} <= self.tables[table]:
             own = self._frame(f'SELECT "id", CAST("name" AS BLOB) AS "name" FROM "{table}"', text=frozenset({"name"}))
+            if own.height and not schema.enum_names_known(name, own):
+                shown = ", ".join(own["name"].drop_nulls().head(_ENUM_NAMES_SHOWN).to_list())
+                self.assumed[table] = (f"names none of the values coach knows ({shown or 'no names'}): a layout coach "
+                                       "does not know, so its ids were read as the nsys 2022.4 and 2025.3 exports "
+                                       "number them")
         return schema.enum_values(name, own)
 
     def meta(self) -> dict:
@@ -260,6 +290,7 @@ class _Export:
                 meta[key] = pairs
         system = self._pairs("system_env")
         meta.update({f"system_{k}": system[k] for k in _SYSTEM_KEYS if k in system})
+        self.written_by = _written_by(meta.get("export", {}), self.tables)
         plan = schema.plan("session", self.tables)
         if plan is not None:
             session = self._frame(plan.sql(), text=plan.text_columns)
@@ -363,13 +394,58 @@ def _mapped(key: str, table: pl.DataFrame) -> pl.Expr:
 def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | None:
     if raw is None:
         return None
-    return _by_start(
+    kernels = _by_start(
         raw.lazy()
         .with_columns(_mapped("name_id", strings).alias("name"),
                       _mapped("demangled_name_id", strings).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
         .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name")))
         .drop("name_id", "demangled_name_id", "global_pid"))
+    return _with_mangled_base_names(kernels)
+
+
+def _with_mangled_base_names(kernels: pl.DataFrame) -> pl.DataFrame:
+    """Where the only name an export has is the mangled one (its kernel table has ``mangledName``
+    alone), the base function name taken from it, as nsys's shortName has it."""
+    mangled = kernels.filter((pl.col("name") == pl.col("demangled_name")) & pl.col("name").str.starts_with("_Z"))
+    if mangled.is_empty():
+        return kernels
+    distinct = mangled["name"].unique()  # a few distinct functions, however many launches
+    bases = pl.DataFrame({"name": distinct, "_base": [_itanium_base_name(n) for n in distinct.to_list()]},
+                         schema={"name": pl.String, "_base": pl.String})
+    return (kernels.join(bases, on="name", how="left", maintain_order="left")
+            .with_columns(name=pl.coalesce("_base", "name")).drop("_base"))
+
+
+def _itanium_base_name(mangled: str) -> str | None:
+    """The unqualified function name of an Itanium-mangled name of a namespace-scope function (a
+    ``__global__`` function cannot be a class member): ``_Z10vector_addPfS_i`` -> ``vector_add``;
+    ``_ZN2at6native13reduce_kernelILi512E...`` -> ``reduce_kernel``, the last of the nested name's
+    source names before its template arguments or its end. None for a name this does not parse."""
+    i = 2
+    nested = mangled.startswith("_ZN")
+    if nested:
+        i = 3
+    last = None
+    while i < len(mangled):
+        if mangled.startswith("St", i):  # std::
+            i += 2
+            continue
+        j = i
+        while j < len(mangled) and mangled[j].isdigit():
+            j += 1
+        if j == i:
+            break
+        end = j + int(mangled[i:j])
+        if end > len(mangled):
+            return None
+        last = mangled[j:end]
+        i = end
+        if not nested:
+            break
+    if last is None or (nested and (i >= len(mangled) or mangled[i] not in "IE")):
+        return None
+    return last
 
 
 def _short_name(name: pl.Expr, demangled: pl.Expr) -> pl.Expr:
@@ -393,9 +469,12 @@ def _with_graphs(kernels: pl.DataFrame | None, graphs: pl.DataFrame | None) -> p
     graphs = graphs.with_columns(_DUR, _pid("global_pid").alias("pid"))
     if kernels is not None and kernels.height:
         graphs = graphs.join(kernels.select("correlation_id").drop_nulls().unique(), on="correlation_id", how="anti")
+    # an export without graphId names the graph by its executable graph, or not at all
+    label = pl.coalesce(pl.format("CUDA graph {}", pl.col("graph_id")), pl.format("CUDA graph exec {}", pl.col("graph_exec_id")),
+                        pl.lit("CUDA graph"))
     named = graphs.select(
         "start_ns", "end_ns", "dur_ns", "device_id", "context_id", "stream_id", "correlation_id", "pid", "graph_id",
-        name=pl.format("CUDA graph {}", pl.col("graph_id")), demangled_name=pl.format("CUDA graph {}", pl.col("graph_id")))
+        name=label, demangled_name=label)
     if kernels is None:
         return named.sort("start_ns")
     return pl.concat([kernels, named], how="diagonal_relaxed").sort("start_ns", maintain_order=True)
