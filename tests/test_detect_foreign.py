@@ -125,3 +125,14 @@ def test_a_pytorch_trace_is_not_taken_for_rocprof(data_dir):
 
     for trace in sorted((data_dir / "wild_kineto").glob("*.json.gz")):
         assert _rocprof_lanes(gzip.decompress(trace.read_bytes())) == [], trace.name
+
+
+@pytest.mark.parametrize(("name", "says_repz"), [("report.ncu-repz", True), ("trace.json.zst", False)])
+def test_a_zstd_compressed_file_is_named_with_the_way_out(tmp_path, name, says_repz):
+    """Synthetic: a zstd frame's magic number and made-up bytes. Nsight Compute 2025.4 added .ncu-repz,
+    zstd-compressed reports; before, such a file was 'not a profile coach reads'."""
+    p = tmp_path / name
+    p.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(64)))
+    message = _message(p)
+    assert "is zstd-compressed" in message and "zstd -d" in message
+    assert ("Nsight Compute 2025.4" in message) == says_repz

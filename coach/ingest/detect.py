@@ -26,6 +26,8 @@ NCU_MAGIC = b"NVR\x00"
 NSYS_MAGIC = b"NVIDIA Tegra Profiler Report"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
+#: A zstd frame (RFC 8878); Nsight Compute 2025.4 added .ncu-repz, "zstd compressed report files".
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 # Tables that only an Nsight Systems export has; any one of them is enough to recognise one.
 NSYS_MARKER_TABLES = {"StringIds", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS",
@@ -60,6 +62,12 @@ def detect(path: str | Path) -> Format:
     if head.startswith(SQLITE_MAGIC):
         _check_nsys_sqlite(p)
         return "nsys-sqlite"
+    if head.startswith(ZSTD_MAGIC):
+        raise InputError(p, "is zstd-compressed, which coach does not read as it is"
+                            + (" (an .ncu-repz: the zstd-compressed report format of Nsight Compute 2025.4 and later)"
+                               if p.name.endswith(".ncu-repz") else "")
+                            + ": save the report uncompressed (.ncu-rep) from Nsight Compute, or decompress the file "
+                              "(zstd -d) and pass what it holds")
     if head.startswith(GZIP_MAGIC):
         text = _gunzip_head(p)
         if _looks_like_json(text):
