@@ -136,3 +136,17 @@ def test_a_zstd_compressed_file_is_named_with_the_way_out(tmp_path, name, says_r
     message = _message(p)
     assert "is zstd-compressed" in message and "zstd -d" in message
     assert ("Nsight Compute 2025.4" in message) == says_repz
+
+
+def test_a_rocprof_v1_database_is_named(tmp_path):
+    """Synthetic: the tables rocprof v1's tblextr.py writes in results.db (columns as it creates them, no rows).
+    Before: 'an SQLite database but not an Nsight Systems export', true but not what it is."""
+    p = tmp_path / "results.db"
+    con = sqlite3.connect(p)
+    con.executescript('CREATE TABLE KERN ("Index" INTEGER, "KernelName" TEXT, "BeginNs" INTEGER, "EndNs" INTEGER); '
+                      'CREATE TABLE HIP ("BeginNs" INTEGER, "EndNs" INTEGER, "pid" INTEGER, "tid" INTEGER, "Name" TEXT, '
+                      '"args" TEXT, "Index" INTEGER, "Data" TEXT, "__section" INTEGER, "__lane" INTEGER); '
+                      'CREATE TABLE OPS ("BeginNs" INTEGER, "EndNs" INTEGER, "dev-id" INTEGER, "Name" TEXT);')
+    con.close()
+    message = _message(p)
+    assert "is a rocprof database" in message and "HIP, KERN, OPS" in message and "torch.profiler" in message

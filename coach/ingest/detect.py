@@ -144,6 +144,11 @@ def _looks_like_json(text: str) -> bool:
     return s.startswith("{") or s.startswith("[")
 
 
+#: The tables rocprof v1 writes beside KERN (the kernel dispatches) in its results.db (ROCm's
+#: rocprofiler, bin/tblextr.py): HIP and HSA API calls, HIP operations, copies, rocTX ranges.
+_ROCPROF_V1_TABLES = frozenset({"HIP", "HSA", "OPS", "COPY", "rocTX"})
+
+
 def _check_nsys_sqlite(p: Path) -> None:
     try:
         con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
@@ -162,6 +167,11 @@ def _check_nsys_sqlite(p: Path) -> None:
     if any(n.startswith("rocpd_") for n in names):
         raise InputError(p, "is a ROCm profiler database (rocpd_* tables), which coach does not read: record the "
                             "run with torch.profiler (its ROCm build writes the same JSON trace) and pass that")
+    if "KERN" in names and names & _ROCPROF_V1_TABLES and not names & NSYS_MARKER_TABLES:
+        raise InputError(p, f"is a rocprof database (AMD ROCm's rocprof v1 results.db: tables "
+                            f"{', '.join(sorted(names & ({'KERN'} | _ROCPROF_V1_TABLES)))}), which coach does not read: "
+                            "record the run with torch.profiler (its ROCm build writes the JSON trace coach reads) and "
+                            "pass that")
     if not names & NSYS_MARKER_TABLES:
         raise InputError(p, "is an SQLite database but not an Nsight Systems export (no StringIds, "
                             "TARGET_INFO_* or CUPTI_* tables)")
