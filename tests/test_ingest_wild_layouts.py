@@ -207,3 +207,21 @@ def test_every_refusal_of_a_readable_export_names_the_nsys_and_schema_that_wrote
     with pytest.raises(InputError) as info:
         load(path)
     assert "written by an nsys of unknown version: it has no META_DATA_EXPORT table" in str(info.value)
+
+
+def test_an_export_schema_newer_than_any_checked_is_read_and_said_so(copy_to_tmp, softmax_nsys_sqlite):
+    """Synthetic: the real 2025.3 export (schema 3.20.3) with its schema version set to 4.0.0."""
+    import sqlite3  # noqa: PLC0415
+
+    from coach.analyze.coverage import timeline_gaps  # noqa: PLC0415
+
+    path = copy_to_tmp(softmax_nsys_sqlite, "schema_4.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("UPDATE META_DATA_EXPORT SET value = '4.0.0' WHERE name = 'EXPORT_SCHEMA_VERSION'")
+    con.commit()
+    con.close()
+    tl, reference = load(path), load(softmax_nsys_sqlite)
+    assert tl.kernels.equals(reference.kernels)
+    gaps = timeline_gaps(tl)
+    assert len(gaps) == 1 and gaps[0].startswith("The export's schema, 4.0.0 (nsys 2025.3.2.0), is newer than any coach")
+    assert "schema_newer" not in reference.source.meta

@@ -106,6 +106,9 @@ def read(path: str | Path) -> Timeline:
         enums = {name: export.enum(name) for name in _ENUMS}
         if export.assumed:
             meta["assumed"] = export.assumed
+        newer = _newer_schema(meta.get("export", {}))
+        if newer:
+            meta["schema_newer"] = newer
     # each staging frame is let go as soon as its table is built (pop), so that memory holds the
     # staging frames and the tables of one table at a time, not of all of them
     api = _api(raw.pop("api"), strings, enums["api_kind"])
@@ -133,6 +136,23 @@ def _written_by(export_meta: dict, tables: dict[str, frozenset[str]]) -> str:
         return "written by an nsys of unknown version: " + ("its export metadata names none" if held else
                                                              "it has no META_DATA_EXPORT table")
     return f"written by nsys {product or 'of unknown version'}" + (f", export schema {schema_version}" if schema_version else "")
+
+
+#: The export schema's major version of every export coach was checked against: 3.0.0 (nsys 2022.4),
+#: 3.20.3 (2025.3); NVIDIA's schema reference of 2026.4 lists the same tables and columns coach reads.
+SCHEMA_MAJOR_CHECKED = 3
+
+
+def _newer_schema(export_meta: dict) -> str | None:
+    """A sentence where the export's schema has a major version newer than ``SCHEMA_MAJOR_CHECKED``."""
+    version = str(export_meta.get("EXPORT_SCHEMA_VERSION") or "")
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) <= SCHEMA_MAJOR_CHECKED:
+        return None
+    product = export_meta.get("EXPORT_PRODUCT_VERSION")
+    return (f"The export's schema, {version}" + (f" (nsys {product})" if product else "") + ", is newer than any coach "
+            f"was checked against (major version {SCHEMA_MAJOR_CHECKED}: nsys 2022.4 to 2026.4): it was read by the table "
+            "and column names coach knows, and a table or column renamed in it would be missing.")
 
 
 #: How many of an unknown enumeration's names a note shows.
