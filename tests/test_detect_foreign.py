@@ -71,6 +71,13 @@ ROCPROF_FILES = {
     "hip_api_trace.csv": ('"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp",'
                           '"End_Timestamp"\n"HIP_RUNTIME_API","hipLaunchKernel",100,101,1,1500,1900\n',
                           "a rocprofv3 trace CSV"),
+    # rocprofv2's file plugin (ROCm's rocprofiler, plugin/file): a blank line after each header
+    "results_v2.csv": ('Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size,Workgroup_Size,LDS_Per_Workgroup,Scratch_Per_Workitem,'
+                       'Arch_VGPR,Accum_VGPR,SGPR,Wave_Size,Kernel_Name,Start_Timestamp,End_Timestamp,Correlation_ID\n\n'
+                       '1,0,1,100,101,262144,256,0,0,8,0,16,64,"helloworld(char*, char*) (.kd)",1000,2000,3\n',
+                       "a rocprofv2 kernel trace"),
+    "hip_api_trace_v2.csv": ('Domain,Function,Start_Timestamp,End_Timestamp,Correlation_ID\n\n'
+                             'HIP_API_DOMAIN,hipLaunchKernel,1500,1900,3\n', "a rocprofv2 API trace"),
     "results.json": ('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 100}, "agents": [], '
                      '"buffer_records": {"kernel_dispatch": []}}]}', "is rocprofv3 JSON output"),
 }

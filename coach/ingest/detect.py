@@ -107,6 +107,11 @@ _TRIMMED_NCU_CSV = re.compile(r'^(?![^\n]*"ID")[^\n]*"Metric Name"[^\n]*"Metric 
 #: rocprof's CSV outputs by the columns of their header line: what each one is.
 _ROCPROF_HEADERS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"KernelName", "BeginNs", "EndNs"}), "a rocprof kernel trace (AMD ROCm; results.csv of rocprof v1/v2)"),
+    # rocprofv2's file plugin spells the correlation column Correlation_ID, rocprofv3 Correlation_Id
+    (frozenset({"Domain", "Function", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}),
+     "a rocprofv2 API trace (AMD ROCm; the file plugin's HIP/HSA API CSV)"),
+    (frozenset({"Dispatch_ID", "Kernel_Name", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}),
+     "a rocprofv2 kernel trace (AMD ROCm; the file plugin's results CSV)"),
     (frozenset({"Kernel_Name", "Start_Timestamp", "End_Timestamp"}), "a rocprofv3 kernel trace (AMD ROCm; kernel_trace.csv)"),
     (frozenset({"Start_Timestamp", "End_Timestamp", "Correlation_Id"}), "a rocprofv3 trace CSV (AMD ROCm)"),
     (frozenset({"Name", "Calls", "TotalDurationNs"}), "a rocprof summary of calls (AMD ROCm; a *stats.csv)"),
