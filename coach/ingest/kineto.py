@@ -434,7 +434,7 @@ _FOREIGN_CATEGORIES = 5
 
 def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
     """A Chrome trace whose complete events use none of the categories PyTorch's profiler writes
-    (TensorFlow's or JAX's profiler, a rocprof results.json, a hand-made trace)."""
+    (TensorFlow's or JAX's profiler, a hand-made trace; rocprof v1's results.json is named before, by its lanes)."""
     cats = events.group_by("cat").len().sort("len", descending=True)["cat"].head(_FOREIGN_CATEGORIES).to_list()
     named = ", ".join("(none)" if c is None else repr(c) for c in cats)
     return InputError(path, f"is a Chrome trace, but none of its {events.height:,} events has a category PyTorch's "
