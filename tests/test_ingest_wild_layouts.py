@@ -225,3 +225,27 @@ def test_an_export_schema_newer_than_any_checked_is_read_and_said_so(copy_to_tmp
     gaps = timeline_gaps(tl)
     assert len(gaps) == 1 and gaps[0].startswith("The export's schema, 4.0.0 (nsys 2025.3.2.0), is newer than any coach")
     assert "schema_newer" not in reference.source.meta
+
+
+def test_tables_held_under_versioned_names_are_read_from_the_highest_version(copy_to_tmp, softmax_nsys_sqlite):
+    """Synthetic: the real export with its kernel, NVTX and memcpy-kind tables renamed to ``_V<n>`` names
+    (public readers of nsys exports resolve such names; NVIDIA's schema reference documents the plain
+    ones), a stale ``_V2`` kernel table holding two rows beside the ``_V10`` one. Before, the kernels,
+    NVTX ranges and copy kinds were silently missing."""
+    import sqlite3  # noqa: PLC0415
+
+    path = copy_to_tmp(softmax_nsys_sqlite, "versioned.sqlite")
+    con = sqlite3.connect(path)
+    con.executescript("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUPTI_ACTIVITY_KIND_KERNEL_V10; "
+                      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL_V2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL_V10 LIMIT 2; "
+                      "ALTER TABLE NVTX_EVENTS RENAME TO NVTX_EVENTS_V3; "
+                      "ALTER TABLE ENUM_CUDA_MEMCPY_OPER RENAME TO ENUM_CUDA_MEMCPY_OPER_V2; "
+                      "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY ADD COLUMN unused INTEGER;")
+    con.close()
+    tl, reference = load(path), load(softmax_nsys_sqlite)
+    for table in ("kernels", "memcpy", "nvtx", "api", "sync"):
+        assert getattr(tl, table).equals(getattr(reference, table)), table
+    assert tl.source.meta["table_variants"] == {"CUPTI_ACTIVITY_KIND_KERNEL": "CUPTI_ACTIVITY_KIND_KERNEL_V10",
+                                                "NVTX_EVENTS": "NVTX_EVENTS_V3",
+                                                "ENUM_CUDA_MEMCPY_OPER": "ENUM_CUDA_MEMCPY_OPER_V2"}
+    assert [f.rule_id for f in diagnose(tl)] == [f.rule_id for f in diagnose(reference)]

@@ -15,8 +15,10 @@ text is fetched as bytes and decoded as UTF-8, with U+FFFD for bytes that are no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,9 +101,11 @@ def read(path: str | Path) -> Timeline:
         raw = export.read(REQUIRED)
         if export.unread:
             meta["unread"] = export.unread
+        if export.variants:
+            meta["table_variants"] = export.variants
         if all(raw[t] is None or raw[t].is_empty() for t in ACTIVITY_TABLES):
             raise NothingRecorded(path, "no GPU activity was recorded: no CUDA kernel, copy, API or NVTX records (was it "
-                                   "profiled with --trace=cuda?)" + _tables_note(export.tables) + f" ({export.written_by})")
+                                   "profiled with --trace=cuda?)" + _tables_note(export.held()) + f" ({export.written_by})")
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
         if export.assumed:
@@ -125,6 +129,25 @@ def read(path: str | Path) -> Timeline:
         source, api=make_table("api", api), **tables,
         devices=None if devices is None else devices.unique("device_id", keep="first").sort("device_id"),
     )
+
+
+_VERSIONED = re.compile(r"^(?P<name>.+)_V(?P<n>\d+)$")
+
+
+def _versioned_variants(tables: dict[str, frozenset[str]]) -> dict[str, str]:
+    """Documented table name -> the highest ``_V<n>`` variant of it, for each table coach reads that
+    the export holds only under versioned names (``CUPTI_ACTIVITY_KIND_KERNEL_V3``; public readers of
+    nsys exports meet such names, though NVIDIA's schema reference documents the plain ones). A plain
+    name, where the export has it, is read instead."""
+    known = set(schema.columns()["raw_table"]) | set(schema.enums()["raw_table"].drop_nulls())
+    best: dict[str, tuple[int, str]] = {}
+    for table in tables:
+        m = _VERSIONED.match(table)
+        if m and m["name"] in known and m["name"] not in tables:
+            n = int(m["n"])
+            if n > best.get(m["name"], (-1, ""))[0]:
+                best[m["name"]] = (n, table)
+    return {name: actual for name, (_, actual) in best.items()}
 
 
 def _written_by(export_meta: dict, tables: dict[str, frozenset[str]]) -> str:
@@ -197,11 +220,26 @@ class _Export:
             listing = self._arrow(_LISTING.format(types="'table'"))
         grouped = pl.from_arrow(listing).group_by("t").agg("c")
         self.tables: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in grouped.iter_rows()}
+        #: documented table name -> the versioned name this export holds it under (``..._V3``)
+        self.variants = _versioned_variants(self.tables)
+        for name, actual in self.variants.items():
+            self.tables[name] = self.tables[actual]
         if not self.tables:
             raise InputError(path, "is an SQLite database with no tables (an empty or failed nsys export?)")
         if not self.tables.keys() & NSYS_MARKER_TABLES:
             raise InputError(path, "is an SQLite database but not an Nsight Systems export (no StringIds, "
                                    "TARGET_INFO_* or CUPTI_* tables)")
+
+    def held(self) -> dict[str, frozenset[str]]:
+        """The export's tables under the names it holds them by."""
+        return {t: c for t, c in self.tables.items() if t not in self.variants}
+
+    def _plan(self, table: str, needs: tuple[str, ...] = ()) -> schema.TablePlan | None:
+        """``schema.plan`` for this export, reading a table held under a versioned name from there."""
+        plan = schema.plan(table, self.tables, needs=needs)
+        if plan is not None and plan.raw_table in self.variants:
+            plan = dataclasses.replace(plan, raw_table=self.variants[plan.raw_table])
+        return plan
 
     @classmethod
     @contextmanager
@@ -224,7 +262,7 @@ class _Export:
         core per statement; the driver releases the GIL while it does), in rowid order."""
         plans: dict[str, schema.TablePlan] = {}
         for table in tables:
-            plan = schema.plan(table, self.tables, needs=REQUIRED[table])
+            plan = self._plan(table, needs=REQUIRED[table])
             if plan is None:
                 continue
             missing = [c for c in REQUIRED[table] if c not in plan.select]
@@ -233,7 +271,8 @@ class _Export:
                                       f"{', '.join(sorted(self.tables[plan.raw_table]))})")
                 continue
             if missing:
-                raw = schema.columns().filter((pl.col("table") == table) & (pl.col("raw_table") == plan.raw_table))
+                documented = next((k for k, v in self.variants.items() if v == plan.raw_table), plan.raw_table)
+                raw = schema.columns().filter((pl.col("table") == table) & (pl.col("raw_table") == documented))
                 named = [f"{c} ({' or '.join(raw.filter(pl.col('column') == c)['raw_column'].unique(maintain_order=True))})"
                          for c in missing]
                 raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(named)}: an "
@@ -281,7 +320,7 @@ class _Export:
         ids = pl.concat(columns).drop_nulls().unique() if columns else pl.Series("id", [], pl.Int64)
         if not len(ids):
             return pl.DataFrame(schema={"id": pl.Int64, "value": pl.String})
-        plan = schema.plan("strings", self.tables)
+        plan = self._plan("strings")
         if plan is None:
             raise InputError(self.path, "refers to names by string id but has no StringIds table (a damaged export, "
                                         f"or a layout coach does not know; {self.written_by})")
@@ -293,7 +332,8 @@ class _Export:
         table = schema.enum_table(name)
         own = None
         if table in self.tables and {"id", "name"} <= self.tables[table]:
-            own = self._frame(f'SELECT "id", CAST("name" AS BLOB) AS "name" FROM "{table}"', text=frozenset({"name"}))
+            own = self._frame(f'SELECT "id", CAST("name" AS BLOB) AS "name" FROM "{self.variants.get(table, table)}"',
+                              text=frozenset({"name"}))
             if own.height and not schema.enum_names_known(name, own):
                 shown = ", ".join(own["name"].drop_nulls().head(_ENUM_NAMES_SHOWN).to_list())
                 self.assumed[table] = (f"names none of the values coach knows ({shown or 'no names'}): a layout coach "
@@ -311,7 +351,7 @@ class _Export:
         system = self._pairs("system_env")
         meta.update({f"system_{k}": system[k] for k in _SYSTEM_KEYS if k in system})
         self.written_by = _written_by(meta.get("export", {}), self.tables)
-        plan = schema.plan("session", self.tables)
+        plan = self._plan("session")
         if plan is not None:
             session = self._frame(plan.sql(), text=plan.text_columns)
             if session.height:
@@ -322,7 +362,7 @@ class _Export:
 
     def _pairs(self, table: str) -> dict:
         """A name/value table as a dict; a name that repeats (CAPTURE_EVENT_TYPE) keeps all its values."""
-        plan = schema.plan(table, self.tables)
+        plan = self._plan(table)
         if plan is None or not {"name", "value"} <= plan.select.keys():
             return {}
         rows = self._frame(plan.sql(), text=plan.text_columns)
