@@ -465,8 +465,9 @@ def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | 
 
 
 def _with_mangled_base_names(kernels: pl.DataFrame) -> pl.DataFrame:
-    """Where the only name an export has is the mangled one (its kernel table has ``mangledName``
-    alone), the base function name taken from it, as nsys's shortName has it."""
+    """Where the only name a kernel has is the mangled one (the kernel table has ``mangledName`` alone,
+    or its short and demangled names are both the mangled name), the base function name taken from
+    it, as nsys's shortName has it; a name this does not parse stays as it is."""
     mangled = kernels.filter((pl.col("name") == pl.col("demangled_name")) & pl.col("name").str.starts_with("_Z"))
     if mangled.is_empty():
         return kernels
