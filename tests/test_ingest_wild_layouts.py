@@ -249,3 +249,20 @@ def test_tables_held_under_versioned_names_are_read_from_the_highest_version(cop
                                                 "NVTX_EVENTS": "NVTX_EVENTS_V3",
                                                 "ENUM_CUDA_MEMCPY_OPER": "ENUM_CUDA_MEMCPY_OPER_V2"}
     assert [f.rule_id for f in diagnose(tl)] == [f.rule_id for f in diagnose(reference)]
+
+
+def test_activity_tables_without_global_pid_load_with_the_process_unknown(copy_to_tmp, softmax_nsys_sqlite):
+    """Synthetic: the real export without globalPid in its kernel, memcpy and synchronisation tables (no
+    export seen has this; the column's absence must still not break reading). The process is unknown
+    (null), never a made-up one, and the diagnosis is the same."""
+    import sqlite3  # noqa: PLC0415
+
+    path = copy_to_tmp(softmax_nsys_sqlite, "no_global_pid.sqlite")
+    con = sqlite3.connect(path)
+    con.executescript("".join(f"ALTER TABLE {t} DROP COLUMN globalPid;" for t in (
+        "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")))
+    con.close()
+    tl, reference = load(path), load(softmax_nsys_sqlite)
+    assert tl.kernels["pid"].null_count() == tl.kernels.height == reference.kernels.height
+    assert tl.kernels.drop("pid").equals(reference.kernels.drop("pid"))
+    assert [f.rule_id for f in diagnose(tl)] == [f.rule_id for f in diagnose(reference)]
