@@ -71,6 +71,13 @@ ROCPROF_FILES = {
     "hip_api_trace.csv": ('"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp",'
                           '"End_Timestamp"\n"HIP_RUNTIME_API","hipLaunchKernel",100,101,1,1500,1900\n',
                           "a rocprofv3 trace CSV"),
+    # rocprofv2's file plugin (ROCm's rocprofiler, plugin/file): a blank line after each header
+    "results_v2.csv": ('Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size,Workgroup_Size,LDS_Per_Workgroup,Scratch_Per_Workitem,'
+                       'Arch_VGPR,Accum_VGPR,SGPR,Wave_Size,Kernel_Name,Start_Timestamp,End_Timestamp,Correlation_ID\n\n'
+                       '1,0,1,100,101,262144,256,0,0,8,0,16,64,"helloworld(char*, char*) (.kd)",1000,2000,3\n',
+                       "a rocprofv2 kernel trace"),
+    "hip_api_trace_v2.csv": ('Domain,Function,Start_Timestamp,End_Timestamp,Correlation_ID\n\n'
+                             'HIP_API_DOMAIN,hipLaunchKernel,1500,1900,3\n', "a rocprofv2 API trace"),
     "results.json": ('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 100}, "agents": [], '
                      '"buffer_records": {"kernel_dispatch": []}}]}', "is rocprofv3 JSON output"),
 }
@@ -90,3 +97,63 @@ def test_a_csv_with_a_kernel_name_column_alone_is_not_taken_for_rocprof(tmp_path
     p = tmp_path / "kernels.csv"
     p.write_text('"KernelName","Time"\n"k",1\n')
     assert "rocprof" not in _message(p)
+
+
+def test_a_rocprof_v1_results_json_is_named_not_blamed_on_its_fields(data_dir, tmp_path):
+    """tests/data/rocprof_v1_synthetic/results.json (synthetic, in rocprof v1's layout): before, the Kineto
+    reader refused it for its quoted times ("ts is "100", not a number"), which is not the reason."""
+    import gzip  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    src = data_dir / "rocprof_v1_synthetic" / "results.json"
+    message = _message(src)
+    assert "is a rocprof JSON trace" in message and "'CPU HIP API'" in message and "'GPU0'" in message
+    assert "torch.profiler" in message and "not a number" not in message
+    packed = tmp_path / "results.json.gz"
+    with src.open("rb") as fin, gzip.open(packed, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    assert "is a rocprof JSON trace" in _message(packed)
+
+
+def test_the_cli_refuses_a_rocprof_v1_trace_in_one_line(data_dir):
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    done = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(data_dir / "rocprof_v1_synthetic" / "results.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "rocprof JSON trace" in done.stderr
+
+
+def test_a_pytorch_trace_is_not_taken_for_rocprof(data_dir):
+    from coach.ingest.kineto import _rocprof_lanes  # noqa: PLC0415
+
+    import gzip  # noqa: PLC0415
+
+    for trace in sorted((data_dir / "wild_kineto").glob("*.json.gz")):
+        assert _rocprof_lanes(gzip.decompress(trace.read_bytes())) == [], trace.name
+
+
+@pytest.mark.parametrize(("name", "says_repz"), [("report.ncu-repz", True), ("trace.json.zst", False)])
+def test_a_zstd_compressed_file_is_named_with_the_way_out(tmp_path, name, says_repz):
+    """Synthetic: a zstd frame's magic number and made-up bytes. Nsight Compute 2025.4 added .ncu-repz,
+    zstd-compressed reports; before, such a file was 'not a profile coach reads'."""
+    p = tmp_path / name
+    p.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(64)))
+    message = _message(p)
+    assert "is zstd-compressed" in message and "zstd -d" in message
+    assert ("Nsight Compute 2025.4" in message) == says_repz
+
+
+def test_a_rocprof_v1_database_is_named(tmp_path):
+    """Synthetic: the tables rocprof v1's tblextr.py writes in results.db (columns as it creates them, no rows).
+    Before: 'an SQLite database but not an Nsight Systems export', true but not what it is."""
+    p = tmp_path / "results.db"
+    con = sqlite3.connect(p)
+    con.executescript('CREATE TABLE KERN ("Index" INTEGER, "KernelName" TEXT, "BeginNs" INTEGER, "EndNs" INTEGER); '
+                      'CREATE TABLE HIP ("BeginNs" INTEGER, "EndNs" INTEGER, "pid" INTEGER, "tid" INTEGER, "Name" TEXT, '
+                      '"args" TEXT, "Index" INTEGER, "Data" TEXT, "__section" INTEGER, "__lane" INTEGER); '
+                      'CREATE TABLE OPS ("BeginNs" INTEGER, "EndNs" INTEGER, "dev-id" INTEGER, "Name" TEXT);')
+    con.close()
+    message = _message(p)
+    assert "is a rocprof database" in message and "HIP, KERN, OPS" in message and "torch.profiler" in message

@@ -221,3 +221,47 @@ def test_a_trimmed_metrics_table_without_the_id_column_says_so(tmp_path):
     msg = str(err.value)
     assert msg.startswith(str(p)) and "\n" not in msg
     assert 'without ncu\'s "ID" column' in msg and "ncu --csv --page details" in msg
+
+
+# --------------------------------------------------------------------------------------------
+# Sections coach does not know (synthetic rows added to the real H200 details page)
+# --------------------------------------------------------------------------------------------
+
+
+def test_sections_coach_does_not_know_are_kept_named_and_change_nothing(data_dir, tmp_path):
+    """Synthetic: the real H200 details page with rows of sections coach has no names for: the Tile
+    section of Nsight Compute 2025.4 (its labels here made up), a made-up Workload Distribution with a
+    unit coach does not know, and an unknown label in a known section. They are kept in the metric
+    table, the kernels and the diagnosis do not change, and the summary names the sections."""
+    import csv  # noqa: PLC0415
+
+    from coach.analyze.diagnose import diagnose  # noqa: PLC0415
+    from coach.analyze.kernel_summary import summarize_kernels  # noqa: PLC0415
+
+    src = data_dir / "ncu_strided_copy" / "nvidia" / "details.csv"
+    rows = list(csv.reader(src.open(newline="")))
+    header = rows[0]
+    col = {name: header.index(name) for name in ("Section Name", "Metric Name", "Metric Unit", "Metric Value")}
+    firsts = {r[0]: r for r in reversed(rows[1:])}
+    added = []
+    for base in firsts.values():
+        for section, name, unit, value in (("Tile", "Tile Pipe Throughput", "%", "12.5"), ("Tile", "Tile Shape", "", "(64, 64, 1)"),
+                                           ("Workload Distribution", "SM Active Cycles Imbalance", "tile/cycle", "3.2"),
+                                           ("GPU Speed Of Light Throughput", "Future Throughput Metric", "%", "42.0")):
+            row = ["" if h.startswith(("Rule", "Estimated")) else v for h, v in zip(header, base)]
+            row[col["Section Name"]], row[col["Metric Name"]], row[col["Metric Unit"]], row[col["Metric Value"]] = \
+                section, name, unit, value
+            added.append(row)
+    path = tmp_path / "details_with_unknown_sections.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows + added)
+    got, reference = load(path), load(src)
+    assert got.launches.equals(reference.launches)
+    assert got.metrics.height == reference.metrics.height + len(added)
+    tile = got.metrics.filter(pl.col("metric") == "Tile/Tile Pipe Throughput")
+    assert tile["value"].to_list() == [12.5] * len(firsts)
+    assert [f.rule_id for f in diagnose(got)] == [f.rule_id for f in diagnose(reference)]
+    assert got.source.meta["unread_sections"] == ["PM Sampling", "Tile", "Workload Distribution"]
+    assert reference.source.meta["unread_sections"] == ["PM Sampling"]  # recorded by ncu 2025.3 with --set full
+    notes = summarize_kernels(got)["notes"]
+    assert len(notes) == 1 and "Sections coach does not read: PM Sampling, Tile, Workload Distribution" in notes[0]

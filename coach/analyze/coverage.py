@@ -40,4 +40,8 @@ def timeline_gaps(tl: Timeline) -> list[str]:
                    "program synchronise before the profile ends.")
     for table, why in dict(tl.source.meta.get("unread", {})).items():
         out.append(f"The {table} table was left out: {why}; an export layout coach does not know.")
+    if tl.source.meta.get("schema_newer"):
+        out.append(str(tl.source.meta["schema_newer"]))
+    for table, what in dict(tl.source.meta.get("assumed", {})).items():
+        out.append(f"The export's {table} {what}, and the kinds read from it may be wrong.")
     return out

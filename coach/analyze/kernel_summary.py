@@ -68,11 +68,16 @@ def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
         .sort("total_ns", descending=True, nulls_last=True)
         .head(top)
     )
-    return {
+    out = {
         "device": {k: dev.get(k) for k in ("name", "sm_count", "memory_bandwidth_bytes_per_s", "l2_bytes")},
         "launches": profile.launches.height,
         "kernels": kernels,
     }
+    unread = profile.source.meta.get("unread_sections")
+    if unread:
+        out["notes"] = [f"Sections coach does not read: {', '.join(unread)}; their values are kept in the metric "
+                        "table, and no finding uses them."]
+    return out
 
 
 def to_jsonable(summary: dict[str, Any]) -> dict[str, Any]:

@@ -245,6 +245,10 @@ def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
     fit_table("Kernels by time", columns, rows, drop=("grid x block", "FLOP/s", "occup.", "SM %"))
     if brief:
         return
+    from rich.markup import escape  # noqa: PLC0415 - section names may hold brackets
+
+    for line in k.get("notes", []):
+        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
     note = "% peak: of Nsight Compute's own DRAM peak."
     if derived:
         note += " DRAM: no byte count in the report; Nsight Compute's DRAM throughput x its peak."

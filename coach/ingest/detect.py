@@ -26,6 +26,8 @@ NCU_MAGIC = b"NVR\x00"
 NSYS_MAGIC = b"NVIDIA Tegra Profiler Report"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
+#: A zstd frame (RFC 8878); Nsight Compute 2025.4 added .ncu-repz, "zstd compressed report files".
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 # Tables that only an Nsight Systems export has; any one of them is enough to recognise one.
 NSYS_MARKER_TABLES = {"StringIds", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS",
@@ -60,6 +62,12 @@ def detect(path: str | Path) -> Format:
     if head.startswith(SQLITE_MAGIC):
         _check_nsys_sqlite(p)
         return "nsys-sqlite"
+    if head.startswith(ZSTD_MAGIC):
+        raise InputError(p, "is zstd-compressed, which coach does not read as it is"
+                            + (" (an .ncu-repz: the zstd-compressed report format of Nsight Compute 2025.4 and later)"
+                               if p.name.endswith(".ncu-repz") else "")
+                            + ": save the report uncompressed (.ncu-rep) from Nsight Compute, or decompress the file "
+                              "(zstd -d) and pass what it holds")
     if head.startswith(GZIP_MAGIC):
         text = _gunzip_head(p)
         if _looks_like_json(text):
@@ -99,6 +107,11 @@ _TRIMMED_NCU_CSV = re.compile(r'^(?![^\n]*"ID")[^\n]*"Metric Name"[^\n]*"Metric 
 #: rocprof's CSV outputs by the columns of their header line: what each one is.
 _ROCPROF_HEADERS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"KernelName", "BeginNs", "EndNs"}), "a rocprof kernel trace (AMD ROCm; results.csv of rocprof v1/v2)"),
+    # rocprofv2's file plugin spells the correlation column Correlation_ID, rocprofv3 Correlation_Id
+    (frozenset({"Domain", "Function", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}),
+     "a rocprofv2 API trace (AMD ROCm; the file plugin's HIP/HSA API CSV)"),
+    (frozenset({"Dispatch_ID", "Kernel_Name", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}),
+     "a rocprofv2 kernel trace (AMD ROCm; the file plugin's results CSV)"),
     (frozenset({"Kernel_Name", "Start_Timestamp", "End_Timestamp"}), "a rocprofv3 kernel trace (AMD ROCm; kernel_trace.csv)"),
     (frozenset({"Start_Timestamp", "End_Timestamp", "Correlation_Id"}), "a rocprofv3 trace CSV (AMD ROCm)"),
     (frozenset({"Name", "Calls", "TotalDurationNs"}), "a rocprof summary of calls (AMD ROCm; a *stats.csv)"),
@@ -136,6 +149,11 @@ def _looks_like_json(text: str) -> bool:
     return s.startswith("{") or s.startswith("[")
 
 
+#: The tables rocprof v1 writes beside KERN (the kernel dispatches) in its results.db (ROCm's
+#: rocprofiler, bin/tblextr.py): HIP and HSA API calls, HIP operations, copies, rocTX ranges.
+_ROCPROF_V1_TABLES = frozenset({"HIP", "HSA", "OPS", "COPY", "rocTX"})
+
+
 def _check_nsys_sqlite(p: Path) -> None:
     try:
         con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
@@ -154,6 +172,11 @@ def _check_nsys_sqlite(p: Path) -> None:
     if any(n.startswith("rocpd_") for n in names):
         raise InputError(p, "is a ROCm profiler database (rocpd_* tables), which coach does not read: record the "
                             "run with torch.profiler (its ROCm build writes the same JSON trace) and pass that")
+    if "KERN" in names and names & _ROCPROF_V1_TABLES and not names & NSYS_MARKER_TABLES:
+        raise InputError(p, f"is a rocprof database (AMD ROCm's rocprof v1 results.db: tables "
+                            f"{', '.join(sorted(names & ({'KERN'} | _ROCPROF_V1_TABLES)))}), which coach does not read: "
+                            "record the run with torch.profiler (its ROCm build writes the JSON trace coach reads) and "
+                            "pass that")
     if not names & NSYS_MARKER_TABLES:
         raise InputError(p, "is an SQLite database but not an Nsight Systems export (no StringIds, "
                             "TARGET_INFO_* or CUPTI_* tables)")

@@ -175,7 +175,13 @@ def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.Data
 def read(path: str | Path) -> Timeline:
     """Read a PyTorch-profiler trace (``.json`` or ``.json.gz``) into the canonical ``Timeline``."""
     path = Path(path)
-    doc, events = _parse(_read_bytes(path), path)
+    raw = _read_bytes(path)
+    rocprof = _rocprof_lanes(raw)
+    if rocprof:
+        raise InputError(path, f"is a rocprof JSON trace (AMD ROCm's rocprof v1 with --hip-trace, --hsa-trace or --sys-trace; "
+                               f"lanes {', '.join(repr(r) for r in rocprof)}), which coach does not read: record the run "
+                               "with torch.profiler (its ROCm build writes the JSON trace coach reads) and pass that")
+    doc, events = _parse(raw, path)
     if events.is_empty():
         raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
     t0 = events["ts"].min()
@@ -250,6 +256,20 @@ def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     if doc.height != 1 or doc["traceEvents"][0] is None:
         raise _no_trace_events(raw, path)
     return doc, doc.select(pl.col("traceEvents").explode()).unnest("traceEvents").filter(_DURATION)
+
+
+#: The lanes rocprof v1 names in the results.json it writes (ROCm's rocprofiler, bin/tblextr.py and
+#: sqlitedb.py): one process-name metadata event each, written first, as
+#: ``{"args":{"name":"CPU HIP API"},"ph":"M","pid":2,"name":"process_name","sort_index":0}``.
+_ROCPROF_V1_LANE = re.compile(rb'\{\s*"args"\s*:\s*\{\s*"name"\s*:\s*"(CPU HIP API|CPU HSA API|COPY|GPU\d+|GPU Barriers\d+|'
+                              rb'Markers and Ranges)"\s*\}\s*,\s*"ph"\s*:\s*"M"\s*,\s*"pid"\s*:\s*\d+\s*,\s*"name"\s*:\s*'
+                              rb'"process_name"')
+_ROCPROF_V1_HEAD = 1 << 16
+
+
+def _rocprof_lanes(raw: bytes) -> list[str]:
+    """The lanes of a rocprof v1 results.json (empty for any other trace), from its first bytes."""
+    return list(dict.fromkeys(m.group(1).decode() for m in _ROCPROF_V1_LANE.finditer(raw[:_ROCPROF_V1_HEAD])))
 
 
 #: rocprofv3's JSON output (ROCm's rocprofiler-sdk) opens with this key.
@@ -414,7 +434,7 @@ _FOREIGN_CATEGORIES = 5
 
 def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
     """A Chrome trace whose complete events use none of the categories PyTorch's profiler writes
-    (TensorFlow's or JAX's profiler, a rocprof results.json, a hand-made trace)."""
+    (TensorFlow's or JAX's profiler, a hand-made trace; rocprof v1's results.json is named before, by its lanes)."""
     cats = events.group_by("cat").len().sort("len", descending=True)["cat"].head(_FOREIGN_CATEGORIES).to_list()
     named = ", ".join("(none)" if c is None else repr(c) for c in cats)
     return InputError(path, f"is a Chrome trace, but none of its {events.height:,} events has a category PyTorch's "

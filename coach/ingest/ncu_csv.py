@@ -121,6 +121,9 @@ def read(path: Path) -> KernelProfile:
         page, tables = "raw", _raw(path, df, first_line)
     if "summary" in meta:
         page = "summary"
+    unread = tables.pop("unread_sections", None)
+    if unread:
+        meta["unread_sections"] = unread
     source = Source(path=str(path), format="ncu-csv", tool="Nsight Compute", meta={"page": page, **meta})
     return make_kernel_profile(source, **tables)
 
@@ -301,7 +304,22 @@ def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.Data
     )
     metrics = to_base_units(long.select("launch_id", "metric", "raw_value", "raw_unit", "text"))
     launches = _launches(path, _identity(df.unique("launch_id", keep="first", maintain_order=True)), to_base_units(routed))
-    return {"launches": launches, "metrics": metrics, "rules": _rules(df.filter(is_rule)), "devices": _header_devices(df)}
+    return {"launches": launches, "metrics": metrics, "rules": _rules(df.filter(is_rule)), "devices": _header_devices(df),
+            "unread_sections": _unread_sections(long)}
+
+
+#: The section ``--metrics`` adds: its rows carry raw metric names, read as such.
+_CLI_METRICS_SECTION = "Command line profiler metrics"
+
+
+def _unread_sections(long: pl.DataFrame) -> list[str]:
+    """Sections of a details page that ``ncu_details_names.csv`` does not know (newer ones, such as
+    2025.4's Tile section): their rows stay in the metric table under "section/label", and no rule
+    reads them. Sections whose rows carry raw metric names are read as those metrics."""
+    known = _details_names()["section"].unique()
+    sections = long.filter(pl.col("routed").is_null() & (pl.col("section") != "") & (pl.col("section") != _CLI_METRICS_SECTION)
+                           & ~pl.col("section").is_in(known.implode()))
+    return sections["section"].unique(maintain_order=True).to_list()
 
 
 @lru_cache(maxsize=1)

@@ -90,8 +90,9 @@ def _read_through_ncu_csv(path: Path, ncu: str) -> KernelProfile:
                 raise InputError(path, f"ncu could not export it (exit {done.returncode}: {last})")
             pages[page] = ncu_csv.read(out)
     raw, details = pages["raw"], pages["details"]
+    unread = details.source.meta.get("unread_sections")
     source = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=raw.source.tool_version,
-                    meta={"reader": "ncu --csv (ncu_report not installed)"})
+                    meta={"reader": "ncu --csv (ncu_report not installed)", **({"unread_sections": unread} if unread else {})})
     return make_kernel_profile(source, launches=raw.launches, metrics=raw.metrics, rules=details.rules, devices=raw.devices)
 
 

@@ -15,7 +15,9 @@ layout is a new row, not new code:
 ``nsys_enums.csv``
     Enumerations. When the export carries its own ``ENUM_*`` table, its ids are matched to ours by
     symbol name, so a renumbering cannot mislead; older exports without the table get the built-in
-    ids, taken from CUPTI's headers and NVIDIA's own report scripts (each row names its source).
+    ids, taken from CUPTI's headers and NVIDIA's own report scripts (each row names its source). A
+    table that names none of our symbols (renamed by a newer nsys) gets the built-in ids too, and the
+    reader notes it in ``Source.meta["assumed"]``, which the timeline's warnings repeat.
 """
 
 from __future__ import annotations
@@ -107,14 +109,21 @@ def _plan_of(rows: pl.DataFrame, raw_table: str, have: frozenset[str]) -> TableP
 def enum_values(enum: str, export_rows: pl.DataFrame | None) -> pl.DataFrame:
     """``(id, value)`` for ``enum``. ``export_rows`` is the export's own ``(id, name)`` enum table,
     or None where the export lacks it; its names are matched to ours, unknown names map to
-    ``"unknown"``."""
+    ``"unknown"``. An export table that names none of ours (symbols renamed by a newer nsys, or
+    left empty) is not used: the built-in ids are (``enum_names_known`` tells the caller, who says so)."""
     ours = enums().filter(pl.col("enum") == enum)
-    if export_rows is None:
+    if export_rows is None or not enum_names_known(enum, export_rows):
         return ours.select("id", "value")
     by_name = ours.select(pl.col("raw_name").alias("name"), "value").unique("name", keep="first")
     return (export_rows.select(pl.col("id").cast(pl.Int64), pl.col("name").cast(pl.String))
             .join(by_name, on="name", how="left", maintain_order="left")
             .select("id", pl.col("value").fill_null("unknown")))
+
+
+def enum_names_known(enum: str, export_rows: pl.DataFrame) -> bool:
+    """Whether the export's ``(id, name)`` table for ``enum`` names at least one symbol coach knows."""
+    ours = enums().filter(pl.col("enum") == enum)["raw_name"]
+    return bool(export_rows["name"].cast(pl.String).is_in(ours.implode()).any())
 
 
 def enum_table(enum: str) -> str:

@@ -15,8 +15,10 @@ text is fetched as bytes and decoded as UTF-8, with U+FFFD for bytes that are no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,14 +98,21 @@ def read(path: str | Path) -> Timeline:
     with _Export.open(path) as export:
         meta = export.meta()
         version = meta.get("export", {}).get("EXPORT_PRODUCT_VERSION")
-        raw = export.read(REQUIRED, version)
+        raw = export.read(REQUIRED)
         if export.unread:
             meta["unread"] = export.unread
+        if export.variants:
+            meta["table_variants"] = export.variants
         if all(raw[t] is None or raw[t].is_empty() for t in ACTIVITY_TABLES):
             raise NothingRecorded(path, "no GPU activity was recorded: no CUDA kernel, copy, API or NVTX records (was it "
-                                   "profiled with --trace=cuda?)" + _tables_note(export.tables))
+                                   "profiled with --trace=cuda?)" + _tables_note(export.held()) + f" ({export.written_by})")
         strings = export.strings(raw)
         enums = {name: export.enum(name) for name in _ENUMS}
+        if export.assumed:
+            meta["assumed"] = export.assumed
+        newer = _newer_schema(meta.get("export", {}))
+        if newer:
+            meta["schema_newer"] = newer
     # each staging frame is let go as soon as its table is built (pop), so that memory holds the
     # staging frames and the tables of one table at a time, not of all of them
     api = _api(raw.pop("api"), strings, enums["api_kind"])
@@ -122,6 +131,56 @@ def read(path: str | Path) -> Timeline:
     )
 
 
+_VERSIONED = re.compile(r"^(?P<name>.+)_V(?P<n>\d+)$")
+
+
+def _versioned_variants(tables: dict[str, frozenset[str]]) -> dict[str, str]:
+    """Documented table name -> the highest ``_V<n>`` variant of it, for each table coach reads that
+    the export holds only under versioned names (``CUPTI_ACTIVITY_KIND_KERNEL_V3``; public readers of
+    nsys exports meet such names, though NVIDIA's schema reference documents the plain ones). A plain
+    name, where the export has it, is read instead."""
+    known = set(schema.columns()["raw_table"]) | set(schema.enums()["raw_table"].drop_nulls())
+    best: dict[str, tuple[int, str]] = {}
+    for table in tables:
+        m = _VERSIONED.match(table)
+        if m and m["name"] in known and m["name"] not in tables:
+            n = int(m["n"])
+            if n > best.get(m["name"], (-1, ""))[0]:
+                best[m["name"]] = (n, table)
+    return {name: actual for name, (_, actual) in best.items()}
+
+
+def _written_by(export_meta: dict, tables: dict[str, frozenset[str]]) -> str:
+    """Which nsys wrote the export and in which schema, as META_DATA_EXPORT (EXPORT_META_DATA before
+    2023) records it: "written by nsys 2025.3.2.0, export schema 3.20.3"."""
+    product, schema_version = export_meta.get("EXPORT_PRODUCT_VERSION"), export_meta.get("EXPORT_SCHEMA_VERSION")
+    if not product and not schema_version:
+        held = "META_DATA_EXPORT" in tables or "EXPORT_META_DATA" in tables
+        return "written by an nsys of unknown version: " + ("its export metadata names none" if held else
+                                                             "it has no META_DATA_EXPORT table")
+    return f"written by nsys {product or 'of unknown version'}" + (f", export schema {schema_version}" if schema_version else "")
+
+
+#: The export schema's major version of every export coach was checked against: 3.0.0 (nsys 2022.4),
+#: 3.20.3 (2025.3); NVIDIA's schema reference of 2026.4 lists the same tables and columns coach reads.
+SCHEMA_MAJOR_CHECKED = 3
+
+
+def _newer_schema(export_meta: dict) -> str | None:
+    """A sentence where the export's schema has a major version newer than ``SCHEMA_MAJOR_CHECKED``."""
+    version = str(export_meta.get("EXPORT_SCHEMA_VERSION") or "")
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) <= SCHEMA_MAJOR_CHECKED:
+        return None
+    product = export_meta.get("EXPORT_PRODUCT_VERSION")
+    return (f"The export's schema, {version}" + (f" (nsys {product})" if product else "") + ", is newer than any coach "
+            f"was checked against (major version {SCHEMA_MAJOR_CHECKED}: nsys 2022.4 to 2026.4): it was read by the table "
+            "and column names coach knows, and a table or column renamed in it would be missing.")
+
+
+#: How many of an unknown enumeration's names a note shows.
+_ENUM_NAMES_SHOWN = 3
+
 #: How many of an empty export's tables its error names.
 _TABLES_SHOWN = 12
 
@@ -139,6 +198,10 @@ def _tables_note(tables: dict[str, frozenset[str]]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+_LISTING = ("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+            "WHERE m.type IN ({types})")
+
+
 class _Export:
     """An open export: its tables and columns, and columnar reads that fail as ``InputError``."""
 
@@ -147,15 +210,36 @@ class _Export:
         self._con = connection
         #: canonical table -> why it was left out (an optional table of a layout coach does not know)
         self.unread: dict[str, str] = {}
-        listing = self._arrow("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
-                              "WHERE m.type IN ('table', 'view')")
+        #: raw table -> what coach assumed in its place (an enumeration whose names it does not know)
+        self.assumed: dict[str, str] = {}
+        #: which nsys wrote the export, for every refusal to name (set by ``meta``)
+        self.written_by = "written by an nsys of unknown version"
+        try:
+            listing = self._arrow(_LISTING.format(types="'table', 'view'"))
+        except InputError:  # a view over a table that is gone (added after the export) cannot be listed
+            listing = self._arrow(_LISTING.format(types="'table'"))
         grouped = pl.from_arrow(listing).group_by("t").agg("c")
         self.tables: dict[str, frozenset[str]] = {t: frozenset(c) for t, c in grouped.iter_rows()}
+        #: documented table name -> the versioned name this export holds it under (``..._V3``)
+        self.variants = _versioned_variants(self.tables)
+        for name, actual in self.variants.items():
+            self.tables[name] = self.tables[actual]
         if not self.tables:
             raise InputError(path, "is an SQLite database with no tables (an empty or failed nsys export?)")
         if not self.tables.keys() & NSYS_MARKER_TABLES:
             raise InputError(path, "is an SQLite database but not an Nsight Systems export (no StringIds, "
                                    "TARGET_INFO_* or CUPTI_* tables)")
+
+    def held(self) -> dict[str, frozenset[str]]:
+        """The export's tables under the names it holds them by."""
+        return {t: c for t, c in self.tables.items() if t not in self.variants}
+
+    def _plan(self, table: str, needs: tuple[str, ...] = ()) -> schema.TablePlan | None:
+        """``schema.plan`` for this export, reading a table held under a versioned name from there."""
+        plan = schema.plan(table, self.tables, needs=needs)
+        if plan is not None and plan.raw_table in self.variants:
+            plan = dataclasses.replace(plan, raw_table=self.variants[plan.raw_table])
+        return plan
 
     @classmethod
     @contextmanager
@@ -170,7 +254,7 @@ class _Export:
         finally:
             connection.close()
 
-    def read(self, tables: Iterable[str], version: str | None) -> dict[str, pl.DataFrame | None]:
+    def read(self, tables: Iterable[str]) -> dict[str, pl.DataFrame | None]:
         """Each canonical table's staging frame (every column ``nsys_columns.csv`` names for it, null
         where the export lacks it), or None where the export holds none of its raw tables.
 
@@ -178,7 +262,7 @@ class _Export:
         core per statement; the driver releases the GIL while it does), in rowid order."""
         plans: dict[str, schema.TablePlan] = {}
         for table in tables:
-            plan = schema.plan(table, self.tables, needs=REQUIRED[table])
+            plan = self._plan(table, needs=REQUIRED[table])
             if plan is None:
                 continue
             missing = [c for c in REQUIRED[table] if c not in plan.select]
@@ -187,12 +271,12 @@ class _Export:
                                       f"{', '.join(sorted(self.tables[plan.raw_table]))})")
                 continue
             if missing:
-                raw = schema.columns().filter((pl.col("table") == table) & (pl.col("raw_table") == plan.raw_table))
+                documented = next((k for k, v in self.variants.items() if v == plan.raw_table), plan.raw_table)
+                raw = schema.columns().filter((pl.col("table") == table) & (pl.col("raw_table") == documented))
                 named = [f"{c} ({' or '.join(raw.filter(pl.col('column') == c)['raw_column'].unique(maintain_order=True))})"
                          for c in missing]
                 raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(named)}: an "
-                                            f"export layout coach does not know (written by nsys "
-                                            f"{version or 'of unknown version'})")
+                                            f"export layout coach does not know ({self.written_by})")
             plans[table] = plan
         jobs = {table: self._ranges(plan) for table, plan in plans.items()}
         if all(len(ranges) == 1 for ranges in jobs.values()):  # a small export: threads would cost more than they save
@@ -236,10 +320,10 @@ class _Export:
         ids = pl.concat(columns).drop_nulls().unique() if columns else pl.Series("id", [], pl.Int64)
         if not len(ids):
             return pl.DataFrame(schema={"id": pl.Int64, "value": pl.String})
-        plan = schema.plan("strings", self.tables)
+        plan = self._plan("strings")
         if plan is None:
             raise InputError(self.path, "refers to names by string id but has no StringIds table (a damaged export, "
-                                        "or a layout coach does not know)")
+                                        f"or a layout coach does not know; {self.written_by})")
         sql = f"{plan.sql()} WHERE {plan.select['id']} IN (SELECT value FROM json_each(?))"
         return self._frame(sql, (json.dumps(ids.to_list()),), text=plan.text_columns)
 
@@ -248,7 +332,13 @@ class _Export:
         table = schema.enum_table(name)
         own = None
         if table in self.tables and {"id", "name"} <= self.tables[table]:
-            own = self._frame(f'SELECT "id", CAST("name" AS BLOB) AS "name" FROM "{table}"', text=frozenset({"name"}))
+            own = self._frame(f'SELECT "id", CAST("name" AS BLOB) AS "name" FROM "{self.variants.get(table, table)}"',
+                              text=frozenset({"name"}))
+            if own.height and not schema.enum_names_known(name, own):
+                shown = ", ".join(own["name"].drop_nulls().head(_ENUM_NAMES_SHOWN).to_list())
+                self.assumed[table] = (f"names none of the values coach knows ({shown or 'no names'}): a layout coach "
+                                       "does not know, so its ids were read as the nsys 2022.4 and 2025.3 exports "
+                                       "number them")
         return schema.enum_values(name, own)
 
     def meta(self) -> dict:
@@ -260,7 +350,8 @@ class _Export:
                 meta[key] = pairs
         system = self._pairs("system_env")
         meta.update({f"system_{k}": system[k] for k in _SYSTEM_KEYS if k in system})
-        plan = schema.plan("session", self.tables)
+        self.written_by = _written_by(meta.get("export", {}), self.tables)
+        plan = self._plan("session")
         if plan is not None:
             session = self._frame(plan.sql(), text=plan.text_columns)
             if session.height:
@@ -271,7 +362,7 @@ class _Export:
 
     def _pairs(self, table: str) -> dict:
         """A name/value table as a dict; a name that repeats (CAPTURE_EVENT_TYPE) keeps all its values."""
-        plan = schema.plan(table, self.tables)
+        plan = self._plan(table)
         if plan is None or not {"name", "value"} <= plan.select.keys():
             return {}
         rows = self._frame(plan.sql(), text=plan.text_columns)
@@ -372,12 +463,58 @@ def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | 
              .with_columns(_mapped("name_id", strings).alias("name"), _mapped("demangled_name_id", strings).alias("demangled_name"))
              .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name"))))
     at = key.replace_strict(pairs["_key"], pl.int_range(pairs.height, dtype=pl.UInt32, eager=True), return_dtype=pl.UInt32)
-    return _by_start(
+    kernels = _by_start(
         raw.lazy()
         .with_columns(pl.lit(pairs["name"]).gather(at).alias("name"),
                       pl.lit(pairs["demangled_name"]).gather(at).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
         .drop("name_id", "demangled_name_id", "global_pid"))
+    return _with_mangled_base_names(kernels)
+
+
+def _with_mangled_base_names(kernels: pl.DataFrame) -> pl.DataFrame:
+    """Where the only name a kernel has is the mangled one (the kernel table has ``mangledName`` alone,
+    or its short and demangled names are both the mangled name), the base function name taken from
+    it, as nsys's shortName has it; a name this does not parse stays as it is."""
+    mangled = kernels.filter((pl.col("name") == pl.col("demangled_name")) & pl.col("name").str.starts_with("_Z"))
+    if mangled.is_empty():
+        return kernels
+    distinct = mangled["name"].unique()  # a few distinct functions, however many launches
+    bases = pl.DataFrame({"name": distinct, "_base": [_itanium_base_name(n) for n in distinct.to_list()]},
+                         schema={"name": pl.String, "_base": pl.String})
+    return (kernels.join(bases, on="name", how="left", maintain_order="left")
+            .with_columns(name=pl.coalesce("_base", "name")).drop("_base"))
+
+
+def _itanium_base_name(mangled: str) -> str | None:
+    """The unqualified function name of an Itanium-mangled name of a namespace-scope function (a
+    ``__global__`` function cannot be a class member): ``_Z10vector_addPfS_i`` -> ``vector_add``;
+    ``_ZN2at6native13reduce_kernelILi512E...`` -> ``reduce_kernel``, the last of the nested name's
+    source names before its template arguments or its end. None for a name this does not parse."""
+    i = 2
+    nested = mangled.startswith("_ZN")
+    if nested:
+        i = 3
+    last = None
+    while i < len(mangled):
+        if mangled.startswith("St", i):  # std::
+            i += 2
+            continue
+        j = i
+        while j < len(mangled) and mangled[j].isdigit():
+            j += 1
+        if j == i:
+            break
+        end = j + int(mangled[i:j])
+        if end > len(mangled):
+            return None
+        last = mangled[j:end]
+        i = end
+        if not nested:
+            break
+    if last is None or (nested and (i >= len(mangled) or mangled[i] not in "IE")):
+        return None
+    return last
 
 
 def _short_name(name: pl.Expr, demangled: pl.Expr) -> pl.Expr:
@@ -401,9 +538,12 @@ def _with_graphs(kernels: pl.DataFrame | None, graphs: pl.DataFrame | None) -> p
     graphs = graphs.with_columns(_DUR, _pid("global_pid").alias("pid"))
     if kernels is not None and kernels.height:
         graphs = graphs.join(kernels.select("correlation_id").drop_nulls().unique(), on="correlation_id", how="anti")
+    # an export without graphId names the graph by its executable graph, or not at all
+    label = pl.coalesce(pl.format("CUDA graph {}", pl.col("graph_id")), pl.format("CUDA graph exec {}", pl.col("graph_exec_id")),
+                        pl.lit("CUDA graph"))
     named = graphs.select(
         "start_ns", "end_ns", "dur_ns", "device_id", "context_id", "stream_id", "correlation_id", "pid", "graph_id",
-        name=pl.format("CUDA graph {}", pl.col("graph_id")), demangled_name=pl.format("CUDA graph {}", pl.col("graph_id")))
+        name=label, demangled_name=label)
     if kernels is None:
         return named.sort("start_ns")
     return pl.concat([kernels, named], how="diagonal_relaxed").sort("start_ns", maintain_order=True)
