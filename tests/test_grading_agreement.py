@@ -10,7 +10,9 @@ serving, Triton vs CUDA), and never used to tune it; ``heldout4.toml`` was writt
 fourth round, over 66 questions and scenarios no other set covers, weighted toward misconceptions,
 paraphrases and negations, scored once before that round (its unseen number) and studied in it;
 ``heldout5.toml`` was written after the fourth round, before any grader output on it was seen, and
-scored once as a final unseen check. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+scored once as a final unseen check; ``heldout6.toml`` was written after the fifth round (alternative
+phrasings for every red flag), before any grader output on it was seen, and scored once: the fifth
+round's unseen number. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -31,7 +33,8 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 #: What the issue asks: the share of answers of each kind the grader must agree with.
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
-SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml")
+SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml",
+        "heldout6.toml")
 
 
 @lru_cache(maxsize=None)
@@ -257,6 +260,13 @@ def test_the_sets_are_well_formed():
         reason="misconceptions caught 18/20 = 90% (< 95%): 'ring ... is the best choice for every "
                "all-reduce', 'only cudaDeviceSynchronize stalls the pipeline; .item(), printing ... are "
                "asynchronous'", strict=True)),
+    # Written after the fifth round and scored once, never used to tune: strong 100%, paraphrase
+    # 100%, salad 100%, misconception 80%, negated 100%, overall 91%.
+    pytest.param("heldout6.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 24/30 = 80% (< 95%) on unseen answers: said at one remove from every "
+               "phrasing of their flag ('TMEM is simply a larger register file bolted onto each thread', "
+               "'you only have to hold the experts a token uses', 'inline_asm_elementwise takes arbitrary "
+               "PTX')", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
