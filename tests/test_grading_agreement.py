@@ -10,7 +10,9 @@ serving, Triton vs CUDA), and never used to tune it; ``heldout4.toml`` was writt
 fourth round, over 66 questions and scenarios no other set covers, weighted toward misconceptions,
 paraphrases and negations, scored once before that round (its unseen number) and studied in it;
 ``heldout5.toml`` was written after the fourth round, before any grader output on it was seen, and
-scored once as a final unseen check. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+scored once as a final unseen check; ``heldout6.toml`` was written after the fifth round (alternative
+phrasings for every red flag), before any grader output on it was seen, and scored once: the fifth
+round's unseen number. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -31,7 +33,8 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 #: What the issue asks: the share of answers of each kind the grader must agree with.
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
-SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml")
+SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml",
+        "heldout6.toml")
 
 
 @lru_cache(maxsize=None)
@@ -137,6 +140,75 @@ def test_a_scenario_misconception_is_named_in_the_feedback(item, text, flag):
     assert len(line.split(f'"{hit.quote}".', 1)[1].strip()) > 20, line  # the misconception, quoted, and why
 
 
+def test_every_red_flag_has_alternative_phrasings():
+    """Every red flag of the bank (so every question's and scenario's, and every classic one) says its
+    wrong claim in two to four other ways (``also``), matched like its paraphrases."""
+    import glob
+
+    from coach.exercises.bank import BANK_DIR
+
+    short = []
+    for f in sorted(glob.glob(str(BANK_DIR / "*.toml"))):
+        for cid, raw in tomllib.loads(Path(f).read_text(encoding="utf-8")).get("concepts", {}).items():
+            if cid.startswith("rf-") and not 2 <= len(raw.get("also", [])) <= 4:
+                short.append(cid)
+    assert not short, short
+    bank = load_bank()
+    c = bank.concept("rf-fix-top-stall")
+    assert all(a in c.paraphrases for a in tomllib.loads((BANK_DIR / "nsight-workflow.toml").read_text(
+        encoding="utf-8"))["concepts"]["rf-fix-top-stall"]["also"])
+
+
+def _strong_answers() -> list[tuple[str, str, str]]:
+    out = [(q.id, "model answer", q.answer) for q in load_bank().questions]
+    for name in SETS:
+        if (DATA / name).is_file():
+            out += [(a["item"], f"{name} {a['kind']}", a["text"]) for a in load(name)
+                    if a["kind"] in ("strong", "paraphrase")]
+    return out
+
+
+def test_no_red_flag_fires_on_a_strong_answer():
+    """No red flag, no alternative phrasing of one and no classic misconception is read in the bank's
+    model answers or in any set's strong and paraphrased answers: each alternative was checked so."""
+    fired = [(item, where, h.concept.id, h.quote) for item, where, text in _strong_answers()
+             for h in grade_item(item, text).flags]
+    assert not fired, fired
+
+
+@pytest.mark.parametrize("item, text, verdict", [
+    # a supposition asserts nothing: "it would be", "what if", "if we had"
+    ("inf-02", "Per token 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 320 KiB; the cache grows with batch x "
+               "context. With all 64 heads it would be 8x that, which is why GQA matters.", "not rf-query-heads-kv"),
+    ("inf-02", "Size the KV cache with all 64 heads: 2 x 80 layers x 64 heads x 128 x 2 bytes per token.",
+     "rf-query-heads-kv"),
+    # a count is not "every call": "after 8 recompiles it gives up" is not "recompiles every call"
+    ("comp-04", "Guards check the input shapes; a failed guard recompiles. After 8 recompiles of the same function "
+                "it gives up and runs it eagerly.", "not rf-compile-every-call"),
+    ("comp-04", "torch.compile recompiles the model on every call, which is why the first steps are slow.",
+     "rf-compile-every-call"),
+    # a possessive is its noun
+    ("prof-08", "An op's CPU time is how long it ran on the GPU.", "rf-cpu-time-is-gpu"),
+    # "whatever X, Y" is one claim, as "if X, Y" is
+    ("nw-06", "Whatever stall dominates, fix that first.", "rf-fix-top-stall"),
+    # "anything" is "any"
+    ("nw-08", "Kernel replay works for anything, so use it on the NCCL kernels too.", "rf-replay-any-kernel"),
+    # a claim said of only a few is not the general claim
+    ("atom-07", "Reduce in shared memory first so there are only a few thousand atomics on the address, which is "
+                "cheap.", "not rf-atomics-free"),
+])
+def test_general_reading_of_red_flags(item, text, verdict):
+    ids = {i for h in grade_item(item, text).flags for i in _flag_ids(h.concept)}
+    if verdict.startswith("not "):
+        assert verdict[4:] not in ids, ids
+    else:
+        assert verdict in ids, ids
+
+
+def _flag_ids(c) -> set[str]:
+    return {c.id}.union(*(_flag_ids(p) for p in c.parts)) if c.parts else {c.id}
+
+
 def test_the_sets_are_well_formed():
     for name in SETS:
         if not (DATA / name).is_file():
@@ -174,17 +246,27 @@ def test_the_sets_are_well_formed():
     # paraphrase 97%, salad 100%, misconception 74%, negated 90%, overall 87%. After it (misconceptions
     # named to be rejected, denied requirements, claims over clauses, the classic misconceptions
     # graded everywhere, order-free whole claims): strong 95%, paraphrase 97%, salad 100%,
-    # misconception 89%, negated 100%, overall 95%.
+    # misconception 89%, negated 100%, overall 95%. After the fifth (alternative phrasings for every
+    # red flag, suppositions and counts, 'whatever X, Y' as one claim): strong 100%, misconception
+    # 92%, overall 97%, the rest unchanged.
     pytest.param("heldout4.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 34/38 = 89% (< 95%): stated in words no red flag has ('the total "
-               "traffic is the same as DDP', 'stash the outputs across iterations', 'whatever stall "
-               "dominates, fix that first')", strict=True)),
+        reason="misconceptions caught 35/38 = 92% (< 95%): a claim whose subject is in the clause before "
+               "('FSDP ... but since ..., the total traffic is the same as DDP'), 'stash the outputs across "
+               "iterations', '1F1B's main win over GPipe is a much smaller bubble'", strict=True)),
     # Written after the fourth round and scored once, never used to tune: strong 100%, paraphrase
-    # 93%, salad 100%, misconception 80%, negated 100%, overall 92%.
+    # 93%, salad 100%, misconception 80%, negated 100%, overall 92%. After the fifth round (its misses
+    # named in the brief of that round, not studied): misconception 90%, overall 95%, the rest unchanged.
     pytest.param("heldout5.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 16/20 = 80% (< 95%) on unseen answers: 'kernel replay works for "
-               "anything', 'NVTX ranges show how long each phase ran on the GPU', 'only "
-               "cudaDeviceSynchronize stalls the pipeline'", strict=True)),
+        reason="misconceptions caught 18/20 = 90% (< 95%): 'ring ... is the best choice for every "
+               "all-reduce', 'only cudaDeviceSynchronize stalls the pipeline; .item(), printing ... are "
+               "asynchronous'", strict=True)),
+    # Written after the fifth round and scored once, never used to tune: strong 100%, paraphrase
+    # 100%, salad 100%, misconception 80%, negated 100%, overall 91%.
+    pytest.param("heldout6.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 24/30 = 80% (< 95%) on unseen answers: said at one remove from every "
+               "phrasing of their flag ('TMEM is simply a larger register file bolted onto each thread', "
+               "'you only have to hold the experts a token uses', 'inline_asm_elementwise takes arbitrary "
+               "PTX')", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():

@@ -27,11 +27,13 @@ its longer synonyms are matched loosely, in other words, besides its exact synon
     universal = true        # red flags only: a classic misconception, wrong whatever the question
     quantity = { value = 265, unit = "blocks", tolerance = 0.1 }   # a number the answer must state
     example = "..."         # red flags (rf-*): a sentence stating the misconception; required
+    also = ["so I'd just fix the biggest stall first", "..."]  # red flags: the same wrong claim said
+                            # other ways (other verbs, as a consequence or a plan); matched like paraphrases
 
 A claim counts only where a sentence asserts it: negation and "not relevant / doesn't matter /
 irrelevant" flip it, and a bare list of terms asserts nothing (``coach.exercises.grading``). A red
 flag is matched strictly (its synonyms, its paraphrases and example almost whole, in one clause, in
-order): write its synonyms as the misconception is said ("higher occupancy is always better"),
+order): write its synonyms, and its ``also`` sentences, as the misconception is said ("higher occupancy is always better"),
 never as a bare term a right answer also uses. Its ``explain`` says why it is wrong; feedback
 quotes it. A red flag marked ``universal`` is a classic misconception, wrong in any context
 ("higher occupancy is always better", "just cast to FP8"): it is graded on every question and
@@ -117,7 +119,7 @@ class Bank:
 
 def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
     allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity",
-               "universal"}
+               "universal", "also"}
     if unknown := set(raw) - allowed:
         raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
     if "universal" in raw and (not isinstance(raw["universal"], bool) or not cid.startswith(RED_FLAG_PREFIX)):
@@ -128,6 +130,10 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
     example = raw.get("example", "")
     if cid.startswith(RED_FLAG_PREFIX) and not example:
         raise InputError(path, f"red flag {cid!r} needs an example sentence that shows the misconception")
+    also = raw.get("also", [])
+    if "also" in raw and (not cid.startswith(RED_FLAG_PREFIX) or not isinstance(also, list)
+                          or not all(isinstance(a, str) and a.strip() for a in also)):
+        raise InputError(path, f"concept {cid!r}: also must be a list of sentences, and only on a red flag (rf-*)")
     quantity = raw.get("quantity")
     try:
         if quantity is not None:
@@ -139,7 +145,7 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
                                 float(quantity.get("tolerance", 0.1)))
         concept = Concept(cid, raw["label"].strip(), raw["explain"].strip(),
                           tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())),
-                          paraphrases=tuple(raw.get("paraphrases", ())), example=example,
+                          paraphrases=tuple(dict.fromkeys((*raw.get("paraphrases", ()), *also))), example=example,
                           polarity=raw.get("polarity", "positive"), quantity=quantity)
     except (ValueError, TypeError) as err:
         raise InputError(path, str(err)) from None

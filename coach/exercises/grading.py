@@ -36,7 +36,16 @@ A claim counts only where a sentence *asserts* it:
 * **Who says it.** A misconception named to be rejected is not asserted: held by someone else
   ("people often assume X", "the naive kernel assumes X", "you might think X"), named as one ("a
   common mistake is X"), or taken back at once ("...; it doesn't", "..., which is wrong"). A hedge
-  of the candidate's own ("I think X", "probably X") still asserts X.
+  of the candidate's own ("I think X", "probably X") still asserts X. Neither is a supposition ("with
+  all 64 heads it would be 8x that", "what if", "if we had") nor a claim said of only a few ("only a
+  few thousand atomics, which is cheap"); a plan in the first person ("I'd fix the top stall") is.
+* **How often and whose.** "Every call", "each time", "whenever it is called" read as one word, and
+  in a misconception it is the claim, like "always": "after 8 recompiles it gives up" is not
+  "recompiles every call". A possessive is its noun ("an op's time" says "op"), and "GPU" in a
+  misconception is part of its claim ("NVTX ranges measure GPU time"), not framing.
+* **Alternative phrasings.** Each red flag of the bank carries two to four other ways of saying its
+  wrong claim (``also``: other verbs, the claim as a consequence or a plan), matched like its
+  paraphrases and checked against every model and strong answer the repository holds.
 * **Classic misconceptions.** Red flags the bank marks ``universal`` ("higher occupancy is always
   better", "just cast to FP8") are wrong on any question: every rubric grades them, counted once
   where one of its own flags says the same.
@@ -186,6 +195,9 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bkeys? and values?\b", "kv"), (r"\btpot\b", "tpot decode"),
     # counting and giving said plainly: "how many streams" is "the number of streams", "hands you
     # memory" or "gives back memory" is "returns memory", "spread over two nodes" is "across nodes"
+    # "every call", "each time", "whenever it is called": how often something happens is one word,
+    # and in a misconception it is the claim ("recompiles every call" is not "after 8 recompiles")
+    (r"\b(?:on |at )?(?:every|each) (?:single )?(?:time|call|run|step|iteration|invocation)\b|\bwhenever (?:you call|it is called|its called|called)\b", "everytime"),
     (r"\bhow many\b", "number of"), (r"\b(?:hands?|gives?|handing|giving) (?:you |back |us |them )", "returns "),
     (r"\b(?:over|spanning|between|on) (?:two|several|multiple|many|\d+) (?:nodes|machines|hosts)\b", "across nodes"),
 )]
@@ -219,7 +231,7 @@ _CANON = {stem(a): stem(b) for a, b in (
     ("delay", "latency"), ("delays", "latency"), ("record", "capture"), ("recorded", "capture"),
     ("resubmit", "replay"), ("rerun", "replay"), ("launch", "launch"), ("submission", "launch"),
     ("mask", "mask"), ("masked", "mask"),
-    ("outputs", "output"), ("results", "output"), ("errors", "error"),
+    ("anything", "any"), ("outputs", "output"), ("results", "output"), ("errors", "error"),
 )}
 
 
@@ -229,8 +241,15 @@ def fold(text: str) -> str:
     text = text.replace("µ", "u").replace("μ", "u")
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c))
-    text = re.sub(r"['\u2019`]", "", text.casefold())
+    text = text.casefold()
+    # a possessive is its noun ("an op's CPU time" says "op"); "it's", "that's" are contractions
+    text = _POSSESSIVE.sub(lambda m: m.group(1) if m.group(1) not in _NOT_POSSESSIVE else m.group(0), text)
+    text = re.sub(r"['\u2019`]", "", text)
     return text
+
+
+_POSSESSIVE = re.compile(r"\b([a-z0-9_]+)['\u2019]s\b")
+_NOT_POSSESSIVE = frozenset("it that there here what where who he she let how why when".split())
 
 
 @lru_cache(maxsize=4096)
@@ -321,8 +340,9 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
 #: A clause that starts (after a conjunction) with one of these goes on about the clause before.
 _REFERRING = frozenset("it its they theyre them this that thats these those which who".split())
 _CONJUNCTIONS = frozenset("so and but because since while though although whereas".split())
-#: A clause that starts with one of these is the condition of the next: "if X, Y" is one claim.
-_CONDITIONS = frozenset("if when once whenever unless".split())
+#: A clause that starts with one of these is the condition of the next: "if X, Y" ("whatever
+#: stall dominates, fix it") is one claim.
+_CONDITIONS = frozenset("if when once whenever unless whatever whichever wherever".split())
 
 
 def _claims(text: str, cuts: list[int]) -> list[int]:
@@ -458,7 +478,12 @@ def _weight(s: str) -> float:
 
 #: Words that make a claim absolute: in a misconception they are the claim ("shared memory is
 #: *always* faster"), not framing, and a loose match must hold them.
-_ABSOLUTE = frozenset(stem(w) for w in "always".split())
+_ABSOLUTE = frozenset(stem(w) for w in "always everytime".split())
+
+
+#: Framing words that, in a misconception, carry the claim: its absolute words, and "gpu" ("NVTX
+#: ranges measure GPU time" is wrong because of whose time it names).
+_CLAIM_WORDS = _ABSOLUTE | {stem("gpu")}
 
 
 @lru_cache(maxsize=8192)
@@ -466,7 +491,7 @@ def _cue(text: str, absolute: bool = False) -> tuple[str, ...]:
     """A loose cue's informative stems, in order, without framing words and repeats (keeping the
     absolute words, with ``absolute``: a misconception's cue)."""
     return tuple(dict.fromkeys(s for s in phrase_stems(text)
-                               if (s not in FRAMING or (absolute and s in _ABSOLUTE)) and len(s) > 1))
+                               if (s not in FRAMING or (absolute and s in _CLAIM_WORDS)) and len(s) > 1))
 
 
 _CUES: dict[int, tuple[Concept, list[tuple[tuple[str, ...], float]]]] = {}
@@ -814,14 +839,41 @@ def _attributed(sentences: tuple[_Sentence, ...], m: Match) -> bool:
     return False
 
 
+#: What makes a claim a supposition rather than an assertion: a counterfactual ("it would be 8x
+#: that", "that would have cost ...") or a condition supposed ("what if", "if we had", "if it were",
+#: "had we"). A plan in the first person ("I would lower the cap", "I'd fix X") still asserts.
+_HYPOTHETICAL = re.compile(
+    r"\b(?:it|that|this|which|they|there|these|those)\s+would\s+(?:\w+\s+)?(?:be|have|take|need|cost|give|mean|grow)\b"
+    r"|\bwhat if\b|\bsuppose\b|\bsupposing\b|\bimagine\b|\bhypothetically\b"
+    r"|\bif\s+(?:we|you|one|it|they|the \w+)\s+(?:had|were|used|kept|stored)\b|\bhad (?:we|you|it|they)\b")
+
+
+def _hypothetical(sent: _Sentence, m: Match) -> bool:
+    """Whether a match sits in a claim that is only supposed ("with all 64 heads it would be 8x that"),
+    or is said of only a few."""
+    claims = {sent.all_words[i].claim for i in m.words} if m.words else set()
+    if not claims:
+        return False
+    ws = [w for w in sent.all_words if w.claim in claims]
+    return bool(_HYPOTHETICAL.search(sent.raw[ws[0].start:ws[-1].end])
+                or _FEW.search(sent.raw[ws[0].start:m.lo]))
+
+
+#: A claim said of a few ("only a few thousand atomics on the address, which is cheap") is not the
+#: general claim a misconception makes ("atomics are cheap").
+_FEW = re.compile(r"\bonly (?:a )?(?:few|handful|couple|small number)\b|\ba (?:few|handful of) (?:thousand|hundred|dozen)\b")
+
+
 def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     found = _shortest(_exact(sentences, concept))
     if concept.quantity is not None:
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
         found += _loose(sentences, concept)
-    if _strict(concept):  # a misconception named to be rejected is not stated
-        found = [replace(m, negated=True) if not m.negated and _attributed(sentences, m) else m for m in found]
+    if _strict(concept):  # a misconception named to be rejected, or only supposed, is not stated
+        found = [replace(m, negated=True) if not m.negated and (_attributed(sentences, m)
+                                                                or _hypothetical(sentences[m.sentence], m)) else m
+                 for m in found]
     if concept.polarity == "positive":
         # the same words cannot both deny and assert one claim: where overlapping matches disagree
         # ("switching isn't free either, it costs ..."), the denial holds
