@@ -277,9 +277,7 @@ def test_recorded_scenarios_with_lines_all_use_the_binarys_table():
 def test_lines_not_from_the_binary_say_so(capsys):
     """A profile whose lines are source_info's says in one line that inlined code may show at its
     call, and why: a saved profile from before (a ladder's), or a table that disagreed."""
-    old = traces_dir() / "h200" / "ladders" / "transpose" / "ncu"
-    if not old.is_dir():
-        pytest.skip("no transpose ladder recording")
+    old = Path(__file__).parent / "data" / "profile_saved_source_info" / "ncu"  # saved 2026-12-02 (README there)
     code, out, err = run_cli(["source", str(old), "--json", "--top", "1"], capsys)
     assert code == 0, err
     notes = {l["lines_note"] for l in json.loads(out)["launches"] if l["lines"]}
