@@ -533,3 +533,36 @@ def test_a_trial_measures_only_the_named_rungs_and_peers_and_says_so(fake_data):
     assert [r["key"] for r in doc["rungs"]] == ["01_half"], "a rung is named by its id or its file stem"
     assert [p["key"] for p in doc["peers"]] == ["torch.clone"]
     assert doc["only"] == ["01", "torch.clone"]
+
+
+def test_time_each_times_every_candidate_after_its_warm_up_and_gives_seconds_per_call():
+    """A fake CUDA clock that advances by each call's cost: warm-up calls are not timed, the reps are
+    timed together and divided, candidates in order (the helper rung 09 of scan and transpose use)."""
+    from types import SimpleNamespace
+
+    clock = {"ms": 0.0}
+
+    class Event:
+        def __init__(self, enable_timing):
+            assert enable_timing
+            self.at = None
+
+        def record(self):
+            self.at = clock["ms"]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return other.at - self.at
+
+    torch = SimpleNamespace(cuda=SimpleNamespace(Event=Event))
+    calls = []
+
+    def run(c):
+        calls.append(c)
+        clock["ms"] += {"a": 2.0, "b": 0.5}[c]
+
+    times = runner.Context(torch, "cuda", 132).time_each(["a", "b"], run, warmup=1, reps=4)
+    assert list(times) == ["a", "b"] and calls == ["a"] * 5 + ["b"] * 5
+    assert times == {"a": pytest.approx(2e-3), "b": pytest.approx(5e-4)}

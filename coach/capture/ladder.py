@@ -254,6 +254,24 @@ class Context:
             raise ValueError(f"{kernel}: bad launch grid {g} block {b}")
         self.build.launch(kernel, g, b, checked, smem)
 
+    def time_each(self, candidates: Sequence[Any], run: Callable[[Any], None], *, warmup: int,
+                  reps: int) -> dict[Any, float]:
+        """Seconds per call of ``run(candidate)`` for each candidate, in order: ``warmup`` untimed calls
+        (the first loads the kernel), then ``reps`` calls timed together by CUDA events. For a rung that
+        chooses among configurations on its first call (as triton.autotune does); GPU only."""
+        times = {}
+        for candidate in candidates:
+            for _ in range(warmup):
+                run(candidate)
+            start, end = (self.torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            for _ in range(reps):
+                run(candidate)
+            end.record()
+            end.synchronize()
+            times[candidate] = start.elapsed_time(end) * 1e-3 / reps
+        return times
+
     def scratch(self, name: str, numel: int, dtype: Any, *, zero: bool = False) -> Any:
         """A buffer of at least ``numel`` elements, kept for later calls; zeroed when first made if
         ``zero`` (a kernel that uses it as a counter must leave it zero for the next call)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from typing import NamedTuple
 
 import torch
@@ -158,33 +157,13 @@ def launch_lagged(ctx, cfg: Lagged, x, out) -> None:
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:tiles], state[tiles:].view(torch.int32), n, smem=cfg.smem)
 
 
-def _elapsed_s(ctx, fn, reps: int) -> float:
-    """Seconds for ``reps`` calls of ``fn``: CUDA events on a GPU, the wall clock on the CPU emulator."""
-    if ctx.device == "cpu":
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        return time.perf_counter() - t0
-    start, end = (ctx.torch.cuda.Event(enable_timing=True) for _ in range(2))
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e-3
-
-
 def fastest_lagged(ctx, x, out) -> Lagged:
     """Time every candidate on the call's own tensors; the fastest. On the CPU emulator the first is
     kept untimed. The times go to stderr (the run's log): results.json lists all five kernels."""
     n = x.numel()
     if ctx.device == "cpu":
         return LAGGED[0]
-    times = {}
-    for cfg in LAGGED:
-        run = lambda cfg=cfg: launch_lagged(ctx, cfg, x, out)  # noqa: E731
-        _elapsed_s(ctx, run, TUNE_WARMUP)
-        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
+    times = ctx.time_each(LAGGED, lambda cfg: launch_lagged(ctx, cfg, x, out), warmup=TUNE_WARMUP, reps=TUNE_REPS)
     best = min(times, key=times.get)
     tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
     print(f"[scan] 09_lagged_lookback at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import NamedTuple
 
 import torch
@@ -105,17 +104,6 @@ def launch_shape(ctx, cfg: Shape, x, out) -> None:
     ctx.launch(cfg.kernel, (cols // cfg.tile_cols, rows // cfg.tile_rows), cfg.block, x, out, rows, cols)
 
 
-def _elapsed_s(ctx, fn, reps: int) -> float:
-    """Seconds for ``reps`` calls of ``fn`` (CUDA events)."""
-    start, end = (ctx.torch.cuda.Event(enable_timing=True) for _ in range(2))
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e-3
-
-
 def fastest_shape(ctx, x, out) -> Shape:
     """Time every candidate whose tile divides the matrix, on the call's own tensors; the fastest. On
     the CPU emulator the first that fits is kept untimed. The times go to stderr (the run's log)."""
@@ -125,11 +113,7 @@ def fastest_shape(ctx, x, out) -> Shape:
         raise ValueError(f"09_tile_shapes: no tile divides {rows} x {cols}")
     if ctx.device == "cpu":
         return fits[0]
-    times = {}
-    for cfg in fits:
-        run = lambda cfg=cfg: launch_shape(ctx, cfg, x, out)  # noqa: E731
-        _elapsed_s(ctx, run, TUNE_WARMUP)
-        times[cfg] = _elapsed_s(ctx, run, TUNE_REPS) / TUNE_REPS
+    times = ctx.time_each(fits, lambda cfg: launch_shape(ctx, cfg, x, out), warmup=TUNE_WARMUP, reps=TUNE_REPS)
     best = min(times, key=times.get)
     tried = ", ".join(f"{c.kernel} {t * 1e6:.1f} us" for c, t in times.items())
     print(f"[transpose] 09_tile_shapes at {rows} x {cols}: {tried} -> {best.kernel}", file=sys.stderr)
