@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
-from coach.analyze.timeline import TimelineAnalysis
+from coach.analyze.timeline import TimelineAnalysis, derived
 from coach.analyze.timeline_rules._shared import base_api_name, largest_group, ns, reportable, share_pct, within_window
 
 SPEC = RuleSpec(
@@ -61,6 +61,7 @@ def is_allocator_call(name: pl.Expr) -> pl.Expr:
     return base.str.contains(ALLOC_CALLS) | base.str.contains(FREE_CALLS)
 
 
+@derived
 def allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
     """The API calls that allocate or free memory, with ``base`` (their base name), ``alloc`` and ``free``."""
     alloc, free = a.api_matching(ALLOC_CALLS), a.api_matching(FREE_CALLS)
@@ -72,22 +73,28 @@ def allocator_calls(a: TimelineAnalysis) -> pl.DataFrame:
 def churns(a: TimelineAnalysis) -> bool:
     """Whether this rule reports (the GPU-idle and host-sync rules leave the gaps spent in these calls
     to it only then): one decision, so that no gap is left to a finding that is not printed."""
-    return bool(apply(a))
+    return bool(_findings(a))
 
 
 def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
+    return list(_findings(a))
+
+
+@derived
+def _findings(a: TimelineAnalysis) -> tuple[Finding, ...]:
+    """The rule's finding (or none), worked out once per analysis for the rule and the two that ask."""
     calls = allocator_calls(a)
     allocs, frees = int(calls["alloc"].sum()), int(calls["free"].sum())
     pairs = min(allocs, frees)
     if pairs < MIN_ALLOC_FREE_PAIRS:
-        return []
+        return ()
     repeats = repeats_with_the_work(a, calls.filter("alloc"))
     if repeats < MIN_REPEATS:
-        return []
+        return ()
     # per process, the largest: the processes of a multi-rank trace allocate side by side
     saving_ns = within_window(largest_group(calls, "pid", "dur_ns")[0], a.window_ns)
     if not reportable(saving_ns, a.window_ns):
-        return []
+        return ()
     by_name = calls.group_by("name").agg(n=pl.len(), ns=pl.col("dur_ns").sum()).sort("ns", descending=True)
     names = ", ".join(f"{n} x {name}" for name, n, _ in by_name.iter_rows())
     stream_ordered = bool(calls["base"].str.contains("Async").any())
@@ -99,7 +106,7 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
            "memory at every synchronisation." if stream_ordered else
            " Device and pinned allocations also serialise the streams around them.")
     )
-    return [Finding(
+    return (Finding(
         rule_id=SPEC.id,
         category=SPEC.category,
         title=f"{pairs} allocate/free pairs in the loop",
@@ -121,4 +128,4 @@ def apply(a: TimelineAnalysis, hardware: Any = None) -> list[Finding]:
         gain_model=("host time in allocation and free calls, which reuse from a pool removes; the stream serialisation "
                     "they cause is not counted"),
         details={"calls": by_name.to_dicts()},
-    )]
+    ),)
