@@ -462,20 +462,21 @@ def _kernels(raw: pl.DataFrame | None, strings: pl.DataFrame) -> pl.DataFrame | 
     pairs = (raw.select(key, "name_id", "demangled_name_id").unique("_key", maintain_order=True)
              .with_columns(_mapped("name_id", strings).alias("name"), _mapped("demangled_name_id", strings).alias("demangled_name"))
              .with_columns(name=_short_name(pl.col("name"), pl.col("demangled_name"))))
+    pairs = _with_mangled_base_names(pairs)
     at = key.replace_strict(pairs["_key"], pl.int_range(pairs.height, dtype=pl.UInt32, eager=True), return_dtype=pl.UInt32)
-    kernels = _by_start(
+    return _by_start(
         raw.lazy()
         .with_columns(pl.lit(pairs["name"]).gather(at).alias("name"),
                       pl.lit(pairs["demangled_name"]).gather(at).alias("demangled_name"),
                       _DUR, _pid("global_pid").alias("pid"))
         .drop("name_id", "demangled_name_id", "global_pid"))
-    return _with_mangled_base_names(kernels)
 
 
 def _with_mangled_base_names(kernels: pl.DataFrame) -> pl.DataFrame:
     """Where the only name a kernel has is the mangled one (the kernel table has ``mangledName`` alone,
     or its short and demangled names are both the mangled name), the base function name taken from
-    it, as nsys's shortName has it; a name this does not parse stays as it is."""
+    it, as nsys's shortName has it; a name this does not parse stays as it is. Run on the distinct
+    name pairs, before they are gathered into the kernels' rows."""
     mangled = kernels.filter((pl.col("name") == pl.col("demangled_name")) & pl.col("name").str.starts_with("_Z"))
     if mangled.is_empty():
         return kernels
