@@ -263,35 +263,33 @@ def test_check_command_exits_zero_on_the_recording():
     assert proc.returncode == 0, proc.stderr
 
 
+def _rate_t(name: str, key: str, results: str = "results.json") -> float:
+    """A recorded rung's or peer's rate in T units (TFLOP/s or TB/s, by the ladder's ceiling), as
+    `coach ladder` prints it."""
+    res = load_results(LADDERS_H200 / name / results)
+    m = next(m for m in (*res.rungs, *res.peers) if m.key == key)
+    return (m.flops if res.ceiling_unit == "FLOP/s" else m.bytes) / m.time_s / 1e12
+
+
 def test_readme_quotes_the_recorded_rates_of_the_new_ladders():
     """The README's figures for the FP8, decode-attention and transpose ladders are the recordings'
     (rate of the rung named, the peer, their ratio), as `coach ladder` prints them."""
     readme = " ".join((ROOT / "README.md").read_text().split())
-
-    def rate(name: str, key: str, scale: float) -> float:
-        res = load_results(LADDERS_H200 / name / "results.json")
-        m = next(m for m in (*res.rungs, *res.peers) if m.key == key)
-        return (m.flops if res.ceiling_unit == "FLOP/s" else m.bytes) / m.time_s / scale
-
-    fp8, fp8_peer = rate("matmul/fp8", "06_warp_specialized", 1e12), rate("matmul/fp8", "scaled_mm.fast_accum", 1e12)
+    rate = _rate_t
+    fp8, fp8_peer = rate("matmul/fp8", "06_warp_specialized"), rate("matmul/fp8", "scaled_mm.fast_accum")
     assert f"{fp8:,.0f} TFLOP/s | torch._scaled_mm (cuBLASLt, fast accumulation): {fp8_peer:,.0f}" in readme
     assert f"{100 * fp8 / fp8_peer:.0f}% |" in readme
-    dec, sdpa = rate("decode_attention", "06_fused_combine", 1e12), rate("decode_attention", "torch.sdpa", 1e12)
+    dec, sdpa = rate("decode_attention", "06_fused_combine"), rate("decode_attention", "torch.sdpa")
     assert f"{dec:.2f} TB/s ({dec / sdpa:.2f}x SDPA, the fastest peer: {sdpa:.2f} TB/s)" in readme
-    tr, comp = rate("transpose", "09_tile_shapes", 1e12), rate("transpose", "torch.compile", 1e12)
+    tr, comp = rate("transpose", "09_tile_shapes"), rate("transpose", "torch.compile")
     assert f"transpose {tr:.2f} TB/s (rung 09; torch.compile {comp:.2f}, {tr / comp:.2f}x)" in readme
-    assert f"scan {rate('scan', '09_lagged_lookback', 1e12):.2f} TB/s (rung 09;" in readme
+    assert f"scan {rate('scan', '09_lagged_lookback'):.2f} TB/s (rung 09;" in readme
 
 
 def test_readme_quotes_the_recorded_rates_of_the_compute_ladders():
     """The README's row for each compute ladder is its recording: last rung, fastest rung, library, shares."""
     readme = " ".join((ROOT / "README.md").read_text().split())
-
-    def rate(name: str, key: str, results: str = "results.json") -> float:
-        res = load_results(LADDERS_H200 / name / results)
-        m = next(m for m in (*res.rungs, *res.peers) if m.key == key)
-        return m.flops / m.time_s / 1e12
-
+    rate = _rate_t
     last, fastest, cublas = (rate("matmul/bf16", k) for k in ("10_wgmma_tma_store", "05_tma_persistent", "cublas.bf16"))
     assert (f"| {last:,.0f} TFLOP/s (fastest: Triton rung 05, {fastest:,.0f}) | cuBLAS BF16: {cublas:,.0f} | "
             f"85% of cuBLAS: met, {100 * last / cublas:.0f}% (fastest {100 * fastest / cublas:.0f}%) |") in readme
