@@ -73,7 +73,8 @@ wait
 "$here/scripts/export-nvidia-outputs.sh" --together all "$out/nvidia" "${reports[@]}"
 
 if [ -n "${DASK_WHEELS:-}" ]; then
-    "$python" -m pip install --quiet --no-index --find-links "$DASK_WHEELS" --target /tmp/coach-dask dask distributed
+    # wheels are zip files: unpacked as they are, no pip needed (the recording machine's Python may lack it)
+    "$python" -c "import glob, sys, zipfile; [zipfile.ZipFile(w).extractall('/tmp/coach-dask') for w in glob.glob(sys.argv[1] + '/*.whl')]" "$DASK_WHEELS"
     export PYTHONPATH="/tmp/coach-dask${PYTHONPATH:+:$PYTHONPATH}"
 fi
 RECIPES="cuda_gpu_kern_sum cuda_api_sync" RECIPE_MODE=dask-futures \

@@ -351,15 +351,19 @@ def test_recorded_ranks_from_nvidias_recipes_agree():
     assert theirs.table.filter(pl.col("report") == "rank5")["step_ns"].item() == 2752668.5
 
 
-@pytest.mark.skipif(not (RANKS / "nvidia" / "all-dask-futures").is_dir(), reason="no dask-futures run recorded yet")
+RANKS_DASK = Path(__file__).parent / "data" / "nsys_ranks_dask"  # a recording whose recipes' Python had Dask
+
+
 def test_dask_futures_mode_gives_the_same_tables():
-    """Where the recipes' Python had Dask, the same recipes run with --mode dask-futures."""
-    dask = RANKS / "nvidia" / "all-dask-futures"
+    """NVIDIA's recipes run over the same eight reports with --mode dask-futures (Dask's distributed
+    scheduler) and in the default mode give the same tables, read through the same reader."""
+    dask = RANKS_DASK / "nvidia" / "all-dask-futures"
     ran = [d for d in sorted(dask.glob("recipe_*")) if d.is_dir()]
-    if not ran:
-        pytest.skip("the dask-futures run failed on the recording machine: " + (dask / "failures.txt").read_text())
+    assert [d.name for d in ran] == ["recipe_cuda_api_sync", "recipe_cuda_gpu_kern_sum"], (dask / "failures.txt")
     for folder in ran:
+        assert "--mode dask-futures" in (dask / f"{folder.name}.log").read_text().splitlines()[0]
         name = folder.name.removeprefix("recipe_")
-        ours, default = read_output(name, folder).table, read_output(name, RANKS / "nvidia" / "all" / folder.name).table
+        ours, default = read_output(name, folder).table, read_output(name, RANKS_DASK / "nvidia" / "all" / folder.name).table
+        assert ours.height > 0 and set(ours["report"]) == {f"rank{r}" for r in range(8)}, name
         keys = [c for c in ("report", "name", "start_ns", "tid") if c in ours.columns]
         assert ours.sort(keys).equals(default.sort(keys)), name
