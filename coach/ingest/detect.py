@@ -3,7 +3,8 @@
 Each profiler output has a signature in its first bytes: ``.ncu-rep`` files start with ``NVR\\0``;
 ``.nsys-rep`` (and the older ``.qdrep``) with ``NVIDIA Tegra Profiler Report``; SQLite databases
 with ``SQLite format 3\\0``; gzip with ``1f 8b``. JSON is told apart by its first non-blank
-character; an ``ncu --csv`` export by its header line, found past any ``==PROF==`` lines and program
+character; ncu's text report (the terminal output) by a launch line with a "Section:" line under
+it; an ``ncu --csv`` export by its header line, found past any ``==PROF==`` lines and program
 output printed before it. compute-sanitizer's text report by its '=========' lines, its XML by the
 root element ``ComputeSanitizerOutput``. A folder written by ``coach.model.save`` holds
 ``coach-profile.json``.
@@ -34,6 +35,8 @@ NSYS_MARKER_TABLES = {"StringIds", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTI
                       "TARGET_INFO_GPU", "META_DATA_EXPORT", "ThreadNames"}
 
 _HEAD = 4096
+
+_NCU_TEXT_PROCESS = re.compile(r"\s*\[\d+\] \S")
 
 #: nvprof's own lines ("==1234== NVPROF is profiling process 1234", "==1234== Profiling result:").
 _NVPROF_TEXT = re.compile(rb"==\d+== (NVPROF is profiling|Profiling result|Profiling application|Warning: .*nvprof)")
@@ -79,10 +82,17 @@ def detect(path: str | Path) -> Format:
     sanitizer = _sanitizer_format(text)
     if sanitizer is not None:
         return sanitizer
+    from coach.ingest import ncu_text  # noqa: PLC0415 - its grammar only
+
+    # ncu's text report opens with "[pid] process@host" when saved with --log-file: a "[" that is not JSON
+    if _NCU_TEXT_PROCESS.match(text) and ncu_text.looks_like(p):
+        return "ncu-text"
     if _looks_like_json(text):
         return "kineto-json"
     if ncu_header_offset(p) is not None:
         return "ncu-csv"
+    if ncu_text.looks_like(p):
+        return "ncu-text"
     if _NVPROF_TEXT.search(head):
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
                             "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "

@@ -1,0 +1,108 @@
+"""Build the synthetic ncu text reports in this folder from the real H200 details export.
+
+    python tests/data/ncu_text/make_synthetic.py tests/data/ncu_text
+
+Every number comes from NVIDIA's own CSV export of tests/data/ncu_strided_copy/copy_strided_vs_coalesced.ncu-rep
+(../ncu_strided_copy/nvidia/details.csv, Nsight Compute 2025.3.1); only the layout is changed, to the one
+ncu prints on the terminal without --csv (PROVENANCE.md says where each layout is seen in public output).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import textwrap
+from itertools import groupby
+from pathlib import Path
+
+NVIDIA = Path(__file__).resolve().parent.parent / "ncu_strided_copy" / "nvidia"
+KERNEL_TIME = "2026-Nov-30 00:00:00"  # placeholder launch timestamp of the 2019.x-2021.1 launch line
+# display units as versions before 2023 spell them
+UNITS_OLDER = {"ms": "msecond", "us": "usecond", "Ghz": "cycle/nsecond", "Mhz": "cycle/usecond", "Tbyte/s": "Tbyte/second",
+               "Gbyte/s": "Gbyte/second"}
+RULE_WIDTH = 110
+
+
+def _rows() -> list[dict[str, str]]:
+    with (NVIDIA / "details.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _table(rows: list[tuple[str, str, str]], *, header: bool, indent: str = "    ") -> list[str]:
+    names = ["Metric Name", "Metric Unit", "Metric Value"] if header else ["", "", ""]
+    widths = [max(len(r[i]) for r in [*rows, tuple(names)]) for i in range(3)]
+    dashes = indent + " ".join("-" * w for w in widths)
+    out = [dashes]
+    if header:
+        out += [indent + f"{names[0]:<{widths[0]}} {names[1]:>{widths[1]}} {names[2]:>{widths[2]}}", dashes]
+    out += [indent + f"{n:<{widths[0]}} {u:>{widths[1]}} {v:>{widths[2]}}".rstrip() for n, u, v in rows]
+    return [*out, dashes]
+
+
+def render(*, old: bool) -> str:
+    """The report as ncu prints it: 2023-2025 (``old=False``), or 2019.x-2021.1 (no header row inside a
+    table, the launch line with a timestamp and without launch shape or device, older unit spellings)."""
+    lines = ["==PROF== Connected to process 490 (/work/copy_strided_vs_coalesced)",
+             "==PROF== Profiling \"copy_strided\" - 0: 0%....50%....100% - 40 passes",
+             "==PROF== Profiling \"copy_coalesced\" - 1: 0%....50%....100% - 40 passes",
+             "==PROF== Disconnected from process 490"]
+    rows = _rows()
+    first = rows[0]
+    lines.append(f"[{first['Process ID']}] {first['Process Name']}@{first['Host Name']}")
+    for _, launch_rows in groupby(rows, key=lambda r: r["ID"]):
+        launch_rows = list(launch_rows)
+        r0 = launch_rows[0]
+        if old:
+            lines.append(f"  {r0['Kernel Name']}, {KERNEL_TIME}, Context {r0['Context']}, Stream {r0['Stream']}")
+        else:
+            lines.append(f"  {r0['Kernel Name']} {r0['Grid Size']}x{r0['Block Size']}, Context {r0['Context']}, "
+                         f"Stream {r0['Stream']}, Device {r0['Device']}, CC {r0['CC']}")
+        for section, sec_rows in groupby(launch_rows, key=lambda r: r["Section Name"]):
+            sec_rows = list(sec_rows)
+            metrics = [(r["Metric Name"], UNITS_OLDER.get(r["Metric Unit"], r["Metric Unit"]) if old else r["Metric Unit"],
+                       r["Metric Value"]) for r in sec_rows if not r["Rule Name"] and r["Metric Name"]]
+            if metrics:  # a section of rule results alone (their section id) prints under the table before it
+                lines += [f"    Section: {section}", *_table(metrics, header=not old)]
+            if not old and section == "GPU Speed Of Light Throughput":  # what --print-details all adds after it
+                chart = [m for m in metrics if m[0] in ("Memory Throughput", "Compute (SM) Throughput")]
+                lines += ["", "    GPU Throughput Chart", "    Table Name : GPU Throughput",
+                          *_table([(n.replace(" Throughput", " [%]"), u, v) for n, u, v in chart], header=True)]
+            for r in sec_rows:
+                if not r["Rule Name"] or not r["Rule Description"]:
+                    continue
+                wrapped = textwrap.wrap(r["Rule Description"], RULE_WIDTH)
+                kind = {"OPTIMIZATION": "OPT", "WARNING": "WRN", "INFO": "INF"}.get(r["Rule Type"], r["Rule Type"][:3])
+                lines += ["", f"    {kind:<5} {wrapped[0]}", *(f"          {w}" for w in wrapped[1:])]
+            if metrics:
+                lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+# what a `ncu --metrics A,B` run prints: one "Command line profiler metrics" table per launch
+CLI_METRICS = (("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request"),
+               ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector"))
+
+
+def render_metrics_only() -> str:
+    """``ncu --metrics`` of the two global-load counters, without the duration, from the raw page's values."""
+    with (NVIDIA / "raw.csv").open(newline="") as fh:
+        raw = list(csv.reader(fh))
+    header, launches = raw[0], raw[2:]
+    col = {h: i for i, h in enumerate(header)}
+    lines = [f"[{launches[0][col['Process ID']]}] {launches[0][col['Process Name']]}@{launches[0][col['Host Name']]}"]
+    for r in launches:
+        lines.append(f"  {r[col['Kernel Name']]} {r[col['Grid Size']]}x{r[col['Block Size']]}, Context {r[col['Context']]}, "
+                     f"Stream {r[col['Stream']]}, Device {r[col['Device']]}, CC {r[col['CC']]}")
+        values = [(m, unit, f"{float(r[col[m]].replace(',', '')):,.0f}") for m, unit in CLI_METRICS]
+        lines += ["    Section: Command line profiler metrics", *_table(values, header=True), ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(out: Path) -> None:
+    (out / "metrics_only_synthetic.txt").write_text(render_metrics_only())
+    (out / "details_2025_layout_synthetic.txt").write_text(render(old=False))
+    (out / "details_2020_layout_synthetic.txt").write_text(render(old=True))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
