@@ -100,4 +100,4 @@ def expand(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-SUFFIXES = {".ncu-rep", ".csv", ".txt", ".log", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".gz"}
+SUFFIXES = {".ncu-rep", ".csv", ".sqlite", ".nsys-rep", ".qdrep", ".json", ".gz"}
