@@ -85,3 +85,14 @@ def test_library_launchers_are_shown_by_the_kernel_they_launch():
     assert labels[2].startswith("device_kernel<GemmUniversal<tuple<int, int, int, int>, CollectiveMma<")
     assert len(labels[2]) == len("device_kernel<>") + LAUNCHER_ARG_CHARS and labels[2].endswith("…>")
     assert labels[3:] == ["reduce_kernel", "Kernel"]  # not a launcher; a launcher without its signature
+
+
+def test_a_profiler_step_holds_the_work_other_threads_launch_in_it(public):
+    """HTA's excerpt: the GEMM is launched from the autograd engine's thread (24922) while ProfilerStep#552
+    is open on the main thread (3914). The step is the process's; a record_function range stays its thread's."""
+    from coach.analyze.timeline import nvtx_projection  # noqa: PLC0415
+
+    proj = {r["text"]: r for r in nvtx_projection(load(public / "hta_backward_thread_a100.json")).iter_rows(named=True)}
+    assert proj["ProfilerStep#552"]["gpu_ops"] == 1 and proj["ProfilerStep#552"]["gpu_time_ns"] == 45_000
+    assert proj["aten::mm"]["gpu_ops"] == 1  # on the launching thread, as before
+    assert proj["## backward ##"]["gpu_ops"] == 0  # the main thread's own range: the launch was not its thread's
