@@ -86,3 +86,16 @@ def test_text_that_only_mentions_sections_is_not_taken_for_a_report(tmp_path):
     with pytest.raises(InputError) as info:
         load(p)
     assert "not a profile coach reads" in str(info.value)
+
+
+def test_a_print_summary_report_reads_one_launch_per_kernel_from_its_averages(text_dir, data_dir):
+    """--print-summary per-kernel --details-all: raw metric names, Minimum / Maximum / Average columns."""
+    p = load(text_dir / "summary_per_kernel_synthetic.txt")
+    raw = load(data_dir / "ncu_strided_copy" / "nvidia" / "raw.csv")
+    assert "average over the kernel's invocations" in p.source.meta["summary"]
+    cols = ["kernel_name", "duration_ns", "sm_throughput_pct", "dram_throughput_pct", "memory_throughput_pct",
+            "grid_size", "block_size", "registers_per_thread"]
+    assert p.launches.select(cols).equals(raw.launches.select(cols))
+    assert p.launches["waves_per_sm"].to_list() == pytest.approx(raw.launches["waves_per_sm"].to_list(), abs=0.005)
+    # the strided copy at 80% of the DRAM peak (its sector counts are not in this summary)
+    assert [(f.rule_id, f.title) for f in diagnose(p)][0] == ("speed-of-light", "DRAM-bandwidth-bound at 80% of peak")

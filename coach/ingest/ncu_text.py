@@ -22,6 +22,13 @@ table and identify a launch as ``name, 2020-May-29 12:02:46, Context 1, Stream 7
 shape, device or compute capability: those stay unknown). Each launch header starts a new launch,
 numbered in order as ncu numbers them in its CSV ID column.
 
+``--print-summary per-kernel`` / ``per-gpu`` prints one table per kernel and section over all its
+invocations (``name, Block Size 256, Grid Size 8192, 3 invocations``, under a ``Device 0`` line), with
+``Minimum``, ``Maximum`` and ``Average`` columns after the unit and the header row above the dashes;
+each kernel is then one "launch" holding the averages, as ``coach.ingest.ncu_csv`` reads the CSV form
+of the same summary (``Source.meta["summary"]`` says so). With ``--details-all`` the labels are raw
+metric names (``gpu__time_duration.sum``), read as such.
+
 Only a section's first table is read: ``--print-details all`` adds chart tables after it ("GPU
 Throughput Chart", "Achieved Traffic") that repeat numbers of the first. Rule results (the
 ``OPT``/``INF``/``WRN`` paragraphs) carry no rule name in this form and are not read; the
@@ -51,6 +58,11 @@ _LAUNCH = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<blo
 # 2019.x-2021.1: "name, 2020-May-29 12:02:46, Context 1, Stream 7"
 _LAUNCH_OLD = re.compile(r"^\s*(?P<name>\S.*?), \d{4}-[A-Za-z]{3}-\d{2} \d{2}:\d{2}:\d{2}, "
                          r"Context (?P<ctx>\d+), Stream (?P<stream>\d+)\s*$")
+# --print-summary: "name, Block Size 256, Grid Size 8192, 1 invocations" (under "Device 0")
+_SUMMARY_LAUNCH = re.compile(r"^\s*(?P<name>\S.*?), Block Size (?P<block>\d+), Grid Size (?P<grid>\d+), "
+                             r"(?P<n>\d+) invocations?\s*$")
+_DEVICE = re.compile(r"^\s*Device (?P<dev>\d+)\s*$")
+_SUMMARY_HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
 _SECTION = re.compile(r"^\s*Section: (?P<name>.+?)\s*$")
 _DASHES = re.compile(r"^\s*-+(?: -+)+\s*$")
 _HEADER_ROW = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
@@ -68,7 +80,7 @@ def looks_like(path: Path) -> bool:
         return False
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if _LAUNCH.match(line) or _LAUNCH_OLD.match(line):
+        if _LAUNCH.match(line) or _LAUNCH_OLD.match(line) or _SUMMARY_LAUNCH.match(line):
             return any(_SECTION.match(nxt) for nxt in lines[i + 1:i + 4])
     return False
 
@@ -81,7 +93,7 @@ def read(path: Path) -> KernelProfile:
         raise InputError(path, f"is {size / 2**20:,.0f} MiB; coach reads ncu reports up to "
                                f"{ncu_csv.MAX_CSV_BYTES / 2**20:,.0f} MiB (profile fewer launches with -k/-c)")
     text = as_utf8(path.read_bytes()).decode("utf-8", errors="replace")
-    rows, launches = _rows(text)
+    rows, launches, summary = _rows(text)
     if launches == 0:
         raise InputError(path, "holds no profiled kernel launches (no line like 'kernel(...) (grid)x(block), Context 1, "
                                "Stream 7')")
@@ -91,6 +103,9 @@ def read(path: Path) -> KernelProfile:
     df = pl.DataFrame(rows, schema=dict.fromkeys(_COLUMNS, pl.Utf8), orient="row")
     tables = ncu_csv.details_tables(path, df)
     meta: dict[str, object] = {"page": "text"}
+    if summary:
+        meta["summary"] = ("one launch per kernel: each metric is the average over the kernel's invocations "
+                           "(ncu --print-summary)")
     unread = tables.pop("unread_sections", None)
     if unread:
         meta["unread_sections"] = unread
@@ -101,13 +116,15 @@ def read(path: Path) -> KernelProfile:
     return make_kernel_profile(source, **tables)
 
 
-def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int]:
-    """(one tuple of ``_COLUMNS`` per metric row, the number of launch headers seen)."""
+def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int, bool]:
+    """(one tuple of ``_COLUMNS`` per metric row, the number of launches, whether it is a summary)."""
     rows: list[tuple[str | None, ...]] = []
     process: tuple[str | None, str | None, str | None] = (None, None, None)
     launch: tuple[str | None, ...] | None = None
     launches = 0
     section: str | None = None
+    device: str | None = None
+    summary_ids: dict[tuple[str, str, str, str | None], str] = {}  # a summary's kernel -> its launch ID
     lines = [line.expandtabs(8).rstrip() for line in text.splitlines()]
     i = 0
     while i < len(lines):
@@ -115,6 +132,17 @@ def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int]:
         i += 1
         if m := _PROCESS.match(line):
             process = (m["pid"], m["name"], m["host"])
+            continue
+        if m := _DEVICE.match(line):
+            device = m["dev"]
+            continue
+        if m := _SUMMARY_LAUNCH.match(line):  # one table per section follows; the kernel's rows are one launch
+            key = (m["name"], m["block"], m["grid"], device)
+            if key not in summary_ids:
+                summary_ids[key] = str(launches)
+                launches += 1
+            launch = (summary_ids[key], *process, m["name"], None, None, None, None, device, None)
+            section = None
             continue
         if (m := _LAUNCH.match(line)) or (m := _LAUNCH_OLD.match(line)):
             groups = m.groupdict()
@@ -126,12 +154,18 @@ def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int]:
         if m := _SECTION.match(line):
             section = m["name"] if launch is not None else None
             continue
+        if section is not None and launch is not None and _SUMMARY_HEADER.match(line) and i < len(lines) \
+                and _DASHES.match(lines[i]):
+            table, i = _summary_table(lines, i)
+            rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
+            section = None
+            continue
         if section is None or launch is None or not _DASHES.match(line):
             continue
         table, i = _table(lines, i - 1)
         rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
         section = None  # later tables of the section are charts of the same numbers
-    return rows, launches
+    return rows, launches, bool(summary_ids)
 
 
 def _paren(dims: str | None) -> str | None:
@@ -156,3 +190,19 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
         elif len(cells) == 2:
             out.append((cells[0], "", cells[1]))
     return out, i + 1
+
+
+def _summary_table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
+    """(name, unit, average) rows of a --print-summary table whose dashed line (under its header row)
+    is ``lines[at]``; the table ends at a blank line or a line that is not a row of it."""
+    starts = [m.start() for m in re.finditer(r"-+", lines[at])]
+    i = at + 1
+    out: list[tuple[str, str, str]] = []
+    while i < len(lines) and lines[i].strip() and not _DASHES.match(lines[i]):
+        line = lines[i]
+        if _SECTION.match(line) or _SUMMARY_LAUNCH.match(line) or len(starts) < 5:
+            break
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line) + 1])]
+        out.append((cells[0], cells[1], cells[4]))
+        i += 1
+    return out, i

@@ -98,7 +98,45 @@ def render_metrics_only() -> str:
     return "\n".join(lines) + "\n"
 
 
+# a --print-summary per-kernel --details-all report: raw metric names per section, min / max / average
+SUMMARY_SECTIONS = {
+    "GPU Speed Of Light Throughput": ("dram__cycles_elapsed.avg.per_second", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+                                      "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum",
+                                      "l1tex__throughput.avg.pct_of_peak_sustained_active", "launch__waves_per_multiprocessor",
+                                      "lts__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+    "Launch Statistics": ("launch__block_size", "launch__grid_size", "launch__registers_per_thread"),
+}
+
+
+def render_summary() -> str:
+    """``ncu --print-summary per-kernel --details-all`` of the raw page's values (one invocation a kernel)."""
+    with (NVIDIA / "raw.csv").open(newline="") as fh:
+        raw = list(csv.reader(fh))
+    header, units, launches = raw[0], raw[1], raw[2:]
+    col = {h: i for i, h in enumerate(header)}
+    lines = ["==PROF== Disconnected from process 490",
+             f"[{launches[0][col['Process ID']]}] {launches[0][col['Process Name']]}@{launches[0][col['Host Name']]}",
+             "  Device 0"]
+    for r in launches:
+        block = r[col["Block Size"]].strip("()").split(",")[0]
+        grid = r[col["Grid Size"]].strip("()").split(",")[0]
+        for section, metrics in SUMMARY_SECTIONS.items():
+            rows = [(m, units[col[m]], f"{float(r[col[m]].replace(',', '')):.6f}") for m in metrics]
+            widths = [max(len(x[0]) for x in rows + [("Metric Name", "", "")]),
+                      max(len(x[1]) for x in rows + [("", "Metric Unit", "")]), max(len(x[2]) for x in rows) + 1]
+            lines += [f"    {r[col['Kernel Name']]}, Block Size {block}, Grid Size {grid}, 1 invocations ",
+                      f"      Section: {section}",
+                      "      " + f"{'Metric Name':<{widths[0]}} {'Metric Unit':<{widths[1]}} "
+                      + " ".join(f"{h:<{widths[2]}}" for h in ("Minimum", "Maximum", "Average")),
+                      "      " + " ".join("-" * w for w in [widths[0], widths[1], widths[2], widths[2], widths[2]])]
+            lines += ["      " + f"{n:<{widths[0]}} {u:<{widths[1]}} " + " ".join(f"{v:<{widths[2]}}" for _ in range(3))
+                      for n, u, v in rows]
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
 def main(out: Path) -> None:
+    (out / "summary_per_kernel_synthetic.txt").write_text(render_summary())
     (out / "metrics_only_synthetic.txt").write_text(render_metrics_only())
     (out / "details_2025_layout_synthetic.txt").write_text(render(old=False))
     (out / "details_2020_layout_synthetic.txt").write_text(render(old=True))
