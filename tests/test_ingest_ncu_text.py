@@ -99,3 +99,13 @@ def test_a_print_summary_report_reads_one_launch_per_kernel_from_its_averages(te
     assert p.launches["waves_per_sm"].to_list() == pytest.approx(raw.launches["waves_per_sm"].to_list(), abs=0.005)
     # the strided copy at 80% of the DRAM peak (its sector counts are not in this summary)
     assert [(f.rule_id, f.title) for f in diagnose(p)][0] == ("speed-of-light", "DRAM-bandwidth-bound at 80% of peak")
+
+
+def test_a_2025_print_summary_reads_as_the_details_it_averages(text_dir, csv_profile):
+    """2023+ --print-summary: 'name (grid)x(block), Device 0, CC 9.0, Invocations 1', header between dashes."""
+    p = load(text_dir / "summary_2025_layout_synthetic.txt")
+    assert "summary" in p.source.meta and p.launches.height == 2
+    assert _same_metrics(p, csv_profile).height == 0
+    cols = ["kernel_name", "duration_ns", "grid_x", "block_x", "device_id", "dram_throughput_pct", "sm_throughput_pct"]
+    assert p.launches.select(cols).equals(csv_profile.launches.select(cols))
+    assert p.launches["stream_id"].is_null().all()  # a summary prints no stream

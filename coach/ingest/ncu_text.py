@@ -24,7 +24,9 @@ numbered in order as ncu numbers them in its CSV ID column.
 
 ``--print-summary per-kernel`` / ``per-gpu`` prints one table per kernel and section over all its
 invocations (``name, Block Size 256, Grid Size 8192, 3 invocations``, under a ``Device 0`` line), with
-``Minimum``, ``Maximum`` and ``Average`` columns after the unit and the header row above the dashes;
+``Minimum``, ``Maximum`` and ``Average`` columns after the unit and the header row above the dashes
+(2023 and later: ``name (grid)x(block), Device 0, CC 8.6, Invocations 1`` and the header row between
+dashed lines, as in the details report);
 each kernel is then one "launch" holding the averages, as ``coach.ingest.ncu_csv`` reads the CSV form
 of the same summary (``Source.meta["summary"]`` says so). With ``--details-all`` the labels are raw
 metric names (``gpu__time_duration.sum``), read as such.
@@ -61,6 +63,9 @@ _LAUNCH_OLD = re.compile(r"^\s*(?P<name>\S.*?), \d{4}-[A-Za-z]{3}-\d{2} \d{2}:\d
 # --print-summary: "name, Block Size 256, Grid Size 8192, 1 invocations" (under "Device 0")
 _SUMMARY_LAUNCH = re.compile(r"^\s*(?P<name>\S.*?), Block Size (?P<block>\d+), Grid Size (?P<grid>\d+), "
                              r"(?P<n>\d+) invocations?\s*$")
+# --print-summary of 2023 and later: "name (gx, gy, gz)x(bx, by, bz), Device 0, CC 8.6, Invocations 1"
+_SUMMARY_LAUNCH_CC = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), "
+                                r"Device (?P<dev>\d+), CC (?P<cc>\d+\.\d+), Invocations (?P<n>\d+)\s*$")
 _DEVICE = re.compile(r"^\s*Device (?P<dev>\d+)\s*$")
 _SUMMARY_HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
 _SECTION = re.compile(r"^\s*Section: (?P<name>.+?)\s*$")
@@ -80,7 +85,7 @@ def looks_like(path: Path) -> bool:
         return False
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if _LAUNCH.match(line) or _LAUNCH_OLD.match(line) or _SUMMARY_LAUNCH.match(line):
+        if any(p.match(line) for p in (_LAUNCH, _LAUNCH_OLD, _SUMMARY_LAUNCH, _SUMMARY_LAUNCH_CC)):
             return any(_SECTION.match(nxt) for nxt in lines[i + 1:i + 4])
     return False
 
@@ -144,6 +149,15 @@ def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int, bool]:
             launch = (summary_ids[key], *process, m["name"], None, None, None, None, device, None)
             section = None
             continue
+        if m := _SUMMARY_LAUNCH_CC.match(line):
+            key = (m["name"], m["block"], m["grid"], m["dev"])
+            if key not in summary_ids:
+                summary_ids[key] = str(launches)
+                launches += 1
+            launch = (summary_ids[key], *process, m["name"], None, None, _paren(m["block"]), _paren(m["grid"]),
+                      m["dev"], m["cc"])
+            section = None
+            continue
         if (m := _LAUNCH.match(line)) or (m := _LAUNCH_OLD.match(line)):
             groups = m.groupdict()
             launch = (str(launches), *process, m["name"], m["ctx"], m["stream"],
@@ -165,7 +179,7 @@ def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int, bool]:
         table, i = _table(lines, i - 1)
         rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
         section = None  # later tables of the section are charts of the same numbers
-    return rows, launches, bool(summary_ids)
+    return rows, launches, bool(summary_ids)  # (either summary launch line makes it a summary)
 
 
 def _paren(dims: str | None) -> str | None:
@@ -176,7 +190,9 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
     """The (name, unit, value) rows of the table whose top dashed line is ``lines[at]``, and the index after it."""
     starts = [m.start() for m in re.finditer(r"-+", lines[at])]
     i = at + 1
-    if i + 1 < len(lines) and _HEADER_ROW.match(lines[i]) and _DASHES.match(lines[i + 1]):
+    summary = False  # a --print-summary table: Minimum, Maximum, Average after the unit; the average is read
+    if i + 1 < len(lines) and _DASHES.match(lines[i + 1]) and (_HEADER_ROW.match(lines[i]) or _SUMMARY_HEADER.match(lines[i])):
+        summary = bool(_SUMMARY_HEADER.match(lines[i]))
         i += 2
     out: list[tuple[str, str, str]] = []
     while i < len(lines) and not _DASHES.match(lines[i]):
@@ -185,7 +201,9 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
         if not line.strip():
             continue
         cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line) + 1])]
-        if len(cells) >= 3:
+        if summary and len(cells) == 5:
+            out.append((cells[0], cells[1], cells[4]))
+        elif len(cells) >= 3:
             out.append((cells[0], cells[1], " ".join(cells[2:])))
         elif len(cells) == 2:
             out.append((cells[0], "", cells[1]))

@@ -28,8 +28,16 @@ def _rows() -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def _table(rows: list[tuple[str, str, str]], *, header: bool, indent: str = "    ") -> list[str]:
+def _table(rows: list[tuple[str, ...]], *, header: bool, indent: str = "    ") -> list[str]:
     names = ["Metric Name", "Metric Unit", "Metric Value"] if header else ["", "", ""]
+    if len(rows[0]) == 5:  # --print-summary: minimum, maximum, average
+        names = ["Metric Name", "Metric Unit", "Minimum", "Maximum", "Average"]
+        widths = [max(len(r[i]) for r in [*rows, tuple(names)]) for i in range(5)]
+        dashes = indent + " ".join("-" * w for w in widths)
+        head = indent + " ".join(f"{n:<{w}}" if i == 0 else f"{n:>{w}}" for i, (n, w) in enumerate(zip(names, widths)))
+        body = [indent + " ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, widths)))
+                for r in rows]
+        return [dashes, head, dashes, *body, dashes]
     widths = [max(len(r[i]) for r in [*rows, tuple(names)]) for i in range(3)]
     dashes = indent + " ".join("-" * w for w in widths)
     out = [dashes]
@@ -39,7 +47,7 @@ def _table(rows: list[tuple[str, str, str]], *, header: bool, indent: str = "   
     return [*out, dashes]
 
 
-def render(*, old: bool) -> str:
+def render(*, old: bool, summary: bool = False) -> str:
     """The report as ncu prints it: 2023-2025 (``old=False``), or 2019.x-2021.1 (no header row inside a
     table, the launch line with a timestamp and without launch shape or device, older unit spellings)."""
     lines = ["==PROF== Connected to process 490 (/work/copy_strided_vs_coalesced)",
@@ -52,7 +60,10 @@ def render(*, old: bool) -> str:
     for _, launch_rows in groupby(rows, key=lambda r: r["ID"]):
         launch_rows = list(launch_rows)
         r0 = launch_rows[0]
-        if old:
+        if summary:  # --print-summary per-kernel of 2023 and later: one invocation of each kernel here
+            lines.append(f"  {r0['Kernel Name']} {r0['Grid Size']}x{r0['Block Size']}, Device {r0['Device']}, "
+                         f"CC {r0['CC']}, Invocations 1")
+        elif old:
             lines.append(f"  {r0['Kernel Name']}, {KERNEL_TIME}, Context {r0['Context']}, Stream {r0['Stream']}")
         else:
             lines.append(f"  {r0['Kernel Name']} {r0['Grid Size']}x{r0['Block Size']}, Context {r0['Context']}, "
@@ -61,8 +72,13 @@ def render(*, old: bool) -> str:
             sec_rows = list(sec_rows)
             metrics = [(r["Metric Name"], UNITS_OLDER.get(r["Metric Unit"], r["Metric Unit"]) if old else r["Metric Unit"],
                        r["Metric Value"]) for r in sec_rows if not r["Rule Name"] and r["Metric Name"]]
+            if summary:
+                metrics = [(n, u, v, v, v) for n, u, v in metrics]
             if metrics:  # a section of rule results alone (their section id) prints under the table before it
                 lines += [f"    Section: {section}", *_table(metrics, header=not old)]
+            if summary:
+                lines.append("")
+                continue
             if not old and section == "GPU Speed Of Light Throughput":  # what --print-details all adds after it
                 chart = [m for m in metrics if m[0] in ("Memory Throughput", "Compute (SM) Throughput")]
                 lines += ["", "    GPU Throughput Chart", "    Table Name : GPU Throughput",
@@ -137,6 +153,7 @@ def render_summary() -> str:
 
 def main(out: Path) -> None:
     (out / "summary_per_kernel_synthetic.txt").write_text(render_summary())
+    (out / "summary_2025_layout_synthetic.txt").write_text(render(old=False, summary=True))
     (out / "metrics_only_synthetic.txt").write_text(render_metrics_only())
     (out / "details_2025_layout_synthetic.txt").write_text(render(old=False))
     (out / "details_2020_layout_synthetic.txt").write_text(render(old=True))
