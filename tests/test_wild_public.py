@@ -34,7 +34,7 @@ REFUSED = {
 
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
-    assert files == {*REFUSED, "hta_backward_thread_a100.json"}
+    assert files == {*REFUSED, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json"}
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -96,3 +96,13 @@ def test_a_profiler_step_holds_the_work_other_threads_launch_in_it(public):
     assert proj["ProfilerStep#552"]["gpu_ops"] == 1 and proj["ProfilerStep#552"]["gpu_time_ns"] == 45_000
     assert proj["aten::mm"]["gpu_ops"] == 1  # on the launching thread, as before
     assert proj["## backward ##"]["gpu_ops"] == 0  # the main thread's own range: the launch was not its thread's
+
+
+def test_libkinetos_own_writer_with_sync_events_and_string_pids(public):
+    """String pids ("Spans", "Traces", ""), global instant events and cuda_sync rows with stream -1 beside one
+    kernel: the kernel, its launch and the device are read; nothing is made of a 20 ns kernel."""
+    tl = load(public / "kineto_docs_before_fix_trace_h100.json")
+    assert tl.kernels.select("name", "dur_ns", "stream_id", "correlation_id").rows() == [("Kernel", 20, 1, 1)]
+    assert tl.api["name"].to_list() == ["cudaLaunchKernel"]
+    assert tl.devices.select("name", "sm_count", "cc_major").rows() == [("NVIDIA H100", 132, 9)]
+    assert [f for f in diagnose(tl) if not f.rule_id.startswith("not-checked")] == []
