@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import polars as pl
 import pytest
 
 from coach.analyze.diagnose import diagnose
@@ -34,7 +35,8 @@ REFUSED = {
 
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
-    assert files == {*REFUSED, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json"}
+    assert files == {*REFUSED, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+                     "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -106,3 +108,15 @@ def test_libkinetos_own_writer_with_sync_events_and_string_pids(public):
     assert tl.api["name"].to_list() == ["cudaLaunchKernel"]
     assert tl.devices.select("name", "sm_count", "cc_major").rows() == [("NVIDIA H100", 132, 9)]
     assert [f for f in diagnose(tl) if not f.rule_id.startswith("not-checked")] == []
+
+
+def test_a_torch_1_8_trace_reads_its_devices_and_is_launch_bound(public):
+    """computeProperties (cudaDeviceProp's field names) were not read: the V100 had no SM count. Its 1-3 us
+    kernels each wait for a ~19 us cudaLaunchKernel: launch-bound, as a small model's step is."""
+    tl = load(public / "kineto_tb_plugin_v100_2021_excerpt.json")
+    assert tl.devices.select("name", "cc_major", "cc_minor", "sm_count", "max_warps_per_sm").rows() == [
+        ("Tesla V100-DGXS-32GB", 7, 0, 80, 64)]
+    assert tl.kernels.height == 8 and tl.api.filter(pl.col("name") == "cudaLaunchKernel").height == 8
+    first = next(f for f in diagnose(tl) if not f.rule_id.startswith("not-checked"))
+    assert first.rule_id == "launch-bound"
+    assert first.details["kernel_ns_median"] == 1500 and first.details["launch_ns_median"] == 19000
