@@ -109,3 +109,21 @@ def test_a_2025_print_summary_reads_as_the_details_it_averages(text_dir, csv_pro
     cols = ["kernel_name", "duration_ns", "grid_x", "block_x", "device_id", "dram_throughput_pct", "sm_throughput_pct"]
     assert p.launches.select(cols).equals(csv_profile.launches.select(cols))
     assert p.launches["stream_id"].is_null().all()  # a summary prints no stream
+
+
+def test_a_metrics_only_pair_checks_the_coalescing_it_measured(text_dir, tmp_path):
+    """The --metrics run's two launches as before/after files: the sectors per request fell 32 -> 4, which the
+    coalesce fix predicts; its ideal (needs the access width), the DRAM bytes and the time are not in them."""
+    from coach.analyze.diff import diff  # noqa: PLC0415
+
+    text = (text_dir / "metrics_only_synthetic.txt").read_text()
+    head, second = text.split("\n  copy_coalesced", 1)
+    before, after = tmp_path / "before.txt", tmp_path / "after.txt"
+    before.write_text(head + "\n")
+    after.write_text(head.split("\n")[0] + "\n  copy_coalesced" + second)
+    d = diff(load(before), load(after), fix="coalesce")
+    assert d.fix_verdict == "matches where measured"
+    checks = {r["metric"]: r for r in d.headline_checks().to_dicts()}
+    assert checks["load_sectors_per_request"]["met"] is True
+    assert (checks["load_sectors_per_request"]["before"], checks["load_sectors_per_request"]["after"]) == (32.0, 4.0)
+    assert checks["duration_ns"]["met"] is None and checks["excess_load_sectors"]["met"] is None
