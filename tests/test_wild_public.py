@@ -119,4 +119,5 @@ def test_a_torch_1_8_trace_reads_its_devices_and_is_launch_bound(public):
     assert tl.kernels.height == 8 and tl.api.filter(pl.col("name") == "cudaLaunchKernel").height == 8
     first = next(f for f in diagnose(tl) if not f.rule_id.startswith("not-checked"))
     assert first.rule_id == "launch-bound"
-    assert first.details["kernel_ns_median"] == 1500 and first.details["launch_ns_median"] == 19000
+    evidence = {e.metric: e.value for e in first.evidence}
+    assert evidence["kernel_ns_median"] == 1500 and evidence["launch_ns_median"] == 19000
