@@ -519,7 +519,7 @@ def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], 
 # Containers
 # --------------------------------------------------------------------------------------------
 
-Format = Literal["ncu-rep", "ncu-csv", "nsys-sqlite", "nsys-rep", "kineto-json", "sanitizer-text", "sanitizer-xml",
+Format = Literal["ncu-rep", "ncu-csv", "ncu-text", "nsys-sqlite", "nsys-rep", "kineto-json", "sanitizer-text", "sanitizer-xml",
                  "coach-profile"]
 
 

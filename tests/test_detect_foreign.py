@@ -157,3 +157,47 @@ def test_a_rocprof_v1_database_is_named(tmp_path):
     con.close()
     message = _message(p)
     assert "is a rocprof database" in message and "HIP, KERN, OPS" in message and "torch.profiler" in message
+
+
+# nsys stats output, the tables Nsight Systems computes from a report (synthetic rows, the header lines
+# of the public formats): CSV of 2023 and later, quoted CSV of 2020-2022 (gpukernsum, "Time(%)",
+# "Average"), the text table nsys profile --stats=true prints with its "** title (report):" line or,
+# from 2024, its "[3/8] Executing 'nvtx_sum' stats report" line, and a trace table.
+NSYS_STATS = {
+    "kern_sum.csv": ("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+                     '60.0,600000,10,60000.0,60000.0,59000,61000,100.0,"void k<float>(float *)"\n', "a kernel summary"),
+    "gpukernsum.csv": ('"Time(%)","Total Time (ns)","Instances","Average","Minimum","Maximum","StdDev","Name"\n'
+                       '"100.0","45000","1","45000.0","45000","45000","0.0","k"\n', "a kernel summary"),
+    "api_sum.csv": ('"Time (%)","Total Time (ns)","Num Calls","Avg (ns)","Name"\n"100.0","9000","3","3000.0","cudaMalloc"\n',
+                    "an API summary"),
+    "stats.txt": ("** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n"
+                  " Time (%)  Total Time (ns)  Instances  Avg (ns)  Name\n --------  ---------------  ---------  --------  ----\n"
+                  "    100.0           45,000          1   45000.0  k\n", "cuda_gpu_kern_sum, CUDA GPU Kernel Summary"),
+    "stats_2024.txt": ("[3/8] Executing 'nvtx_sum' stats report\n\n"
+                       " Time (%)  Total Time (ns)  Instances  Avg (ns)  Style    Range\n"
+                       " --------  ---------------  ---------  --------  -------  -----\n"
+                       "    100.0        3,481,709          1  3481709.0  PushPop  step\n", "nvtx_sum, an NVTX range summary"),
+    "gpu_trace.csv": ("Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Device,Stream,Name\n"
+                      "1000,5000,12,1,1,1,32,1,1,0,7,k\n", "a trace table"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NSYS_STATS))
+def test_nsys_stats_tables_are_named_with_the_report_to_pass(tmp_path, name):
+    text, what = NSYS_STATS[name]
+    p = tmp_path / name
+    p.write_text(text)
+    message = _message(p)
+    assert "is output of nsys stats" in message and what in message, message
+    assert ".nsys-rep" in message and "nsys export --type sqlite" in message
+
+
+def test_a_rocprof_counter_csv_is_not_called_a_trace(tmp_path):
+    """rocprof v1 --pmc without --timestamp: counters per dispatch and no times (the opening columns of
+    Omniperf's pmc_perf.csv, ROCm/omniperf tests/workloads/Axes1/mi200; values synthetic)."""
+    p = tmp_path / "pmc_perf.csv"
+    p.write_text("Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,vgpr,sgpr,fbar,sig,obj,"
+                 "SQ_CYCLES,SQ_BUSY_CYCLES,SQ_WAVES,TCC_HIT[0],TCP_TCC_READ_REQ_sum\n"
+                 '0,"k.kd",0,0,0,1,1,1024,256,0,0,8,16,0,0x0,0x1,100,90,16,5,7\n')
+    message = _message(p)
+    assert "a rocprof hardware-counter CSV" in message and "torch.profiler" in message

@@ -41,7 +41,7 @@ def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
         .agg(
             demangled_name=pl.col("demangled_name").first(),
             launches=pl.len(),
-            total_ns=pl.col("duration_ns").sum(),
+            total_ns=sum_or_null("duration_ns"),  # a --metrics report without the duration: unknown, not 0
             avg_ns=pl.col("duration_ns").mean(),
             dram_bytes=sum_or_null("dram_bytes"),
             dram_read_bytes=sum_or_null("dram_read_bytes"),
@@ -55,7 +55,7 @@ def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
             peak_bytes_per_s=pl.col("device_memory_bandwidth_bytes_per_s").first(),
         )
         .with_columns(
-            time_pct=100 * pl.col("total_ns") / pl.col("total_ns").sum(),
+            time_pct=pl.when(pl.col("total_ns").sum() > 0).then(100 * pl.col("total_ns") / pl.col("total_ns").sum()),
             dram_bytes_per_s=pl.when(pl.col("total_ns") > 0).then(pl.col("dram_moved") / (pl.col("total_ns") * 1e-9)),
             flop_per_s=pl.when(pl.col("total_ns") > 0).then(pl.col("flop") / (pl.col("total_ns") * 1e-9)),
             arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop") / pl.col("dram_bytes")),

@@ -7,6 +7,12 @@ a table and returns one label per row: the short name where it is unique among t
 ``short<differing arguments>`` with namespaces dropped (``at::native::``); where the
 template arguments are the same (overloads), the differing function parameters; where nothing
 differs that can be shown, ``short #2``, ``short #3`` in row order.
+
+A few short names are a library's launcher, the same for every kernel it launches: CUTLASS's
+``cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>``, ``Kernel2`` and
+``device_kernel<GemmUniversal<...>>`` all have the short name ``Kernel`` or ``device_kernel`` (as
+Nsight Systems and Kineto give it). Their first template argument is the kernel, so it is shown:
+``Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>``, cut at ``LAUNCHER_ARG_CHARS``.
 """
 
 from __future__ import annotations
@@ -92,9 +98,25 @@ def _label(short: str, items: list[str], positions: list[int], open_: str, close
     return f"{short}{open_}{', '.join(shown)}{close}"
 
 
+#: Short names of launchers whose first template argument names the kernel (see the module doc).
+LAUNCHERS = frozenset({"Kernel", "Kernel2", "device_kernel"})
+LAUNCHER_ARG_CHARS = 80
+
+
+def _launched(short: str | None, full: str | None) -> str | None:
+    """``Kernel<first template argument>`` for a launcher's signature, else None."""
+    if short not in LAUNCHERS:
+        return None
+    template, _ = signature_parts(short, full)
+    if not template:
+        return None
+    arg = _plain(template[0])
+    return f"{short}<{arg if len(arg) <= LAUNCHER_ARG_CHARS else arg[:LAUNCHER_ARG_CHARS - 1] + '…'}>"
+
+
 def display_names(short: Sequence[str | None], full: Sequence[str | None]) -> list[str]:
     """One label per row (see module doc)."""
-    labels = [s or f or "" for s, f in zip(short, full)]
+    labels = [_launched(s, f) or s or f or "" for s, f in zip(short, full)]
     groups: dict[str, list[int]] = {}
     for i, (s, f) in enumerate(zip(short, full)):
         groups.setdefault(labels[i], []).append(i)

@@ -28,7 +28,10 @@ Definitions (where they follow NVIDIA's, and where they differ):
     counts driver-API launches (``cuLaunchKernel``, used by Triton), where the recipe joins runtime
     calls only; and ``gpu_ops`` counts operations, where the recipe counts distinct correlation ids
     (a CUDA-graph launch is one id and many kernels). ``gpu_time_ns`` sums the operations' own
-    durations; ranges without GPU work are kept, with ``gpu_ops`` 0.
+    durations; ranges without GPU work are kept, with ``gpu_ops`` 0. PyTorch's step marks
+    (``ProfilerStep#N``, ``PROCESS_WIDE_RANGES``) are the profiler's step of the whole process, opened
+    on the thread that calls ``profiler.step()``: their work is what any thread of the process
+    launched inside them (the backward pass launches from the autograd engine's own threads).
 ``launches``
     Each kernel with the API call that launched it: ``launch_ns`` is that call's duration (the host's
     cost per launch), ``latency_ns`` from the call's start to the kernel's start, and
@@ -558,6 +561,10 @@ def launch_bound_stretches(bound: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
+#: Ranges that stand for the whole process, not the thread they were opened on: (domain, name prefix).
+PROCESS_WIDE_RANGES = (("user_annotation", "ProfilerStep#"),)
+
+
 def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None, issued: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every NVTX range (marks excluded) with the GPU work launched inside it (see module doc):
     ``gpu_ops``, ``proj_start_ns``, ``proj_end_ns``, ``proj_dur_ns``, ``gpu_time_ns``. ``issued`` is
@@ -570,7 +577,15 @@ def nvtx_projection(tl: Timeline, work: pl.DataFrame | None = None, issued: pl.D
         "pid", "tid", start_ns="api_start_ns", end_ns="api_end_ns", op_start_ns="start_ns", op_end_ns="end_ns",
         op_dur_ns="dur_ns",
     )
-    inside = interval_join(ranges.select("_range", "pid", "tid", "start_ns", "end_ns"), issued, "contains", by=["pid", "tid"])
+    process_wide = pl.any_horizontal([(pl.col("domain") == d) & pl.col("text").str.starts_with(p)
+                                      for d, p in PROCESS_WIDE_RANGES]).fill_null(False)
+    per_thread, per_process = ranges.filter(~process_wide), ranges.filter(process_wide)
+    inside = interval_join(per_thread.select("_range", "pid", "tid", "start_ns", "end_ns"), issued, "contains",
+                           by=["pid", "tid"])
+    if per_process.height:
+        inside = pl.concat([inside.drop("tid", strict=False), interval_join(
+            per_process.select("_range", "pid", "start_ns", "end_ns"), issued.drop("tid"), "contains", by=["pid"])],
+            how="diagonal_relaxed")
     projected = inside.group_by("_range").agg(
         gpu_ops=pl.len(),
         proj_start_ns=pl.col("op_start_ns").min(),

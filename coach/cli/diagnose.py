@@ -141,6 +141,8 @@ def _print_report(report: dict[str, Any]) -> None:
     from rich.panel import Panel  # noqa: PLC0415
 
     console.print(f"[bold]{report['path']}[/]  ({report['kind']})")
+    if not report["kernels"]:  # a timeline on which no rule fired and none said what it could not check
+        console.print("  nothing found: no rule fired on this profile")
     for k in report["kernels"]:
         head = k.get("kernel") or k.get("scope") or ""
         if k.get("duration_ns") is not None:

@@ -23,6 +23,7 @@ from coach.model import Profile
 READERS: dict[str, str] = {
     "ncu-rep": "coach.ingest.ncu_rep:read",
     "ncu-csv": "coach.ingest.ncu_csv:read",
+    "ncu-text": "coach.ingest.ncu_text:read",
     "nsys-sqlite": "coach.ingest.nsys_sqlite:read",
     "nsys-rep": "coach.ingest.nsys_rep:read",
     "kineto-json": "coach.ingest.kineto:read",

@@ -3,7 +3,8 @@
 Each profiler output has a signature in its first bytes: ``.ncu-rep`` files start with ``NVR\\0``;
 ``.nsys-rep`` (and the older ``.qdrep``) with ``NVIDIA Tegra Profiler Report``; SQLite databases
 with ``SQLite format 3\\0``; gzip with ``1f 8b``. JSON is told apart by its first non-blank
-character; an ``ncu --csv`` export by its header line, found past any ``==PROF==`` lines and program
+character; ncu's text report (the terminal output) by a launch line with a "Section:" line under
+it; an ``ncu --csv`` export by its header line, found past any ``==PROF==`` lines and program
 output printed before it. compute-sanitizer's text report by its '=========' lines, its XML by the
 root element ``ComputeSanitizerOutput``. A folder written by ``coach.model.save`` holds
 ``coach-profile.json``.
@@ -34,6 +35,8 @@ NSYS_MARKER_TABLES = {"StringIds", "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTI
                       "TARGET_INFO_GPU", "META_DATA_EXPORT", "ThreadNames"}
 
 _HEAD = 4096
+
+_NCU_TEXT_PROCESS = re.compile(r"\s*\[\d+\] \S")
 
 #: nvprof's own lines ("==1234== NVPROF is profiling process 1234", "==1234== Profiling result:").
 _NVPROF_TEXT = re.compile(rb"==\d+== (NVPROF is profiling|Profiling result|Profiling application|Warning: .*nvprof)")
@@ -79,14 +82,26 @@ def detect(path: str | Path) -> Format:
     sanitizer = _sanitizer_format(text)
     if sanitizer is not None:
         return sanitizer
+    from coach.ingest import ncu_text  # noqa: PLC0415 - its grammar only
+
+    # ncu's text report opens with "[pid] process@host" when saved with --log-file: a "[" that is not JSON
+    if _NCU_TEXT_PROCESS.match(text) and ncu_text.looks_like(p):
+        return "ncu-text"
     if _looks_like_json(text):
         return "kineto-json"
     if ncu_header_offset(p) is not None:
         return "ncu-csv"
+    if ncu_text.looks_like(p):
+        return "ncu-text"
     if _NVPROF_TEXT.search(head):
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
                             "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "
                             "database (nvprof -o FILE.nvvp) into an .nsys-rep")
+    stats = _nsys_stats(text)
+    if stats is not None:
+        raise InputError(p, f"is output of nsys stats ({stats}), a table Nsight Systems computes from a report, not the "
+                            "report: coach reads the report itself; pass the .nsys-rep, or its SQLite export "
+                            "(nsys export --type sqlite FILE.nsys-rep)")
     rocprof = _rocprof_csv(text)
     if rocprof is not None:
         raise InputError(p, f"is {rocprof}, which coach does not read: record the run with torch.profiler "
@@ -97,6 +112,40 @@ def detect(path: str | Path) -> Format:
                             "raw, or the .ncu-rep), whose ID column tells the launches apart")
     raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
                         "or PyTorch-profiler JSON)")
+
+
+#: "** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):", the title nsys profile --stats=true prints above each table
+#: and "[3/8] Executing 'nvtx_sum' stats report", the line 2023 and later print there instead
+_NSYS_STATS_TITLE = re.compile(r"^\s*(?:\*\* (?P<title>[^\n(]+?) \((?P<report>[a-z0-9_]+)\):?"
+                               r"|\[\d+/\d+\] Executing '(?P<executed>[a-z0-9_]+)' stats report)\s*$", re.MULTILINE)
+#: What an nsys stats table holds, by the columns of its header line (CSV or the text table; the
+#: report names of 2023 and later, then the older ones of 2020-2022, e.g. gpukernsum)
+_NSYS_STATS_TABLES: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"Start (ns)", "Duration (ns)"}), "a trace table such as cuda_gpu_trace: one row per operation"),
+    (frozenset({"Instances", "Name"}), "a kernel summary such as cuda_gpu_kern_sum, gpukernsum before: totals per kernel"),
+    (frozenset({"Num Calls", "Name"}), "an API summary such as cuda_api_sum or osrt_sum: totals per call"),
+    (frozenset({"Operation"}), "a memory-operation summary such as cuda_gpu_mem_time_sum: totals per copy kind"),
+    (frozenset({"Range"}), "an NVTX range summary such as nvtx_sum: totals per range"),
+)
+_NSYS_STATS_TIME = re.compile(r"Time ?\(%\)|Total Time \((?:ns|us|ms|s)\)|Duration \(ns\)")
+
+
+def _nsys_stats(text: str) -> str | None:
+    """What nsys stats table ``text`` holds (its report's name where the title gives it), or None."""
+    title = _NSYS_STATS_TITLE.search(text)
+    for line in text.splitlines()[:40]:
+        if not _NSYS_STATS_TIME.search(line):
+            continue
+        cells = {c.strip().strip('"') for c in (line.split(",") if "," in line else re.split(r"\s{2,}", line.strip()))}
+        what = next((w for needs, w in _NSYS_STATS_TABLES if needs <= cells), None)
+        if what is None and not title:
+            continue
+        if title and title["executed"]:
+            return f"{title['executed']}" + (f", {what}" if what else "")
+        if title:
+            return f"{title['report']}, {title['title']}"
+        return what
+    return None
 
 
 #: The header of a table with Nsight Compute's metric columns but not its first, "ID": what a
@@ -112,16 +161,31 @@ _ROCPROF_HEADERS: tuple[tuple[frozenset[str], str], ...] = (
      "a rocprofv2 API trace (AMD ROCm; the file plugin's HIP/HSA API CSV)"),
     (frozenset({"Dispatch_ID", "Kernel_Name", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}),
      "a rocprofv2 kernel trace (AMD ROCm; the file plugin's results CSV)"),
-    (frozenset({"Kernel_Name", "Start_Timestamp", "End_Timestamp"}), "a rocprofv3 kernel trace (AMD ROCm; kernel_trace.csv)"),
+    (frozenset({"Kernel_Name", "Start_Timestamp", "End_Timestamp", "Correlation_Id"}),
+     "a rocprofv3 kernel trace (AMD ROCm; kernel_trace.csv)"),
+    # Omniperf (rocprof-compute) keeps rocprof v1's dispatch columns under rocprofv2's names
+    # (DispatchNs and CompleteNs beside Start_Timestamp; its workloads' timestamps.csv)
+    (frozenset({"Kernel_Name", "Start_Timestamp", "End_Timestamp"}),
+     "a rocprof kernel trace (AMD ROCm; dispatches with start and end times, as rocprof or Omniperf's timestamps.csv "
+     "keep them)"),
     (frozenset({"Start_Timestamp", "End_Timestamp", "Correlation_Id"}), "a rocprofv3 trace CSV (AMD ROCm)"),
     (frozenset({"Name", "Calls", "TotalDurationNs"}), "a rocprof summary of calls (AMD ROCm; a *stats.csv)"),
 )
+
+
+#: AMD's hardware counters as rocprof names its columns: block, underscore, event, maybe an instance
+#: ("SQ_WAVES", "TCC_HIT[3]", "TCP_TCC_READ_REQ_sum", "GRBM_GUI_ACTIVE")
+_ROCPROF_COUNTER = re.compile(r"^(?:SQ|SQC|TCC|TCP|TA|TD|GRBM|SPI|CPC|CPF|GDS|TCA)_[A-Z0-9_]+(?:\[\d+\]|_sum)?$")
 
 
 def _rocprof_csv(text: str) -> str | None:
     """What kind of rocprof CSV ``text`` starts with, or None."""
     first = text.lstrip().split("\n", 1)[0]
     columns = {c.strip().strip('"') for c in first.split(",")}
+    if columns & {"KernelName", "Kernel_Name"} and (any(_ROCPROF_COUNTER.match(c) for c in columns)
+                                                    or {"Counter_Name", "Counter_Value"} <= columns):
+        return ("a rocprof hardware-counter CSV (AMD ROCm; counters such as SQ_WAVES per kernel dispatch, as rocprof "
+                "--pmc, Omniperf's pmc_perf.csv or rocprofv3's counter_collection.csv write them)")
     return next((what for needs, what in _ROCPROF_HEADERS if needs <= columns), None)
 
 
@@ -144,9 +208,13 @@ def _gunzip_head(p: Path) -> str:
         raise InputError(p, f"is a damaged gzip file ({err})") from None
 
 
+#: How a JSON array opens: a value, or the end of an empty one ("[3/8] Executing ..." does not)
+_JSON_ARRAY_OPENING = re.compile(r'\[\s*(?:[{\["\]]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*[,\]]|true|false|null|$)')
+
+
 def _looks_like_json(text: str) -> bool:
     s = text.lstrip()
-    return s.startswith("{") or s.startswith("[")
+    return s.startswith("{") or bool(_JSON_ARRAY_OPENING.match(s))
 
 
 #: The tables rocprof v1 writes beside KERN (the kernel dispatches) in its results.db (ROCm's

@@ -30,7 +30,7 @@ How the trace becomes the canonical tables:
   annotations, and can outnumber everything else. ``gpu_user_annotation`` rows are Kineto's own
   projection of annotations onto a stream; coach projects every range from correlation ids instead
   (``coach.analyze.timeline.nvtx_projection``), so they are dropped.
-- ``devices``: from ``deviceProperties``.
+- ``devices``: from ``deviceProperties`` (``computeProperties`` in torch 1.8-1.9 traces).
 
 Times become integer nanoseconds relative to the first duration event of the trace (the profiler's
 own ``Trace`` span starts it). Current Kineto writes ``ts`` relative to ``baseTimeNanoseconds`` (a
@@ -109,7 +109,8 @@ def _file_schema(tolerant: bool = False) -> dict[str, pl.DataType]:
     event = pl.Struct({"ph": pl.Utf8, "cat": pl.Utf8, "name": pl.Utf8, "pid": pl.Utf8, "tid": pl.Utf8,
                        "ts": pl.Float64, "dur": pl.Float64, "args": pl.Struct(args)})
     device = pl.Struct({raw: pl.Utf8 for raw in _mapping("device")})
-    return {"traceEvents": pl.List(event), "deviceProperties": pl.List(device),
+    # torch 1.8-1.9 wrote the devices as "computeProperties", with cudaDeviceProp's field names
+    return {"traceEvents": pl.List(event), "deviceProperties": pl.List(device), "computeProperties": pl.List(device),
             **{k: pl.Utf8 for k in _TOP_LEVEL_TEXT}}
 
 
@@ -561,7 +562,7 @@ def _nvtx(ev: pl.DataFrame) -> pl.DataFrame:
 
 def _devices(doc: pl.DataFrame) -> pl.DataFrame:
     return (
-        doc.select(pl.col("deviceProperties").explode().alias("props"))
+        doc.select(pl.coalesce("deviceProperties", "computeProperties").explode().alias("props"))
         .select(_canonical_args("device", "props"))
         .filter(pl.col("device_id").is_not_null())
         .with_columns(max_warps_per_sm=pl.col("max_threads_per_sm") // pl.col("warp_size"))

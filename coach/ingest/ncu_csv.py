@@ -279,6 +279,12 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
     return {"launches": launches, "metrics": metrics, "rules": None, "devices": dev if dev is not None else _header_devices(rows)}
 
 
+def details_tables(path: Path, df: pl.DataFrame) -> dict[str, pl.DataFrame | None]:
+    """The canonical tables of a details page given as a frame of strings with the export's column
+    names (``coach.ingest.ncu_text`` builds one from ncu's text report)."""
+    return _details(path, df, 1)
+
+
 def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFrame | None]:
     if df.height == 0:
         raise InputError(path, _NO_LAUNCHES)

@@ -36,9 +36,9 @@ SPEC = RuleSpec(
     name="Uncoalesced global access",
     category=Bottleneck.MEMORY_ACCESS,
     table="launches",
-    requires=("duration_ns",),
+    requires=(),
     requires_one_of=(("global_load_sectors", "l1_to_l2_read_sectors", "l2_global_sectors"),),
-    optional=("global_load_requests", "global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
+    optional=("duration_ns", "global_load_requests", "global_load_bytes_per_sector", "global_store_requests", "global_store_sectors",
               "global_store_bytes_per_sector", "dram_read_bytes", "memory_throughput_pct", "l2_global_sectors",
               "l2_global_sectors_ideal", "l1_to_l2_write_sectors"),
     doc="Sectors per request against the ideal for the access width; DRAM bytes against useful bytes.",
@@ -122,8 +122,7 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
         excess = sectors - requests * ideal_per_request
     total = (launch.get("global_sectors") or sectors) if not at_l2 else (
         (launch.get(l2) or 0.0) + (launch.get(SECTOR_SOURCES["store" if op == "load" else "load"][1]) or 0.0) or sectors)
-    weight = ctx.memory_weight(launch)
-    saving = launch["duration_ns"] * weight * excess / total
+    saving, gain_model = _saving(launch, ctx, excess, total)
     verb = "loads" if op == "load" else "stores"
     useful = launch.get(f"useful_{op}_bytes")
     message = (f"Global {verb} touch {per_request:.1f} sectors per request where {ideal_per_request:.0f} would do "
@@ -163,12 +162,22 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
                    "access through shared memory (load coalesced, then read with the stride from shared memory)."),
         evidence=evidence,
         saving_ns=saving,
-        gain_model=(f"time x {weight:.2f} (memory share) x excess/total global sectors "
-                    f"({fmt_count(excess)}/{fmt_count(total)}): the same work with every access coalesced; "
-                    f"saves {fmt_time(saving)}"),
+        gain_model=gain_model,
         ncu=ncu,
         details=details,
     )
+
+
+def _saving(launch: dict[str, Any], ctx: KernelContext, excess: float, total: float) -> tuple[float | None, str]:
+    """(saving, gain model): the memory share of the time the excess sectors take. A report of sector
+    and request counts alone (``ncu --metrics``, no duration) shows the access pattern but not what it
+    costs: the finding stands, unranked by time, and says the gain is not estimated."""
+    model = f"excess/total global sectors ({fmt_count(excess)}/{fmt_count(total)}): the same work with every access coalesced"
+    if launch.get("duration_ns") is None:
+        return None, f"not estimated: the report has no duration (gpu__time_duration.sum); {model}"
+    weight = ctx.memory_weight(launch)
+    saving = launch["duration_ns"] * weight * excess / total
+    return saving, f"time x {weight:.2f} (memory share) x {model}; saves {fmt_time(saving)}"
 
 
 def _from_source_counters(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
@@ -182,8 +191,7 @@ def _from_source_counters(launch: dict[str, Any], ctx: KernelContext) -> list[Fi
     if ratio <= EXCESS_RATIO:
         return []
     excess = sectors - ideal
-    weight = ctx.memory_weight(launch)
-    saving = launch["duration_ns"] * weight * excess / sectors
+    saving, gain_model = _saving(launch, ctx, excess, sectors)
     return [finding(
         SPEC, launch, title=f"Uncoalesced global access: {ratio:.1f}x the sectors a coalesced access needs",
         message=(f"The kernel's global loads and stores touch {fmt_count(sectors)} L2 sectors where {fmt_count(ideal)} "
@@ -194,8 +202,7 @@ def _from_source_counters(launch: dict[str, Any], ctx: KernelContext) -> list[Fi
                    "memory. The source view (coach source) names the lines with the excess sectors."),
         evidence=[ev("l2_global_sectors", sectors, "sector", f"{fmt_count(ideal)} (fully coalesced)", EXCESS_RATIO * ideal)],
         saving_ns=saving,
-        gain_model=(f"time x {weight:.2f} (memory share) x excess/total global sectors ({fmt_count(excess)}/"
-                    f"{fmt_count(sectors)}): the same work with every access coalesced; saves {fmt_time(saving)}"),
+        gain_model=gain_model,
         ncu=ctx.ncu("UncoalescedGlobalAccess", "MemoryCacheAccessPattern"),
         details={"op": "load+store", "sectors_per_ideal": ratio, "excess_sectors": excess, "sectors_from": "source counters"},
     )]
