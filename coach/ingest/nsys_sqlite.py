@@ -306,9 +306,8 @@ class _Export:
 
     @staticmethod
     def _with_all_columns(table: str, frame: pl.DataFrame) -> pl.DataFrame:
-        wanted = schema.columns().filter(pl.col("table") == table).unique("column", maintain_order=True)
         absent = [pl.lit(None, pl.String if kind == "text" else pl.Int64).alias(name)
-                  for name, kind in wanted.select("column", "type").iter_rows() if name not in frame.columns]
+                  for name, kind in schema.staging_columns(table) if name not in frame.columns]
         return frame.with_columns(absent) if absent else frame
 
     def strings(self, raw: dict[str, pl.DataFrame | None]) -> pl.DataFrame:
