@@ -149,8 +149,9 @@ def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
 
 
 def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.DataFrame:
-    """``frame`` with ``_canonical_args(kind, struct)``, the integer lists (launch grids) parsed once
-    per distinct text rather than once per row: a trace launches the same few grids again and again."""
+    """``frame`` with ``_canonical_args(kind, struct)`` in place of ``struct``, the integer lists
+    (launch grids) parsed once per distinct text rather than once per row: a trace launches the same
+    few grids again and again."""
     fields_ = _canonical_fields(kind)
     lists = {canonical: raws for canonical, (dtype, raws) in fields_.items() if dtype == "int_list"}
     texts = {canonical: [f"_{canonical}_{i}" for i in range(len(raws))] for canonical, raws in lists.items()}
@@ -160,9 +161,13 @@ def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.Data
         *(pl.col(struct).struct.field(raw).list.join(",").alias(text)
           for canonical, raws in lists.items() for raw, text in zip(raws, texts[canonical])),
     )
+    frame = frame.drop(struct)  # before the rows are joined: no copy of every event's arguments
     for text in (t for names in texts.values() for t in names):
         parsed = frame.select(pl.col(text).unique()).with_columns(_int_list_text(pl.col(text)).alias(text + "_parsed"))
-        frame = frame.join(parsed, on=text, how="left", maintain_order="left", nulls_equal=True).drop(text)
+        # the one column joined, not the frame: the other columns are not copied
+        looked_up = (frame.select(text).join(parsed, on=text, how="left", maintain_order="left", nulls_equal=True)
+                     .get_column(text + "_parsed"))
+        frame = frame.drop(text).with_columns(looked_up)
     return frame.with_columns(
         pl.coalesce([pl.col(t + "_parsed") for t in texts[canonical]]).alias(canonical) for canonical in lists
     ).drop([t + "_parsed" for names in texts.values() for t in names])
@@ -444,10 +449,14 @@ def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
 
 
 def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
-    """Canonical activity class, integer ns times, and canonical argument columns."""
-    categories = pl.DataFrame({"cat": list(_mapping("category")), "activity": list(_mapping("category").values())})
-    return (
-        events.join(categories, on="cat", how="inner", maintain_order="left")
+    """Canonical activity class, integer ns times, and canonical argument columns, in start order; the
+    events of categories coach does not read are left out.
+
+    The arguments are taken out of their struct before any row is moved (left out or sorted), so that
+    only the columns kept are copied; a trace already in start order is not sorted again."""
+    frame = (
+        events.with_columns(activity=pl.col("cat").replace_strict(_mapping("category"), default=None,
+                                                                  return_dtype=pl.String))
         .with_columns(
             activity=pl.when((pl.col("cat") == "Operator") & pl.col("name").str.starts_with(_PROFILER_STEP))
             .then(pl.lit("user_annotation"))
@@ -460,10 +469,11 @@ def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
                             pl.col("tid").str.extract(r"^stream (\d+)$", 1).cast(pl.Int64)),
         )
         .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"))
+        .drop("ts", "dur", "ph")
         .pipe(_with_canonical_args, "arg", "args")
-        .drop("args", "ts", "dur", "ph")
-        .sort("start_ns", maintain_order=True)
+        .filter(pl.col("activity").is_not_null())
     )
+    return frame if frame["start_ns"].is_sorted() else frame.sort("start_ns", maintain_order=True)
 
 
 def _launching_thread(ev: pl.DataFrame) -> pl.DataFrame:

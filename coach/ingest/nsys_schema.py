@@ -110,25 +110,58 @@ def enum_values(enum: str, export_rows: pl.DataFrame | None) -> pl.DataFrame:
     """``(id, value)`` for ``enum``. ``export_rows`` is the export's own ``(id, name)`` enum table,
     or None where the export lacks it; its names are matched to ours, unknown names map to
     ``"unknown"``. An export table that names none of ours (symbols renamed by a newer nsys, or
-    left empty) is not used: the built-in ids are (``enum_names_known`` tells the caller, who says so)."""
-    ours = enums().filter(pl.col("enum") == enum)
-    if export_rows is None or not enum_names_known(enum, export_rows):
-        return ours.select("id", "value")
-    by_name = ours.select(pl.col("raw_name").alias("name"), "value").unique("name", keep="first")
-    return (export_rows.select(pl.col("id").cast(pl.Int64), pl.col("name").cast(pl.String))
-            .join(by_name, on="name", how="left", maintain_order="left")
-            .select("id", pl.col("value").fill_null("unknown")))
+    left empty) is not used: the built-in ids are (``enum_names_known`` tells the caller, who says so).
+
+    Worked out once per process for each distinct export table (exports of one nsys version share
+    theirs, and a folder of per-rank reports is read as dozens of exports)."""
+    return _enum_values(enum, _rows_key(export_rows))
 
 
 def enum_names_known(enum: str, export_rows: pl.DataFrame) -> bool:
     """Whether the export's ``(id, name)`` table for ``enum`` names at least one symbol coach knows."""
-    ours = enums().filter(pl.col("enum") == enum)["raw_name"]
-    return bool(export_rows["name"].cast(pl.String).is_in(ours.implode()).any())
+    return _enum_names_known(enum, _rows_key(export_rows))
 
 
+def _rows_key(export_rows: pl.DataFrame | None) -> tuple[tuple, ...] | None:
+    """An export's ``(id, name)`` rows as a hashable key (enum tables hold a few dozen rows)."""
+    if export_rows is None:
+        return None
+    return tuple(export_rows.select(pl.col("id").cast(pl.Int64), pl.col("name").cast(pl.String)).iter_rows())
+
+
+@functools.cache
+def _enum_values(enum: str, rows: tuple[tuple, ...] | None) -> pl.DataFrame:
+    ours = enums().filter(pl.col("enum") == enum)
+    if rows is None or not _enum_names_known(enum, rows):
+        return ours.select("id", "value")
+    by_name = ours.select(pl.col("raw_name").alias("name"), "value").unique("name", keep="first")
+    return (_rows_frame(rows)
+            .join(by_name, on="name", how="left", maintain_order="left")
+            .select("id", pl.col("value").fill_null("unknown")))
+
+
+@functools.cache
+def _enum_names_known(enum: str, rows: tuple[tuple, ...]) -> bool:
+    ours = set(enums().filter(pl.col("enum") == enum)["raw_name"].to_list())
+    return any(name in ours for _, name in rows)
+
+
+def _rows_frame(rows: tuple[tuple, ...]) -> pl.DataFrame:
+    return pl.DataFrame(list(rows), schema={"id": pl.Int64, "name": pl.String}, orient="row")
+
+
+@functools.cache
 def enum_table(enum: str) -> str:
     """The export's ``ENUM_*`` table that describes ``enum``."""
     return enums().filter(pl.col("enum") == enum)["raw_table"][0]
+
+
+@functools.cache
+def staging_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """``(column, type)`` of every staging column ``nsys_columns.csv`` names for canonical ``table``,
+    in file order, each once."""
+    wanted = columns().filter(pl.col("table") == table).unique("column", maintain_order=True)
+    return tuple(wanted.select("column", "type").iter_rows())
 
 
 def _quote(identifier: str) -> str:
