@@ -267,6 +267,12 @@ def _current_recording(ctx: _Context, clause: str) -> bool:
     return True
 
 
+def _names_this_recording(ctx: _Context, text: str) -> bool:
+    """Whether ``text`` says its numbers are results.json's ("in this recording", its date)."""
+    return bool(re.search(r"\bthis recording\b|\bthis run\b|\bthe same run\b", text)
+                or (_RECORDING_OF.search(text) and _current_recording(ctx, text)))
+
+
 def _skip_reason(ctx: _Context, clause: str) -> str | None:
     if _OTHER_RECORDING.search(clause) or not _current_recording(ctx, clause):
         return "another recording"
@@ -318,6 +324,8 @@ def _read_text(ctx: _Context, text: str, notes: bool = False) -> None:
             # ends with ':' ("in the trial of 2026-12-03:"), the one after it
             carried = None
             for at, segment in _segments(clause):
+                if carried and _names_this_recording(ctx, segment):
+                    carried = None
                 own = reason or carried or _skip_reason(ctx, segment)
                 _read_segment(ctx, sentence, offset + at, segment, sentence_entities, own, notes)
                 carried = own if own and own != reason and segment.rstrip().endswith(":") else None
@@ -415,17 +423,19 @@ def _read_segment(ctx: _Context, sentence: str, seg_at: int, seg: str, sentence_
         obj = re.match(r"\s*(?:over|of|than|against)?\s*(?:the\s+(?:slow\s+|only\s+peer,\s+)?|eager\s+|causal\s+)?", rest)
         other = None
         paren = next((e for e in ents if re.fullmatch(r"\s*\(", seg[e.end:start])), None)
-        if paren is not None and paren.key:  # "past torch.compile (x1.11)"
-            obj, slower, other = None, None, paren.key
         if slower or obj:
             pos = (slower or obj).end()
             rest_ents = _entities(ctx, rest)
             hit = next((e for e in rest_ents if e.start == pos), None)
             other = hit.key if hit else None
-            if hit is None and (slower or re.match(r"\s*(over|of|than|against)\b", rest)):
+            if hit is None and paren is not None and paren.key:  # "past torch.compile (x1.11)"
+                other, slower = paren.key, None
+            elif hit is None and (slower or re.match(r"\s*(over|of|than|against)\b", rest)):
                 ctx.add(text, "ratio", "", "not checked", reason="no rung or peer named after it")
                 continue
-        subject = _referent(ctx, seg, [e for e in ents if e.key != other], start, start, sentence_ents, seg_at, notes)
+        # whose ratio: a rung or peer named before it, not one it was compared with
+        owners = [e for e in ents if e.key != other and not _is_object(seg, e)]
+        subject = _referent(ctx, seg, owners, start, start, sentence_ents, seg_at, notes)
         if other is None:
             if not m[0].startswith("x"):
                 ctx.add(text, "ratio", "", "not checked", reason="no rung or peer named after it")
@@ -546,6 +556,9 @@ def _kind(seg: str, q: re.Match[str]) -> str | None:
             return {"DRAM": "dram_pct", "L1": "l1_pct", "L2": "l2_pct"}.get(word or "")
         if re.search(r"issue active(?: (?:down to|at|of|unchanged at))?\s*$", before):
             return "issue_pct"
+        unit = re.search(r"\b(DRAM|L1|L2)(?: throughput)?(?: (?:runs|stays|stayed|falls|fell|is|was))?(?: (?:at|to))?\s*$", before)
+        if unit:  # "at DRAM 15.0%", "while DRAM runs at 11.6%"
+            return {"DRAM": "dram_pct", "L1": "l1_pct", "L2": "l2_pct"}[unit[1]]
     return None
 
 
