@@ -117,6 +117,7 @@ class _Context:
     subject: str | None
     other_sizes: re.Pattern[str] | None
     out: list[Quote] = field(default_factory=list)
+    allowlist: Mapping[tuple[str, str, str], str] = field(default_factory=lambda: ALLOWLIST)
     sentence: str = ""  # the sentence being read
     last_object: str | None = None  # what the field last compared with ("slower than rung 06")
 
@@ -246,7 +247,7 @@ def _segments(clause: str) -> Iterator[tuple[int, str]]:
     at, depth = 0, 0
     for i, ch in enumerate(clause):
         depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == ":" and depth <= 0:
+        if ch == ":" and depth <= 0 and not re.match(r"\d\d", clause[i + 1:i + 3]):  # not "14:08"
             yield at, clause[at:i + 1]
             at = i + 1
     yield at, clause[at:]
@@ -316,9 +317,9 @@ def _read_text(ctx: _Context, text: str, notes: bool = False) -> None:
                 reason = "another recording"
             if reason is None:
                 key = (ctx.file, ctx.where.split()[1] if ctx.where.startswith("rung") else "NOTES")
-                hit = next((t for (f, w, t) in ALLOWLIST if (f, w) == key and t in clause), None)
+                hit = next((t for (f, w, t) in ctx.allowlist if (f, w) == key and t in clause), None)
                 if hit is not None:
-                    reason = "allowlisted: " + ALLOWLIST[(*key, hit)]
+                    reason = "allowlisted: " + ctx.allowlist[(*key, hit)]
             offset = sentence.index(clause)
             # a clause's segments (split at ':'): another recording named in one covers it and, where it
             # ends with ':' ("in the trial of 2026-12-03:"), the one after it
@@ -687,8 +688,10 @@ def _recorded(name: str) -> ev.Recorded:
     return ev.recorded(name)
 
 
-def quotes(name: str, kernels_root: Path | None = None, rec: ev.Recorded | None = None) -> list[Quote]:
-    """Every quote of a ladder's ``why`` fields and NOTES.md prose, checked or not (with the reason)."""
+def quotes(name: str, kernels_root: Path | None = None, rec: ev.Recorded | None = None,
+           allowlist: Mapping[tuple[str, str, str], str] = ALLOWLIST) -> list[Quote]:
+    """Every quote of a ladder's ``why`` fields and NOTES.md prose, checked or not (with the reason).
+    ``kernels_root``: read the prose from ``<kernels_root>/<name>/`` (a copy) instead of the ladder's folder."""
     rec = rec or _recorded(name)
     folder = (kernels_root / name) if kernels_root else rec.defn.folder
     root = Path(__file__).resolve().parents[2]
@@ -701,7 +704,11 @@ def quotes(name: str, kernels_root: Path | None = None, rec: ev.Recorded | None 
         key = _rung_key(rec, str(raw.get("id")))
         for fld in CHECKED_FIELDS:
             if raw.get(fld):
-                out += check_text(rec, raw[fld], key, label(toml), f"rung {raw['id']} {fld}", kernels=kernels)
+                ctx = _context(rec, kernels, label(toml), f"rung {raw['id']} {fld}", key)
+                ctx.allowlist = allowlist
+                _read_text(ctx, raw[fld])
+                _read_order(ctx, raw[fld])
+                out += ctx.out
     notes = folder / ev.NOTES_FILE
     if notes.exists():
         carried = ""
@@ -709,6 +716,7 @@ def quotes(name: str, kernels_root: Path | None = None, rec: ev.Recorded | None 
         for n, (i, para) in enumerate(items):
             lead = _lead(rec, para)
             ctx = _context(rec, kernels, label(notes), f"NOTES.md paragraph {i}", lead)
+            ctx.allowlist = allowlist
             if carried:  # the paragraph before named another recording and ended with ':' (a list of its numbers)
                 para = carried + " " + para
             _read_text(ctx, para, notes=True)
@@ -727,3 +735,40 @@ def table(found: Iterable[Quote]) -> pl.DataFrame:
 
 def stale(name: str, kernels_root: Path | None = None) -> list[Quote]:
     return [q for q in quotes(name, kernels_root) if q.status == "stale"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    from coach.errors import CoachError
+    from coach.ladders import ladder_names
+
+    parser = argparse.ArgumentParser(prog="python -m coach.analyze.prose_quotes",
+                                     description="Check the numbers quoted in ladder.toml's why fields and NOTES.md "
+                                                 "against each ladder's recording.")
+    parser.add_argument("ladders", nargs="*", help="ladder names (default: every ladder with recorded results)")
+    parser.add_argument("--all", action="store_true", help="list every quote, checked or not, with the reason")
+    args = parser.parse_args(argv)
+    names = args.ladders or [n for n in ladder_names() if results_path(n).is_file()]
+    failed = False
+    try:
+        for name in names:
+            found = quotes(name)
+            for q in found:
+                if q.status == "stale":
+                    print(q.message(), file=sys.stderr)
+                    failed = True
+                elif args.all:
+                    print(f"{q.file}, {q.where}: {q.text!r} {q.status}" + (f" ({q.reason})" if q.reason else ""))
+            counts = {s: sum(q.status == s for q in found) for s in ("ok", "stale", "not checked")}
+            print(f"{name}: {counts['ok']} quotes match the recording, {counts['stale']} stale, "
+                  f"{counts['not checked']} not checked")
+    except CoachError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
