@@ -201,10 +201,13 @@ def _entities(ctx: _Context, text: str) -> list[_Entity]:
     for m in _RUNG.finditer(text):
         key = _rung_key(rec, m[1]) if not m[2] else ""
         found.append(_Entity(m.start(), m.end(), key or ""))
+    for m in re.finditer(r"(?<=\()(\d\d)(?=[,)])", text):  # "pipelined loads (03) add x1.41"
+        if (key := _rung_key(rec, m[1])) is not None:
+            found.append(_Entity(m.start(), m.end(), key))
     names: dict[str, str] = {}
     for peer in rec.results.peers:
         names[peer.key] = peer.key
-        bare = re.sub(r"^torch\s*\.?\s*", "", peer.key)
+        bare = re.sub(r"^torch(?:\s+|\.)", "", peer.key)
         if bare and bare != peer.key:
             names.setdefault(bare, peer.key)
         parts = [p for p in peer.key.split(".") if p != "torch"]
@@ -306,6 +309,7 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def _read_text(ctx: _Context, text: str, notes: bool = False) -> None:
+    text = text.replace("`", "")  # code spans: `.t().contiguous()` is the peer's name
     sentences = _sentences(text)
     for s_i, sentence in enumerate(sentences):
         sentence_entities = _entities(ctx, sentence)
@@ -389,7 +393,7 @@ def _referent(ctx: _Context, seg: str, ents: list[_Entity], start: int, end: int
             return owner.key or None
     # "(issue active 41.9% and 47.1%)" after two kernels named: respectively
     pair = re.match(r"\s*(?:%|us|M|TB/s)?\s+and\s+\d", seg[end:])
-    named = [e for e in before if not _is_object(seg, e)]
+    named = [e for e in before if not _is_object(seg, e) and e.key]  # "rungs 00-02" owns no number
     if pair and len(named) >= 2:
         return named[-2].key or None
     if named:
@@ -474,10 +478,13 @@ def _read_segment(ctx: _Context, sentence: str, seg_at: int, seg: str, sentence_
         if left is not None and near and _is_object(seg, near[-1]):  # "slower than rung 08 (A against B)"
             againsts[num_at] = left
         elif left is not None and left != ctx.subject:
-            againsts[num_at] = ctx.subject
+            # in NOTES.md with no rung of its own, "rung 05: 553.3 vs 560.7 us" is one rung, two methods
+            same = [e for e in ents if e.end <= m.start() and e.key == left
+                    and re.fullmatch(r"\s*:\s*[\d.,]+\s*(?:us|ms|%|M)?\s*", seg[e.end:m.start()])]
+            againsts[num_at] = ctx.subject or (left if same else None)
         else:
             againsts[num_at] = (_compared_with(ctx, sentence, seg_at + m.start(), sentence_ents)
-                                or (_previous_key(ctx.rec, ctx.subject) if not notes else None))
+                                or _previous_key(ctx.rec, ctx.subject))
     for q in _QUANTITY.finditer(seg):
         if q["x"] or any(s <= q.start() < e for s, e in taken):
             continue
