@@ -11,30 +11,47 @@ compares it with the recording:
 - ``2.78 TB/s`` / ``GB/s`` / ``TFLOP/s``: the rate of the same (the work model over the median time,
   or the DRAM rate Nsight Compute measured);
 - ``x1.11 over torch.cumsum``, ``0.96x rung 02``, ``22x slower than rung 02``: a ratio of two
-  recorded median times (a bare ``x1.09`` is over the rung before, as the ``measured`` sentences say);
-- ``DRAM 57.1% of peak`` (DRAM, L1 or L2), ``issue active 18.7%``, ``34.40 M warp instructions``:
-  the Nsight Compute metric of the rung's longest kernel, or of the kernel named;
-- ``level with``, ``the fastest``, ``the best rung``, ``slower than rung 06``, ``past/ahead of/behind``:
-  the order of the recorded times.
+  recorded median times (a bare ``x1.09`` is over what the sentence last compared with, else the
+  rung before, as the ``measured`` sentences say);
+- ``DRAM 57.1% of peak`` (DRAM, L1 or L2; ``at DRAM 15.1%``), ``issue active 18.7%``, ``34.40 M warp
+  instructions``: the Nsight Compute metric of the rung's longest kernel, or of the kernel named;
+- ``level with`` (within ``LEVEL_WITHIN``), ``the fastest/best rung``, ``slower/faster than``,
+  ``past``, ``ahead of``, ``behind``, ``short of`` a rung or peer: the order of the recorded medians.
 
-**Whose number.** A quantity belongs to the rung, peer or kernel named last before it in its
-segment (a sentence split at ``;`` and ``:``), or named right after it (``3.85 TB/s of rung 02's
-pass``); with none named, to the field's rung (a ``why``) or, in NOTES.md, to the rung named last
-before it in the sentence, or to the one a paragraph opens with; otherwise it is not checked.
-In ``A -> B`` and ``from A to B``, A is the rung before's. In ``A against B`` / ``A vs B``, B is
-the rung named after ``against`` or, with none, the rung before.
+Times and rates are matched against any of the referent's recorded values of that kind (median,
+Nsight Compute's longest kernel, all its kernels), so the prose may quote either method; the
+referent is what must be right.
 
-**Not checked, by context** (each counted, with the reason, in ``quotes()``):
+**Whose number.** A quantity belongs to, in this order: the entity right after it (``3.85 TB/s of
+rung 02's pass``); the one a relative clause follows (``torch.sdpa, which ran at 4.26 TB/s``); the one
+just before it in its sub-clause (``rung 05 (195.0 us)``, ``against rung 06's 39.31 M``, ``(rung 05
+57.1%)``); the one whose brackets it is in (``torch.sum (259.3 us, 4.14 TB/s)``); the last entity
+named before it in its segment (a clause split at ``:``) that is not something compared with
+(``over``, ``than``, ``against``, ``with``, ``past``...); else the field's rung (a ``why``) or, in
+NOTES.md, the first such entity of the sentence or the rung the paragraph opens with
+(``**Rung 09, measured**``, ``- *Rung 04, streaming loads*``); otherwise it is not checked.
+In ``A -> B`` and ``from A to B``, A is the rung before's. In ``A against B``, B is the entity named
+after ``against``, else the field's rung where A is another's, else what the sentence compared with.
+Entities: ``rung NN`` (or ``(NN)``), a peer by its key or its capitalised short name (SDPA, cuBLAS,
+CuPy, ``.t().contiguous()``), and the kernels of the Nsight Compute report (``scan02_tiles``).
+
+**Not checked, by context** (each returned with its reason by ``quotes()``):
 - predictions: ``prediction`` fields (and ``change`` / ``reason``, written before the rung was
-  measured); a sub-clause (between commas and brackets) that says "predict" before the number or
-  right after it; ranges (``3.5-3.9 TB/s``), ``~`` and ``about`` figures;
-- other recordings: a clause (``;``-delimited) that names one (``trial``, ``first recording``,
-  ``recording of <a date other than results.json's>``, ``the run before``, ``morning``, ``sweep``,
-  ``batch N``, the tuning's own timings, a commit); in NOTES.md a paragraph whose first sentence
-  does so; and ``ALLOWLIST``, quotes from other recordings that context cannot tell, with reasons;
-- another problem size (``causal``, ``D64``, ...): a clause naming a size other than the main one;
-- arithmetic results (``= 9.7 us``), differences (``0.2 us apart``), tables (NOTES.md's results
-  table is ``ladder_evidence``'s; the others are trials' or predictions).
+  measured): only ``why`` is read (``CHECKED_FIELDS``); a sub-clause (between commas, brackets,
+  colons, "and", "where", "which") that says "predict" or "expect"; ranges (``3.5-3.9 TB/s``), bounds
+  and estimates (``not``, ``~``, ``about``, ``under``, ``above``, ``at least``), goals, hypotheticals
+  (``would``, ``if``);
+- other recordings: a segment that names one (``trial``, ``first recording``, ``first run``, a date
+  or time other than results.json's, ``the run before``, ``morning``, ``sweep``, ``batch N``, the
+  tuning's own timings, a commit, a separate profile, ``hardware/measured``, the datasheet) and, where
+  that segment ends with ``:``, the one after it unless it names this recording; in NOTES.md a
+  paragraph whose opening sentence does so, and the list that follows a paragraph ending with ``:``;
+  and ``ALLOWLIST``, quotes from other recordings that context cannot tell, each with its reason;
+- another problem size (``causal``, ``D64``, ...): a clause naming a size other than the main one
+  (the other sizes' results files are not read);
+- arithmetic (``= 9.7 us``, ``4,625.1 us / 16,384``), differences (``0.2 us apart``), per-item times
+  (under half of every recorded time of the referent), tables (NOTES.md's results table is
+  ``ladder_evidence``'s; the others are trials' or predictions).
 
 A quoted value is matched to the precision it is written with: ``193.1 us`` claims 193.05-193.15 us.
 """
@@ -52,7 +69,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import polars as pl
 
 from coach.analyze import ladder_evidence as ev
-from coach.ladders import DEFINITION_FILE, FLOPS, Measured, load_results, results_path
+from coach.ladders import DEFINITION_FILE, FLOPS, Measured, results_path
 
 #: "Level with" in the ladders' prose: two medians within this fraction of each other (about the
 #: p20-p80 spread of a rung's timing, 1-3%).
@@ -168,7 +185,7 @@ def _candidates(ctx: _Context, kind: str, key: str) -> dict[str, float]:
     elif kind == "rate":
         if m is not None:
             out["median"] = m.rate(rec.results.ceiling_unit)
-        for name, p in (("Nsight Compute DRAM", profile), ("Nsight Compute DRAM", kernel)):
+        for name, p in (("Nsight Compute DRAM, longest kernel", profile), ("Nsight Compute DRAM", kernel)):
             if p is not None and p.get("dram_bytes_per_s") is not None and rec.results.ceiling_unit != FLOPS:
                 out[name] = p["dram_bytes_per_s"]
     else:
