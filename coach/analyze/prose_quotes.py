@@ -222,6 +222,7 @@ def _entities(ctx: _Context, text: str) -> list[_Entity]:
         if (key := _rung_key(rec, m[1])) is not None:
             found.append(_Entity(m.start(), m.end(), key))
     names: dict[str, str] = {}
+    title = rec.defn.title.lower()
     for peer in rec.results.peers:
         names[peer.key] = peer.key
         bare = re.sub(r"^torch(?:\s+|\.)", "", peer.key)
@@ -230,7 +231,7 @@ def _entities(ctx: _Context, text: str) -> list[_Entity]:
         parts = [p for p in peer.key.split(".") if p != "torch"]
         if len(parts) > 0 and "." in peer.key:
             names.setdefault(parts[-1] if len(parts) == 1 else parts[0], peer.key)
-            if len(parts) > 1:
+            if len(parts) > 1 and parts[-1].lower() not in title:  # not "BF16" in a BF16 ladder
                 names.setdefault(parts[-1], peer.key)
     # a short alias matches only capitalised (SDPA, cuBLAS, CuPy, cuDNN), not the common word
     for name in sorted(names, key=len, reverse=True):
@@ -297,8 +298,6 @@ def _names_this_recording(ctx: _Context, text: str) -> bool:
 def _skip_reason(ctx: _Context, clause: str) -> str | None:
     if _OTHER_RECORDING.search(clause) or not _current_recording(ctx, clause):
         return "another recording"
-    if ctx.other_sizes is not None and ctx.other_sizes.search(clause):
-        return "another size"
     return None
 
 
@@ -404,7 +403,14 @@ def _referent(ctx: _Context, seg: str, ents: list[_Entity], start: int, end: int
             opened = i
             break
     if opened is not None:
-        owner = next((e for e in ents if e.end <= opened and re.fullmatch(r"(?:'s)?\s*", seg[e.end:opened])), None)
+        # the last entity before the bracket, in its sub-clause with no number between ("cuBLAS BF16 (681.1")
+        inside = [e for e in before if e.start > opened and e.key and not _is_object(seg, e)]  # "(scan02_tiles, 132.1 us)"
+        if inside:
+            return inside[-1].key
+        owner = next((e for e in reversed(ents) if e.end <= opened), None)
+        if owner is not None and (re.search(r"[,;:()]|(?<![\w.])\d", seg[owner.end:opened])
+                                  or len(seg[owner.end:opened].split()) > 4):
+            owner = None
         comparison = re.search(r"\bagainst\b|\bvs\b|(?<![\w.])x\d", seg[opened:start])
         if owner is not None and not (comparison and _is_object(seg, owner)):
             return owner.key or None
@@ -465,12 +471,18 @@ def _read_segment(ctx: _Context, sentence: str, seg_at: int, seg: str, sentence_
             other = _compared_with(ctx, sentence, seg_at + start, sentence_ents) or _previous_key(ctx.rec, subject)
             if other == subject:
                 other = _previous_key(ctx.rec, subject)
-        a, b = _measured(ctx.rec, subject or ""), _measured(ctx.rec, other or "")
+        sized = _at_size(ctx, sentence, seg_at + start, seg_at + end)
+        if sized is None:
+            ctx.add(text, "ratio", "", "not checked", reason="a size not recorded")
+            continue
+        a, b = _measured(sized.rec, subject or ""), _measured(sized.rec, other or "")
         if a is None or b is None or other == subject:
             ctx.add(text, "ratio", f"{subject} / {other}", "not checked", reason="not a recorded pair")
             continue
         ratio = a.time_s / b.time_s if slower else b.time_s / a.time_s
         label = f"{other} / {subject}" if not slower else f"{subject} / {other}"
+        if sized is not ctx:
+            label += f", {sized.rec.results.path.name}"
         full = text + (" slower than " if slower else " vs ") + other
         ok = _agrees(value, half, ratio)
         ctx.add(full, "ratio", label, "ok" if ok else "stale", recorded=f"{ratio:.4f} (median times {label})")
@@ -530,7 +542,10 @@ def _read_segment(ctx: _Context, sentence: str, seg_at: int, seg: str, sentence_
         if re.search(r"\b(?:would|could|if)\b", before):
             ctx.add(text, kind, "", "not checked", reason="a hypothetical")
             continue
-        if re.search(r"=\s*$", seg[:start]) or re.match(r"\s*[=/]\s", seg[end:]) or re.match(r"\s*(?:apart|/|each\b|per\b|a (?:round|tile|hop|poll))", seg[end:]) \
+        # a time restated as a rate ("1,138.2 us = 483.0 TFLOP/s") is two quotes, not arithmetic
+        restated = ((kind == "rate" and re.search(r"(?:us|ms)\s*=\s*$", seg[:start]))
+                    or (kind == "time" and re.match(r"\s*=\s*[\d,.]+\s*(?:TB/s|GB/s|TFLOP/s)", seg[end:])))
+        if not restated and (re.search(r"=\s*$", seg[:start]) or re.match(r"\s*[=/]\s", seg[end:])) or re.match(r"\s*(?:apart|/|each\b|per\b|a (?:round|tile|hop|poll))", seg[end:]) \
                 or re.search(r"[-+/]\s*$", seg[:start]):
             ctx.add(text, kind, "", "not checked", reason="arithmetic, not a recorded value")
             continue
@@ -548,10 +563,17 @@ def _read_segment(ctx: _Context, sentence: str, seg_at: int, seg: str, sentence_
         if kind == "rate" and (q["unit"] == "TFLOP/s") == plain:
             ctx.add(text, kind, key, "not checked", reason="not in the ladder's unit (a bandwidth in a compute ladder, or the reverse)")
             continue
-        cands = _candidates(ctx, kind, key)
-        if not cands:
-            ctx.add(text, kind, key, "not checked", reason="not in the recording")
+        sized = _at_size(ctx, sentence, seg_at + start, seg_at + end)
+        if sized is None:
+            ctx.add(text, kind, key, "not checked", reason="a size not recorded")
             continue
+        cands = _candidates(sized, kind, key)
+        if not cands:
+            ctx.add(text, kind, key, "not checked",
+                    reason="not in the recording" if sized is ctx else "another size: no Nsight Compute profile of it")
+            continue
+        if sized is not ctx:
+            cands = {f"{sized.rec.results.path.name} {k}": v for k, v in cands.items()}
         if kind == "time" and not any(0.5 <= value / v <= 2 for v in cands.values()):
             ctx.add(text, kind, key, "not checked", reason="not a time of it (a part, a per-item or derived figure)")
             continue
@@ -633,15 +655,19 @@ def _order_claims(ctx: _Context, seg: str, rates: Mapping[str, float]) -> None:
         owners = [e for e in ents if e.end <= m.start() and e.key and not _is_object(seg, e)
                   and not re.search(r"[;(]", seg[e.end:m.start()])]
         who = owners[-1].key if owners else ctx.subject
-        a, b = _measured(ctx.rec, who), _measured(ctx.rec, hit.key)
+        sized = _at_size(ctx, seg, m.start())
+        if sized is None:
+            continue
+        a, b = _measured(sized.rec, who), _measured(sized.rec, hit.key)
         if a is None or b is None or who == hit.key:
             continue
         word = m[1].lower()
         r = b.time_s / a.time_s  # > 1: ``who`` is faster
         ok = {"level with": abs(r - 1) <= LEVEL_WITHIN, "slower than": r < 1, "behind": r < 1,
               "short of": r < 1}.get(word, r > 1)
+        where = "" if sized is ctx else f" ({sized.rec.results.path.name})"
         ctx.add(f"{who} {m[1]} {hit.key}", "order", who, "ok" if ok else "stale",
-                recorded=f"{hit.key} median / {who} median = {r:.4f}")
+                recorded=f"{hit.key} median / {who} median = {r:.4f}{where}")
     best = _BEST.search(seg)
     if best and not re.search(r"\bnot\b[^,]*$", seg[:best.start()]):
         before = [e for e in ents if e.end <= best.start() and e.key and not _is_object(seg, e)]
@@ -660,6 +686,52 @@ def _order_claims(ctx: _Context, seg: str, rates: Mapping[str, float]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@cache
+def _size_recordings(name: str) -> dict[frozenset[str], ev.Recorded]:
+    """The ladder's other sizes, by the words that name them ({"d64", "causal"} -> results.h200_d64_causal.json),
+    each as a Recorded without a profile (Nsight Compute profiles the main size only)."""
+    from coach.ladders import load_definition, load_results, rung_table
+
+    defn = load_definition(name)
+    main = set(defn.main_size.split("_"))
+    out = {}
+    for size in defn.sizes[1:]:
+        path = results_path(name, size=size, main=defn.main_size)
+        if path.is_file():
+            results = load_results(path)
+            out[frozenset(w.lower() for w in size.split("_") if w not in main)] = \
+                ev.Recorded(defn, results, tuple(rung_table(defn, results)), {})
+    return out
+
+
+def _at_size(ctx: _Context, sentence: str, at: int, end: int | None = None) -> _Context | None:
+    """The context a number at ``sentence[at:end]`` is read in: the main size's, or, where the words
+    right after it ("x0.84 causal", "x1.11 at D64") or the clause before it ("at D64 434.7", "causal
+    490.0", "x0.84 of causal SDPA") name another size, that size's recording; None where they name
+    no recorded size."""
+    if ctx.other_sizes is None:
+        return ctx
+    after = None
+    if end is not None:
+        near = re.match(r"\s*(?:at\s+|of\s+)?(?:[\w.]+\s+)?(?=\S)", sentence[end:])
+        after = ctx.other_sizes.match(sentence, end + near.end()) if near else None
+        if after is None:  # "47.0 TFLOP/s, x0.92, at 8192^3"
+            rest = re.split(r"[;(]|\band\b", sentence[end:], maxsplit=1)[0]
+            at_size = re.search(r"\bat\s+(?=\S)", rest)
+            after = ctx.other_sizes.match(sentence, end + at_size.end()) if at_size else None
+    phrases = [after] if after else list(ctx.other_sizes.finditer(_clauses(sentence[:at])[-1]))
+    if not phrases:
+        return ctx
+    words = frozenset(w.lower() for w in re.split(r"[\s_]+", phrases[-1][0]))
+    if any(w.startswith("non-") for w in words):
+        return ctx
+    other = _size_recordings(ctx.rec.defn.name).get(words)
+    if other is None:
+        return None
+    from dataclasses import replace
+    return replace(ctx, rec=other, kernels={})
+
+
 def _other_sizes(rec: ev.Recorded) -> re.Pattern[str] | None:
     """A pattern for the words that name the ladder's other sizes ("causal", "D64", "8192")."""
     words = set()
@@ -669,7 +741,8 @@ def _other_sizes(rec: ev.Recorded) -> re.Pattern[str] | None:
         words |= {w for w in size.split("_") if w not in rec.defn.main_size.split("_")}
     if not words:
         return None
-    return re.compile(r"(?<![\w-])(?:" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")\b", re.I)
+    one = "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:non-(?:{one})|(?:{one})(?:\s+(?:{one}))?)\b", re.I)
 
 
 def _context(rec: ev.Recorded, kernels, file: str, where: str, subject: str | None) -> _Context:
