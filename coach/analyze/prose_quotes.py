@@ -47,8 +47,10 @@ CuPy, ``.t().contiguous()``), and the kernels of the Nsight Compute report (``sc
   that segment ends with ``:``, the one after it unless it names this recording; in NOTES.md a
   paragraph whose opening sentence does so, and the list that follows a paragraph ending with ``:``;
   and ``ALLOWLIST``, quotes from other recordings that context cannot tell, each with its reason;
-- another problem size (``causal``, ``D64``, ...): a clause naming a size other than the main one
-  (the other sizes' results files are not read);
+- at another problem size (``at D64 434.7``, ``x0.84 causal``, ``at 8192^3``: the words right after
+  the number or the last size named before it in its clause; ``non-causal`` is the main size): times,
+  rates, ratios and order are checked against that size's ``results.<size>.json``; its Nsight Compute
+  numbers are not, the profile being of the main size only;
 - arithmetic (``= 9.7 us``, ``4,625.1 us / 16,384``), differences (``0.2 us apart``), per-item times
   (under half of every recorded time of the referent), tables (NOTES.md's results table is
   ``ladder_evidence``'s; the others are trials' or predictions).
