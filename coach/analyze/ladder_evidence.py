@@ -102,6 +102,14 @@ def profile_folder(name: str, gpu: str = "h200", root: Path | None = None) -> Pa
 def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
     """One row per rung profiled: the rung's launch count and total duration, and the metrics of its
     longest launch (``kernel_name``, ``duration_ns``, throughputs, occupancy, hit rates, ...)."""
+    return (launch_profiles(ladder, folder)
+            .sort("duration_ns", descending=True)
+            .group_by("rung", maintain_order=True)
+            .agg(pl.len().alias("launches"), pl.col("duration_ns").sum().alias("total_duration_ns"), pl.all().first()))
+
+
+def launch_profiles(ladder: str, folder: Path) -> pl.DataFrame:
+    """One row per launch of the ladder's rungs: its ``rung`` (the NVTX range's last part) and metrics."""
     from coach.ingest import load
     from coach.model import KernelProfile
 
@@ -122,9 +130,6 @@ def rung_profiles(ladder: str, folder: Path) -> pl.DataFrame:
             .join(busiest_pipes(profile.metrics), on="launch_id", how="left", maintain_order="left")
             .join(executed_opcodes(profile.metrics), on="launch_id", how="left", maintain_order="left")
             .with_columns(pl.col("nvtx_range").str.split("/").list.last().alias("rung"))
-            .sort("duration_ns", descending=True)
-            .group_by("rung", maintain_order=True)
-            .agg(pl.len().alias("launches"), pl.col("duration_ns").sum().alias("total_duration_ns"), pl.all().first())
             .drop("nvtx_range"))
 
 
