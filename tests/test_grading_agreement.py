@@ -12,7 +12,10 @@ paraphrases and negations, scored once before that round (its unseen number) and
 ``heldout5.toml`` was written after the fourth round, before any grader output on it was seen, and
 scored once as a final unseen check; ``heldout6.toml`` was written after the fifth round (alternative
 phrasings for every red flag), before any grader output on it was seen, and scored once: the fifth
-round's unseen number. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+round's unseen number; ``heldout7.toml`` was written before the sixth round (claims carried across
+clauses, reordered claims, directions and factors, hedges), over 47 questions no other set covers,
+weighted toward misconceptions said mid-text, before any grader output on it was seen, and scored
+once: the unseen number before that round. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -34,7 +37,7 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
 SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml",
-        "heldout6.toml")
+        "heldout6.toml", "heldout7.toml")
 
 
 @lru_cache(maxsize=None)
@@ -267,6 +270,12 @@ def test_the_sets_are_well_formed():
                "phrasing of their flag ('TMEM is simply a larger register file bolted onto each thread', "
                "'you only have to hold the experts a token uses', 'inline_asm_elementwise takes arbitrary "
                "PTX')", strict=True)),
+    # Written before the sixth round and scored once (the unseen number): strong 100%, paraphrase
+    # 100%, salad 100%, misconception 52% (32/61), negated 86% (12/14), overall 69%.
+    pytest.param("heldout7.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 32/61 = 52% (< 95%) and negations 12/14 = 86% on unseen answers: "
+               "wrong claims mid-text, under hedges, said through another subject ('the global rank is the GPU to "
+               "use'), numbers wrong by a factor ('32 sectors per request is ideal')", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
