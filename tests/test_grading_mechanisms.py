@@ -37,3 +37,36 @@ def test_a_misconception_whose_subject_is_said_before_is_read(item, text, flag):
 ])
 def test_context_supplies_only_a_subject_referred_to_and_affirmed(item, text, flag):
     assert flag not in _flags(item, text)
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    ("srv-13", "More tensor parallelism gives more throughput per GPU, no matter what.", "rf-tp-always-faster"),
+    ("perf-03", "No matter what the kernel does, more threads are faster.", "rf-occupancy-always"),
+    ("tvc-09", "Push num_stages up: in all cases more pipeline stages are faster.", "rf-more-stages-always"),
+    ("srv-07", "A larger token budget per step is better at any load.", "rf-bigger-budget-free"),
+])
+def test_an_absolute_said_in_other_words_is_always(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+@pytest.mark.parametrize("item, text", [
+    ("srv-07", "A larger token budget per step is better at the expected load, up to the TPOT target."),
+    ("perf-03", "No matter how high occupancy is, it is not the goal; more threads are not always faster."),
+])
+def test_a_bounded_or_denied_absolute_is_not(item, text):
+    assert not {"rf-bigger-budget-free", "rf-occupancy-always"} & _flags(item, text)
+
+
+@pytest.mark.parametrize("text", [
+    "More tensor parallelism, I would guess, always gives more throughput per GPU.",
+    "I think more tensor parallelism probably always gives more throughput per GPU.",
+    "More tensor parallelism always gives more throughput per GPU, I believe.",
+    "If I remember correctly, more tensor parallelism always gives more throughput per GPU.",
+])
+def test_a_hedged_misconception_is_asserted(text):
+    assert "rf-tp-always-faster" in _flags("srv-13", text)
+
+
+def test_i_doubt_denies():
+    assert "rf-tp-always-faster" not in _flags("srv-13", "I doubt more tensor parallelism always gives more "
+                                                         "throughput per GPU.")

@@ -166,6 +166,15 @@ _NO_NEED = re.compile(
     r"|\b(?:do |does |did )?not (?:think|believe) (?:that )?(?:you|we|one|it|they) (?:really )?(?:need|needs|have to|has to)(?: to)?\b"
     r"|\b(?:do |does |did )?(?:not|never) (?:really |even |actually )?(?:need|needs|have to|has to|require|requires)(?: to)?\b")
 _MUST = re.compile(r"\b(?:have|has|had|need|needs) to\b")
+_HEDGES = (r"(?:i (?:would|d) (?:guess|say|think|expect)|id (?:guess|say|think|expect)|i (?:think|believe|guess|suppose|"
+           r"reckon|expect|assume)|as far as i (?:know|can tell)|if i (?:remember|recall)(?: (?:correctly|right))?|"
+           r"(?:most )?(?:probably|likely)|presumably|i (?:am|m) (?:fairly |pretty |quite )?(?:sure|confident)|"
+           r"im (?:fairly |pretty |quite )?(?:sure|confident)|it seems to me|in my experience|honestly|to be honest|"
+           r"i suspect)")
+_HEDGE_ASIDE = re.compile(r",\s*" + _HEDGES + r"\s*,")
+_HEDGE_TAIL = re.compile(r",\s*" + _HEDGES + r"\s*(?=[.!?;]|$)")
+_HEDGE = re.compile(r"\b" + _HEDGES + r"\b(?: that)?,?")
+_DOUBT = re.compile(r"\bi (?:doubt|do not think|dont think|do not believe|dont believe)(?: that| whether| if)?\b")
 
 # Plain words onto the rubric's terms, applied to both sides before matching (multi-word first).
 _PHRASES = [(re.compile(p), r) for p, r in (
@@ -199,6 +208,14 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     # "every call", "each time", "whenever it is called": how often something happens is one word,
     # and in a misconception it is the claim ("recompiles every call" is not "after 8 recompiles")
     (r"\b(?:on |at )?(?:every|each) (?:single )?(?:time|call|run|step|iteration|invocation)\b|\bwhenever (?:you call|it is called|its called|called)\b", "everytime"),
+    # an absolute said in other words is "always": "no matter what", "in every case", "whatever the
+    # batch", "at any size", "regardless of the load" (the words stay; "always" joins them)
+    # ("no matter what X, Y" is one claim, as "whatever X, Y" is)
+    (r"\bno matter (?:what|how|which)\b", "whatever always"),
+    (r"\b(?:no matter the|in (?:all|every|each) cases?|without exception|invariably|"
+     r"unconditionally|across the board|(?:under|in) (?:all|any) (?:circumstances|conditions))\b", "always"),
+    (r"\b((?:(?:at|for|with|on|across) (?:any|every|all)|(?:regardless|irrespective) of(?: the)?|whatever the) "
+     r"(?:batch|size|context|sequence|load|shape|length|scale|model|workload)s?)\b", r"always \1"),
     (r"\bhow many\b", "number of"), (r"\b(?:hands?|gives?|handing|giving) (?:you |back |us |them )", "returns "),
     (r"\b(?:over|spanning|between|on) (?:two|several|multiple|many|\d+) (?:nodes|machines|hosts)\b", "across nodes"),
 )]
@@ -262,6 +279,12 @@ def _normalise(text: str) -> str:
     # think you need X", "X needn't ..." say X does not apply, as "X is not needed" does
     text = _NO_NEED.sub(lambda m: " needless must " if m.group().endswith(" to") else " needless ", text)
     text = _MUST.sub("must", text)  # "have to", "need to": one modal, as "must"
+    # a hedge asserts what it hedges: "X, I would guess, is Y" and "I think X is probably Y" say "X is
+    # Y", so the hedge goes (with the commas that set it off); "I doubt X" denies X
+    text = _HEDGE_ASIDE.sub(" ", text)
+    text = _HEDGE_TAIL.sub("", text)
+    text = _HEDGE.sub("", text)
+    text = _DOUBT.sub("not ", text)
     text = re.sub(r"\bnon[- ](?=[a-z])", "non", text)  # "non-sticky" is one word, not "none" and "sticky"
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
