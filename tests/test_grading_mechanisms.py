@@ -70,3 +70,20 @@ def test_a_hedged_misconception_is_asserted(text):
 def test_i_doubt_denies():
     assert "rf-tp-always-faster" not in _flags("srv-13", "I doubt more tensor parallelism always gives more "
                                                          "throughput per GPU.")
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # a misconception's words in another order, one of its framing words short: "one scale per tensor
+    # is enough" said as "per-tensor scaling is enough"
+    ("hop-13", "For FP8 training, per-tensor scaling is enough with delayed scaling.", "rf-per-tensor-enough"),
+    ("hop-14", "For NVFP4 and MXFP4 alike, per-tensor scaling is enough.", "rf-per-tensor-enough"),
+])
+def test_a_misconception_in_another_order_is_read(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+def test_a_reordered_match_must_hold_what_makes_the_claim_wrong():
+    """Order-free, the words a misconception shares with the model answer do not state it: "divergence
+    is when threads of one warp take different branches" is the truth; "blocks" would make it wrong."""
+    assert "rf-divergence-blocks" not in _flags("exec-03", "Divergence is when threads of the same warp take "
+                                                           "different branches, and each path runs in turn.")

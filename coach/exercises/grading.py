@@ -732,6 +732,18 @@ def _context_stems(sentences: tuple[_Sentence, ...], k: int, claim: int) -> set[
     return out
 
 
+@lru_cache(maxsize=None)
+def _truth(concept_id: str) -> frozenset[str]:
+    """The stems of the model answers of the bank's questions that list red flag ``concept_id``."""
+    from coach.exercises.bank import load_bank  # noqa: PLC0415 - the bank imports this module
+
+    try:
+        answers = [q.answer for q in load_bank().questions if any(c.id == concept_id for c in q.red_flags)]
+    except Exception:  # noqa: BLE001 - without a bank no word is known to be shared with the truth
+        return frozenset()
+    return frozenset(phrase_stems(" ".join(answers))) if answers else frozenset()
+
+
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     strict = _strict(concept)
@@ -743,9 +755,13 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
         if len(cue) < 2:
             continue
         min_words = max(2, math.ceil(LOOSE_MIN_WORDS * len(cue)))
+        # what makes a misconception wrong said in any order must be there: its words that the model
+        # answers of its questions do not use (all its words where it belongs to no question)
+        truth = _truth(concept.id) if strict else frozenset()
+        distinct = (frozenset(st for st in cue if st not in truth) if truth else frozenset(cue)) if strict else frozenset()
         for k, sent in enumerate(sentences):
             before = len(out)
-            _loose_in(sent, k, cue, negs, scoped, need, numbers, span, min_words, strict, out)
+            _loose_in(sent, k, cue, negs, scoped, need, numbers | distinct, span, min_words, strict, out)
             if strict and len(out) == before:
                 _loose_in_context(sentences, k, cue, negs, scoped, need, numbers, span, out)
     return out
@@ -788,20 +804,23 @@ def _loose_in_context(sentences, k, cue, negs, scoped, need, numbers, span, out)
         out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi), bool(own_negs)))
 
 
-def _loose_in(sent, k, cue, negs, scoped, need, numbers, span, min_words, strict, out) -> None:
-    """The loose matches of one cue in sentence k, appended to ``out``."""
+def _loose_in(sent, k, cue, negs, scoped, need, required, span, min_words, strict, out) -> None:
+    """The loose matches of one cue in sentence k, appended to ``out``; ``required``: the words an
+    order-free match must hold (the cue's numbers and absolutes, and what makes it wrong)."""
     index = sent.stems
     present = [st for st in cue if st in index]
+    numbers = frozenset(s for s in required if s[0].isdigit() or s in _ABSOLUTE)
     if len(present) < 2 or not numbers <= set(present):
         return
     idx = sorted(i for st in present for i in index[st])
     # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
     # only with its head
     idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
-    if strict and not negs and len(cue) >= 4 and len(present) == len(cue):
-        # every word of a misconception, close together in one affirmative claim, states it in
-        # whatever order ("an op's CPU time is the time its kernel took on the GPU")
-        whole = _whole_claim(sent, idx, cue, 2 * len(cue))
+    if strict and not negs and len(cue) >= 4:
+        # enough of a misconception's words (every one that makes it wrong among them), close
+        # together in one affirmative claim, state it in whatever order: "an op's CPU time is the time
+        # its kernel took on the GPU", "doubling the FLOP rate is what decode needs", a passive
+        whole = _whole_claim(sent, idx, cue, 2 * len(cue), need, required)
         if whole is not None:
             lo, hi = min(w.start for w in whole), max(w.end for w in whole)
             neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
@@ -827,13 +846,16 @@ def _loose_in(sent, k, cue, negs, scoped, need, numbers, span, min_words, strict
                 break
 
 
-def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int) -> list[_Word] | None:
-    """The words of one claim of the sentence that hold every stem of ``cue`` within ``span`` words, if any."""
+def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int, need: float,
+                 required: frozenset[str]) -> list[_Word] | None:
+    """The words of one claim of the sentence that hold ``need`` of the weight of ``cue``, and every
+    stem of ``required``, within ``span`` words, if any."""
     by_claim: dict[int, dict[str, int]] = {}
     for i in idx:
         by_claim.setdefault(sent.words[i].claim, {}).setdefault(sent.words[i].stem, i)
     for claim, got in by_claim.items():
-        if len(got) == len(cue) and max(got.values()) - min(got.values()) <= span and not any(
+        if (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3
+                and max(got.values()) - min(got.values()) <= span) and not any(
                 w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
             return [sent.words[i] for i in sorted(got.values())]
     return None
