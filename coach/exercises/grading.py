@@ -166,8 +166,10 @@ _NO_NEED = re.compile(
     r"|\b(?:do |does |did )?not (?:think|believe) (?:that )?(?:you|we|one|it|they) (?:really )?(?:need|needs|have to|has to)(?: to)?\b"
     r"|\b(?:do |does |did )?(?:not|never) (?:really |even |actually )?(?:need|needs|have to|has to|require|requires)(?: to)?\b")
 _MUST = re.compile(r"\b(?:have|has|had|need|needs) to\b")
-_HEDGES = (r"(?:i (?:would|d) (?:guess|say|think|expect)|id (?:guess|say|think|expect)|i (?:think|believe|guess|suppose|"
-           r"reckon|expect|assume)|as far as i (?:know|can tell)|if i (?:remember|recall)(?: (?:correctly|right))?|"
+#: ("assume" and "expect" are not among them: the bank's misconceptions are said with them, "assuming
+#: blocks run in order", "expecting racecheck to find global races")
+_HEDGES = (r"(?:i (?:would|d) (?:guess|say|think)|id (?:guess|say|think)|i (?:think|believe|guess|suppose|"
+           r"reckon)|as far as i (?:know|can tell)|if i (?:remember|recall)(?: (?:correctly|right))?|"
            r"(?:most )?(?:probably|likely)|presumably|i (?:am|m) (?:fairly |pretty |quite )?(?:sure|confident)|"
            r"im (?:fairly |pretty |quite )?(?:sure|confident)|it seems to me|in my experience|honestly|to be honest|"
            r"i suspect)")
