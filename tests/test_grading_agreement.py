@@ -12,7 +12,12 @@ paraphrases and negations, scored once before that round (its unseen number) and
 ``heldout5.toml`` was written after the fourth round, before any grader output on it was seen, and
 scored once as a final unseen check; ``heldout6.toml`` was written after the fifth round (alternative
 phrasings for every red flag), before any grader output on it was seen, and scored once: the fifth
-round's unseen number. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+round's unseen number; ``heldout7.toml`` was written before the sixth round (claims carried across
+clauses, reordered claims, directions and factors, hedges), over 47 questions no other set covers,
+weighted toward misconceptions said mid-text, before any grader output on it was seen, and scored
+once: the unseen number before that round; ``heldout8.toml`` was written after the sixth round, over 42
+questions heldout7 does not cover, before any grader output on it was seen, and scored once: the
+sixth round's unseen number. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -34,7 +39,7 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
 SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml",
-        "heldout6.toml")
+        "heldout6.toml", "heldout7.toml", "heldout8.toml")
 
 
 @lru_cache(maxsize=None)
@@ -222,6 +227,10 @@ def test_the_sets_are_well_formed():
 
 
 @pytest.mark.parametrize("name", [
+    # Each set's comment comes before it. Measured before and after the sixth round (claims that refer
+    # back, absolutes in other words, hedges, misconceptions in any order): answers.toml and
+    # heldout.toml to heldout5.toml unchanged but for heldout.toml's misconceptions, 29/30 before,
+    # 30/30 after; heldout6.toml and heldout7.toml as noted with them.
     "answers.toml",
     # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
     # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
@@ -261,12 +270,29 @@ def test_the_sets_are_well_formed():
                "all-reduce', 'only cudaDeviceSynchronize stalls the pipeline; .item(), printing ... are "
                "asynchronous'", strict=True)),
     # Written after the fifth round and scored once, never used to tune: strong 100%, paraphrase
-    # 100%, salad 100%, misconception 80%, negated 100%, overall 91%.
+    # 100%, salad 100%, misconception 80%, negated 100%, overall 91%. After the sixth round (claims
+    # that refer back, TMEM as tensor memory): misconception 83%, overall 92%, the rest unchanged.
     pytest.param("heldout6.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 24/30 = 80% (< 95%) on unseen answers: said at one remove from every "
+        reason="misconceptions caught 25/30 = 83% (< 95%) on unseen answers: said at one remove from every "
                "phrasing of their flag ('TMEM is simply a larger register file bolted onto each thread', "
                "'you only have to hold the experts a token uses', 'inline_asm_elementwise takes arbitrary "
                "PTX')", strict=True)),
+    # Written before the sixth round and scored once (the unseen number): strong 100%, paraphrase
+    # 100%, salad 100%, misconception 52% (32/61), negated 86% (12/14), overall 69%. After the sixth
+    # round (studied in it: claims that refer back, absolutes in other words, hedges, misconceptions
+    # in any order holding what makes them wrong): misconception 56% (34/61), overall 71%, the rest
+    # unchanged.
+    pytest.param("heldout7.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 34/61 = 56% (< 95%) and negations 12/14 = 86% on unseen answers: "
+               "wrong claims mid-text, under hedges, said through another subject ('the global rank is the GPU to "
+               "use'), numbers wrong by a factor ('32 sectors per request is ideal')", strict=True)),
+    # Written after the sixth round and scored once, never used to tune (its unseen number): strong
+    # 100%, paraphrase 100%, salad 100%, misconception 53% (24/45), negated 100%, overall 65%.
+    pytest.param("heldout8.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 24/45 = 53% (< 95%) on unseen answers: wrong claims in words no "
+               "phrasing of their flag uses ('blocks are launched in blockIdx order, so ... safe'), numbers "
+               "wrong by a factor ('about 1.6 ms', '32 registers per thread'), the right step for a wrong "
+               "reason", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():

@@ -166,11 +166,23 @@ _NO_NEED = re.compile(
     r"|\b(?:do |does |did )?not (?:think|believe) (?:that )?(?:you|we|one|it|they) (?:really )?(?:need|needs|have to|has to)(?: to)?\b"
     r"|\b(?:do |does |did )?(?:not|never) (?:really |even |actually )?(?:need|needs|have to|has to|require|requires)(?: to)?\b")
 _MUST = re.compile(r"\b(?:have|has|had|need|needs) to\b")
+#: ("assume" and "expect" are not among them: the bank's misconceptions are said with them, "assuming
+#: blocks run in order", "expecting racecheck to find global races")
+_HEDGES = (r"(?:i (?:would|d) (?:guess|say|think)|id (?:guess|say|think)|i (?:think|believe|guess|suppose|"
+           r"reckon)|as far as i (?:know|can tell)|if i (?:remember|recall)(?: (?:correctly|right))?|"
+           r"(?:most )?(?:probably|likely)|presumably|i (?:am|m) (?:fairly |pretty |quite )?(?:sure|confident)|"
+           r"im (?:fairly |pretty |quite )?(?:sure|confident)|it seems to me|in my experience|honestly|to be honest|"
+           r"i suspect)")
+_HEDGE_ASIDE = re.compile(r",\s*" + _HEDGES + r"\s*,")
+_HEDGE_TAIL = re.compile(r",\s*" + _HEDGES + r"\s*(?=[.!?;]|$)")
+_HEDGE = re.compile(r"\b" + _HEDGES + r"\b(?: that)?,?")
+_DOUBT = re.compile(r"\bi (?:doubt|do not think|dont think|do not believe|dont believe)(?: that| whether| if)?\b")
 
 # Plain words onto the rubric's terms, applied to both sides before matching (multi-word first).
 _PHRASES = [(re.compile(p), r) for p, r in (
     (r"\bon[- ]chip (?:scratch ?pad|buffer|memory)\b", "shared memory"),
     (r"\bscratch ?pad\b", "shared memory"), (r"\bsmem\b", "shared memory"),
+    (r"\btmem\b", "tensor memory"),
     (r"\bnsight compute\b", "ncu"), (r"\bnsight systems\b", "nsys"), (r"\bround[- ]trips?\b", "latency"), (r"\bin[- ]flight\b", "inflight"), (r"\boutstanding\b", "inflight"),
     (r"\bmemory (?:speed|rate)\b", "bandwidth"), (r"\bbytes? per second\b", "bandwidth"),
     (r"\bmath (?:units?|rate|throughput)\b", "compute"), (r"\bwarp slots?\b", "occupancy"),
@@ -198,6 +210,14 @@ _PHRASES = [(re.compile(p), r) for p, r in (
     # "every call", "each time", "whenever it is called": how often something happens is one word,
     # and in a misconception it is the claim ("recompiles every call" is not "after 8 recompiles")
     (r"\b(?:on |at )?(?:every|each) (?:single )?(?:time|call|run|step|iteration|invocation)\b|\bwhenever (?:you call|it is called|its called|called)\b", "everytime"),
+    # an absolute said in other words is "always": "no matter what", "in every case", "whatever the
+    # batch", "at any size", "regardless of the load" (the words stay; "always" joins them)
+    # ("no matter what X, Y" is one claim, as "whatever X, Y" is)
+    (r"\bno matter (?:what|how|which)\b", "whatever always"),
+    (r"\b(?:no matter the|in (?:all|every|each) cases?|without exception|invariably|"
+     r"unconditionally|across the board|(?:under|in) (?:all|any) (?:circumstances|conditions))\b", "always"),
+    (r"\b((?:(?:at|for|with|on|across) (?:any|every|all)|(?:regardless|irrespective) of(?: the)?|whatever the) "
+     r"(?:batch|size|context|sequence|load|shape|length|scale|model|workload)s?)\b", r"always \1"),
     (r"\bhow many\b", "number of"), (r"\b(?:hands?|gives?|handing|giving) (?:you |back |us |them )", "returns "),
     (r"\b(?:over|spanning|between|on) (?:two|several|multiple|many|\d+) (?:nodes|machines|hosts)\b", "across nodes"),
 )]
@@ -261,6 +281,12 @@ def _normalise(text: str) -> str:
     # think you need X", "X needn't ..." say X does not apply, as "X is not needed" does
     text = _NO_NEED.sub(lambda m: " needless must " if m.group().endswith(" to") else " needless ", text)
     text = _MUST.sub("must", text)  # "have to", "need to": one modal, as "must"
+    # a hedge asserts what it hedges: "X, I would guess, is Y" and "I think X is probably Y" say "X is
+    # Y", so the hedge goes (with the commas that set it off); "I doubt X" denies X
+    text = _HEDGE_ASIDE.sub(" ", text)
+    text = _HEDGE_TAIL.sub("", text)
+    text = _HEDGE.sub("", text)
+    text = _DOUBT.sub("not ", text)
     text = re.sub(r"\bnon[- ](?=[a-z])", "non", text)  # "non-sticky" is one word, not "none" and "sticky"
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
@@ -682,6 +708,44 @@ def _strict(concept: Concept) -> bool:
     return concept.id.startswith("rf-") or "-flag-" in concept.id or concept.example != ""
 
 
+#: A misconception's claim that refers back to its subject ("it", "they", "their length") takes the
+#: rest of its cue from what came before: the earlier claims of its sentence and the sentence
+#: before, where they affirm their words. The claim must hold this share of the cue's weight and
+#: every word that makes it wrong (its numbers, "always", "gpu", "every"); a cue of fewer than four
+#: words is its claim and takes nothing from elsewhere.
+CONTEXT_OWN_SHARE = 0.5
+#: The words that refer back to a subject said before.
+_ANAPHORA = frozenset("it its they them their this these those".split())
+
+
+def _context_stems(sentences: tuple[_Sentence, ...], k: int, claim: int) -> set[str]:
+    """The stems a claim of sentence k can take its subject from: the affirmed words of the earlier
+    claims of the sentence and of the sentence before."""
+    sent = sentences[k]
+    first = min((w.start for w in sent.words if w.claim == claim), default=0)
+
+    def affirmed(s: _Sentence, keep) -> set[str]:  # a claim that denies its words does not supply them
+        denied = {w.claim for w in s.all_words if w.stem in _NEGATIONS or w.stem in _DISMISS}
+        return {w.stem for w in s.words if keep(w) and w.claim not in denied}
+
+    out = affirmed(sent, lambda w: w.claim != claim and w.start < first)
+    if k > 0:
+        out |= affirmed(sentences[k - 1], lambda w: True)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _truth(concept_id: str) -> frozenset[str]:
+    """The stems of the model answers of the bank's questions that list red flag ``concept_id``."""
+    from coach.exercises.bank import load_bank  # noqa: PLC0415 - the bank imports this module
+
+    try:
+        answers = [q.answer for q in load_bank().questions if any(c.id == concept_id for c in q.red_flags)]
+    except Exception:  # noqa: BLE001 - without a bank no word is known to be shared with the truth
+        return frozenset()
+    return frozenset(phrase_stems(" ".join(answers))) if answers else frozenset()
+
+
 def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
     out = []
     strict = _strict(concept)
@@ -693,52 +757,107 @@ def _loose(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
         if len(cue) < 2:
             continue
         min_words = max(2, math.ceil(LOOSE_MIN_WORDS * len(cue)))
+        # what makes a misconception wrong said in any order must be there: its words that the model
+        # answers of its questions do not use (all its words where it belongs to no question)
+        truth = _truth(concept.id) if strict else frozenset()
+        distinct = (frozenset(st for st in cue if st not in truth) if truth else frozenset(cue)) if strict else frozenset()
         for k, sent in enumerate(sentences):
-            index = sent.stems
-            present = [st for st in cue if st in index]
-            if len(present) < 2 or not numbers <= set(present):
-                continue
-            idx = sorted(i for st in present for i in index[st])
-            # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
-            # only with its head
-            idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
-            if strict and not negs and len(cue) >= 4 and len(present) == len(cue):
-                # every word of a misconception, close together in one affirmative claim, states it in
-                # whatever order ("an op's CPU time is the time its kernel took on the GPU")
-                whole = _whole_claim(sent, idx, cue, 2 * len(cue))
-                if whole is not None:
-                    lo, hi = min(w.start for w in whole), max(w.end for w in whole)
-                    neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
-                    out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
-                    continue
-            for a in range(len(idx)):
-                got: dict[str, int] = {}
-                for b in range(a, len(idx)):
-                    if idx[b] - idx[a] > span:
-                        break
-                    w = sent.words[idx[b]]
-                    if strict and (w.claim != sent.words[idx[a]].claim  # a misconception is stated in one claim,
-                                   or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
-                        continue
-                    got.setdefault(w.stem, idx[b])
-                    if len(got) >= min_words and sum(_weight(s) for s in got) >= need:
-                        lo = sent.words[idx[a]].start
-                        hi = sent.words[idx[b]].end
-                        own_negs = negs if scoped & set(got) else 0
-                        neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), own_negs)
-                        out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi),
-                                         bool(own_negs)))
-                        break
+            before = len(out)
+            _loose_in(sent, k, cue, negs, scoped, need, numbers | distinct, span, min_words, strict, out)
+            if strict and len(out) == before:
+                _loose_in_context(sentences, k, cue, negs, scoped, need, numbers, span, out)
     return out
 
 
-def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int) -> list[_Word] | None:
-    """The words of one claim of the sentence that hold every stem of ``cue`` within ``span`` words, if any."""
+def _loose_in_context(sentences, k, cue, negs, scoped, need, numbers, span, out) -> None:
+    """A misconception's cue in one claim of sentence k whose missing words its context supplies
+    (see ``CONTEXT_OWN_SHARE``): "FP4 E2M1 has 16 codes, so like INT4 it covers its range in equal
+    steps" states "FP4 values are evenly spaced" though "FP4" is in the clause before."""
+    sent = sentences[k]
+    if len(cue) < 4:  # a short cue is its claim: none of it comes from elsewhere
+        return
+    total = sum(_weight(s) for s in cue)
+    by_claim: dict[int, dict[str, int]] = {}
+    for i, w in enumerate(sent.words):
+        if w.stem in cue and not _foreign_tail(sent.words, i, cue):
+            by_claim.setdefault(w.claim, {}).setdefault(w.stem, i)
+    for claim, got in by_claim.items():
+        own = sum(_weight(s) for s in got)
+        # the words that make the claim wrong (its numbers, "always", "gpu", "every") are the claim's own
+        required = numbers | {s for s in cue if s in _CLAIM_WORDS or s == "each"}
+        if len(got) < 2 or not required <= set(got) or own < CONTEXT_OWN_SHARE * total or own >= need:
+            continue
+        if max(got.values()) - min(got.values()) > span:
+            continue
+        if any(w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
+            continue  # a claim that holds a denial is judged on its own words
+        first = sent.words[min(got.values())].start
+        if not any(w.claim == claim and w.start < first and fold(sent.raw[w.start:w.end]) in _ANAPHORA
+                   for w in sent.all_words):
+            continue  # the claim refers back ("it", "this", "they") before it says anything of the cue
+        context = _context_stems(sentences, k, claim)
+        supplied = [s for s in cue if s not in got and s in context]
+        if own + sum(_weight(s) for s in supplied) < need:
+            continue
+        words = [sent.words[i] for i in sorted(got.values())]
+        lo, hi = words[0].start, words[-1].end
+        own_negs = negs if scoped & set(got) else 0
+        neg, dis = _loose_negation(sent, words, set(cue), own_negs)
+        out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi), bool(own_negs)))
+
+
+def _loose_in(sent, k, cue, negs, scoped, need, required, span, min_words, strict, out) -> None:
+    """The loose matches of one cue in sentence k, appended to ``out``; ``required``: the words an
+    order-free match must hold (the cue's numbers and absolutes, and what makes it wrong)."""
+    index = sent.stems
+    present = [st for st in cue if st in index]
+    numbers = frozenset(s for s in required if s[0].isdigit() or s in _ABSOLUTE)
+    if len(present) < 2 or not numbers <= set(present):
+        return
+    idx = sorted(i for st in present for i in index[st])
+    # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
+    # only with its head
+    idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
+    if strict and not negs and len(cue) >= 4:
+        # enough of a misconception's words (every one that makes it wrong among them), close
+        # together in one affirmative claim, state it in whatever order: "an op's CPU time is the time
+        # its kernel took on the GPU", "doubling the FLOP rate is what decode needs", a passive
+        whole = _whole_claim(sent, idx, cue, 2 * len(cue), need, required)
+        if whole is not None:
+            lo, hi = min(w.start for w in whole), max(w.end for w in whole)
+            neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
+            out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi)))
+            return
+    for a in range(len(idx)):
+        got: dict[str, int] = {}
+        for b in range(a, len(idx)):
+            if idx[b] - idx[a] > span:
+                break
+            w = sent.words[idx[b]]
+            if strict and (w.claim != sent.words[idx[a]].claim  # a misconception is stated in one claim,
+                           or (got and cue.index(w.stem) < max(cue.index(x) for x in got))):  # in its order
+                continue
+            got.setdefault(w.stem, idx[b])
+            if len(got) >= min_words and sum(_weight(s) for s in got) >= need:
+                lo = sent.words[idx[a]].start
+                hi = sent.words[idx[b]].end
+                own_negs = negs if scoped & set(got) else 0
+                neg, dis = _loose_negation(sent, [sent.words[i] for i in got.values()], set(cue), own_negs)
+                out.append(Match(sent.raw[lo:hi].strip(), k, lo, hi, neg, dis, True, _covered(sent, lo, hi),
+                                 bool(own_negs)))
+                break
+
+
+def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int, need: float,
+                 required: frozenset[str]) -> list[_Word] | None:
+    """The words of one claim of the sentence that hold ``need`` of the weight of ``cue``, and every
+    stem of ``required``, within ``span`` words, if any."""
     by_claim: dict[int, dict[str, int]] = {}
     for i in idx:
         by_claim.setdefault(sent.words[i].claim, {}).setdefault(sent.words[i].stem, i)
     for claim, got in by_claim.items():
-        if len(got) == len(cue) and max(got.values()) - min(got.values()) <= span and not any(
+        if (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3
+                and max(got.values()) - min(got.values()) <= span) and not any(
                 w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
             return [sent.words[i] for i in sorted(got.values())]
     return None

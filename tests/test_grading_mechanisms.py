@@ -1,0 +1,89 @@
+"""General reading mechanisms of the grader, each on answers that state or deny a misconception in a
+way the rubric's phrasings do not spell out (issue 17): the subject carried across clauses and
+sentences, absolute claims said in other words, hedged claims."""
+
+from __future__ import annotations
+
+import pytest
+
+from coach.exercises.bank import load_bank
+
+
+def _flags(item: str, text: str) -> set[str]:
+    return {h.concept.id for h in load_bank().question(item).grade(text).flags}
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # the subject in the sentence before, taken up by "they" / "their" / "it"
+    ("hop-14", "FP4 E2M1 has sixteen codes. Like INT4 they are evenly spaced over the range.", "rf-fp4-uniform"),
+    ("nw-09", "I would read the NVTX ranges from nvtx_sum. Their length is the GPU time of the work inside.",
+     "rf-nvtx-gpu-time"),
+    ("hb-04", "Blackwell adds TMEM, 256 KB per SM. It is just a larger register file for each thread.",
+     "rf-tmem-registers"),
+])
+def test_a_misconception_whose_subject_is_said_before_is_read(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # no word referring back: the claim stands on its own words, which do not state the misconception
+    ("nw-09", "I would read the NVTX ranges from nvtx_sum. The length of a kernel is its GPU time.",
+     "rf-nvtx-gpu-time"),
+    # what the context denies it does not supply: "returns nothing" gives no "returns" to "it"
+    ("cor-01", "A kernel launch returns nothing, so right after it call cudaGetLastError to catch launch errors.",
+     "rf-launch-returns-error"),
+    # a claim that denies its words is judged on them alone
+    ("hop-14", "FP4 E2M1 has sixteen codes. Unlike INT4 they are not evenly spaced.", "rf-fp4-uniform"),
+])
+def test_context_supplies_only_a_subject_referred_to_and_affirmed(item, text, flag):
+    assert flag not in _flags(item, text)
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    ("srv-13", "More tensor parallelism gives more throughput per GPU, no matter what.", "rf-tp-always-faster"),
+    ("perf-03", "No matter what the kernel does, more threads are faster.", "rf-occupancy-always"),
+    ("tvc-09", "Push num_stages up: in all cases more pipeline stages are faster.", "rf-more-stages-always"),
+    ("srv-07", "A larger token budget per step is better at any load.", "rf-bigger-budget-free"),
+])
+def test_an_absolute_said_in_other_words_is_always(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+@pytest.mark.parametrize("item, text", [
+    ("srv-07", "A larger token budget per step is better at the expected load, up to the TPOT target."),
+    ("perf-03", "No matter how high occupancy is, it is not the goal; more threads are not always faster."),
+])
+def test_a_bounded_or_denied_absolute_is_not(item, text):
+    assert not {"rf-bigger-budget-free", "rf-occupancy-always"} & _flags(item, text)
+
+
+@pytest.mark.parametrize("text", [
+    "More tensor parallelism, I would guess, always gives more throughput per GPU.",
+    "I think more tensor parallelism probably always gives more throughput per GPU.",
+    "More tensor parallelism always gives more throughput per GPU, I believe.",
+    "If I remember correctly, more tensor parallelism always gives more throughput per GPU.",
+])
+def test_a_hedged_misconception_is_asserted(text):
+    assert "rf-tp-always-faster" in _flags("srv-13", text)
+
+
+def test_i_doubt_denies():
+    assert "rf-tp-always-faster" not in _flags("srv-13", "I doubt more tensor parallelism always gives more "
+                                                         "throughput per GPU.")
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # a misconception's words in another order, one of its framing words short: "one scale per tensor
+    # is enough" said as "per-tensor scaling is enough"
+    ("hop-13", "For FP8 training, per-tensor scaling is enough with delayed scaling.", "rf-per-tensor-enough"),
+    ("hop-14", "For NVFP4 and MXFP4 alike, per-tensor scaling is enough.", "rf-per-tensor-enough"),
+])
+def test_a_misconception_in_another_order_is_read(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+def test_a_reordered_match_must_hold_what_makes_the_claim_wrong():
+    """Order-free, the words a misconception shares with the model answer do not state it: "divergence
+    is when threads of one warp take different branches" is the truth; "blocks" would make it wrong."""
+    assert "rf-divergence-blocks" not in _flags("exec-03", "Divergence is when threads of the same warp take "
+                                                           "different branches, and each path runs in turn.")
