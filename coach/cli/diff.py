@@ -169,6 +169,7 @@ def _ncu_table(d: Any) -> None:
     for r in rows:
         r["estimated"] = f"{r['estimated_pct']:.0f}%"
         r["realised"] = f"{r['realised_pct']:.0f}%"
+        r["for_fix"] = "yes" if r["for_fix"] else "no"
     _table("Nsight Compute's estimated speed-ups (before report) against the saving realised", rows,
            [("rule", "rule_id"), ("type", "speedup_type"), ("estimated", "estimated"), ("realised", "realised"),
             ("for the fix", "for_fix")])

@@ -166,7 +166,7 @@ def _ncu_lines(d: Diff) -> list[str]:
     if d.ncu.is_empty():
         return []
     rows = d.ncu.filter(pl.col("pair") == d.headline["pair"])
-    if d.fix is not None and rows.filter(pl.col("for_fix")).height:
+    if rows.filter(pl.col("for_fix")).height:  # the named or credited fix's own rules
         rows = rows.filter(pl.col("for_fix"))
     whole_kernel = rows.filter(pl.col("speedup_type") != "local")  # local estimates are one unit's, not the kernel's
     rows = whole_kernel if whole_kernel.height else rows
