@@ -148,11 +148,12 @@ MISSING = "not in report"
 
 
 def fmt_time(ns: float | None) -> str:
+    """A time (or a change of time: negative reads "-61.41 ms", in the same unit as its size)."""
     if ns is None:
         return MISSING
-    if ns >= 1e6:
+    if abs(ns) >= 1e6:
         return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
+    if abs(ns) >= 1e3:
         return f"{ns / 1e3:.1f} us"
     return f"{ns:.0f} ns"
 
