@@ -129,3 +129,32 @@ def test_07_floor_in_explain_matches_run(capsys):
     # of the launch) agree within 0.3% on the recording; printed at three digits (up to 0.5% more) they may straddle a
     # rounding boundary (1.064 ms and 1.066 ms), not more.
     assert shown and float(shown.group(1)) == pytest.approx(values["floor_ms"], rel=0.01)
+
+
+@pytest.mark.parametrize("sid", ["01", "07", "14"])
+def test_evidence_reads_the_same_in_diagnose_and_explain(sid, capsys):
+    """`coach explain`'s numbers are `coach diagnose`'s evidence lines, value for value: one format
+    (before, diagnose said 'sync_points = 1377 calls' and explain '1.38e+03 calls'; diagnose
+    '12.9 GB', explain '12.88 GB')."""
+    scenario = scenarios.find(sid)
+    path = str(traces_dir() / "h200" / scenario.id / "slow" / scenario.tool)
+    code, explained, err = run_cli(["explain", path], capsys)
+    assert code == 0, err
+    code, diagnosed, err = run_cli(["diagnose", path], capsys)
+    assert code == 0, err
+    numbers = re.findall(r"^\s+\d\. (\w+ = .+?)(?: \(healthy|$)", explained, flags=re.M)
+    assert len(numbers) >= 2, explained
+    evidence = flat(diagnosed)
+    for number in numbers:
+        if number.startswith("duration = "):
+            continue
+        assert f"- {number} " in evidence or evidence.endswith(f"- {number}"), (number, evidence[:2000])
+
+
+def test_a_measured_small_share_and_a_count_are_not_misread():
+    """A share that was measured reads with its digits, never '0.0%' (scenario 07's DRAM throughput
+    is 7.8e-05% of peak); a count reads whole, not in exponent form; a missing value says so."""
+    assert fmt_value(7.781e-05, "%") == "0.000078%" and fmt_value(0.01581, "%") == "0.016%"
+    assert fmt_value(0.0, "%") == "0.0%" and fmt_value(92.74, "%") == "92.7%"
+    assert fmt_value(1377, "calls") == "1377 calls" and fmt_value(65536, "kernels") == "65.54k kernels"
+    assert fmt_value(None, "%") == "not in report"

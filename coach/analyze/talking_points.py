@@ -138,7 +138,7 @@ def _evidence_text(e: Any) -> str:
 
 
 def _value(value: float, unit: str) -> str:
-    return fmt_value(value, {"B": "byte", "bytes": "byte", "B/s": "byte/s"}.get(unit, unit))
+    return fmt_value(value, unit)
 
 
 def _floor(launch: Mapping[str, Any], gpu: GPU, metrics: pl.DataFrame | None = None) -> tuple[str, float | None] | None:

@@ -5,6 +5,7 @@ compare in everything else."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import polars as pl
@@ -22,15 +23,20 @@ COUNTED = {"sector": "sectors", "request": "requests", "inst": "inst", "flop": "
            "branch": "branches", "kernel": "kernels", "call": "calls", "copy": "copies"}
 
 
+#: Other spellings of fmt_value's units (a finding's evidence says "B" or "bytes").
+UNIT_ALIASES = {"B": "byte", "bytes": "byte", "B/s": "byte/s"}
+
 #: How a value the profile lacks reads, everywhere a diff prints one.
 NOT_IN_REPORT = "not in report"
 
 
 def fmt_value(value: float | None, unit: str) -> str:
     """A value with its unit, readable: 1.18 ms, 4.29 GB, 4.21 TB/s, 58.72M sectors, 32.0 sector/request;
-    "not in report" for a value the profile lacks (never 0)."""
+    "not in report" for a value the profile lacks (never 0). The one format of a measured value in
+    ``coach diff``, ``coach diagnose``'s evidence and ``coach explain``'s numbers."""
     if value is None:
         return NOT_IN_REPORT
+    unit = UNIT_ALIASES.get(unit, unit)
     if unit == "wave":
         return f"{fmt_waves(value)} wave{'' if value == 1 else 's'}"
     if unit == "fraction":
@@ -41,10 +47,16 @@ def fmt_value(value: float | None, unit: str) -> str:
         return fmt_bytes(value)
     if unit == "byte/s":
         return fmt_rate(value)
-    if unit == "%":
+    if unit == "%":  # a small share that was measured is not printed as "0.0%" (it would read as a zero)
+        if 0 < abs(value) < 0.05:  # two significant digits, no exponent: 0.016%, 0.000078%
+            return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}%"
         return f"{value:.1f}%"
     if unit in COUNTED:
         return f"{fmt_count(value)} {unit if value == 1 else COUNTED[unit]}"
+    if float(value).is_integer() and abs(value) < 1e4:  # a count in another unit: 1377 calls, not 1.38e+03
+        return f"{value:.0f} {unit}".strip()
+    if abs(value) >= 1e4:  # 65.54k kernels, 3.10M FLOP/byte
+        return f"{fmt_count(value)} {unit}".strip()
     return f"{value:.3g} {unit}".strip()
 
 
