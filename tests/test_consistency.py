@@ -158,3 +158,18 @@ def test_a_measured_small_share_and_a_count_are_not_misread():
     assert fmt_value(0.0, "%") == "0.0%" and fmt_value(92.74, "%") == "92.7%"
     assert fmt_value(1377, "calls") == "1377 calls" and fmt_value(65536, "kernels") == "65.54k kernels"
     assert fmt_value(None, "%") == "not in report"
+
+
+def test_speed_of_light_message_quotes_its_numbers_as_the_rest_of_coach():
+    """Scenario 01's bytes read as the gain model and the diff say them (14.49 GB, was '14493 MB');
+    its intensity as the evidence and the roofline (0.0556, was '0.06'); scenario 07's measured
+    memory shares keep their digits (0.016%, was '0.0%')."""
+    slow01 = recordings.open_recording(scenarios.find("01")).profile("slow", "ncu")
+    sol = next(f for f in diagnose(slow01) if f.rule_id == "speed-of-light")
+    assert f"Moving its {fmt_value(slow01.launches['dram_bytes'][0], 'byte')} at" in sol.message
+    ai = next(e for e in sol.evidence if e.metric == "arithmetic_intensity_flop_per_byte").value
+    assert f"Arithmetic intensity is {ai:.3g} FLOP" in sol.message and "14.49 GB" in sol.message
+    slow07 = recordings.open_recording(scenarios.find("07")).profile("slow", "ncu")
+    lean = next(f for f in diagnose(slow07) if f.rule_id == "speed-of-light")
+    mem = next(e for e in lean.evidence if e.metric == "memory_throughput_pct").value
+    assert 0 < mem < 0.05 and "0.0%" not in lean.message and f"memory throughput {fmt_value(mem, '%')}" in lean.message

@@ -5,7 +5,6 @@ compare in everything else."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
 import polars as pl
@@ -14,7 +13,7 @@ from coach.analyze.diff.fixes import fixes
 from coach.analyze.diff.kernels import PROFILE_PAIR
 from coach.analyze.diff.metrics import NOISE
 from coach.analyze.diff.result import Diff
-from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_rate, fmt_time
+from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
 from coach.analyze.quantities import fmt_share, fmt_waves
 
 
@@ -47,10 +46,8 @@ def fmt_value(value: float | None, unit: str) -> str:
         return fmt_bytes(value)
     if unit == "byte/s":
         return fmt_rate(value)
-    if unit == "%":  # a small share that was measured is not printed as "0.0%" (it would read as a zero)
-        if 0 < abs(value) < 0.05:  # two significant digits, no exponent: 0.016%, 0.000078%
-            return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}%"
-        return f"{value:.1f}%"
+    if unit == "%":
+        return fmt_pct(value)
     if unit in COUNTED:
         return f"{fmt_count(value)} {unit if value == 1 else COUNTED[unit]}"
     if float(value).is_integer() and abs(value) < 1e4:  # a count in another unit: 1377 calls, not 1.38e+03
