@@ -173,3 +173,19 @@ def test_speed_of_light_message_quotes_its_numbers_as_the_rest_of_coach():
     lean = next(f for f in diagnose(slow07) if f.rule_id == "speed-of-light")
     mem = next(e for e in lean.evidence if e.metric == "memory_throughput_pct").value
     assert 0 < mem < 0.05 and "0.0%" not in lean.message and f"memory throughput {fmt_value(mem, '%')}" in lean.message
+
+
+def test_ridges_in_roofline_are_those_of_numbers(capsys, tmp_path):
+    """`coach roofline` and `coach numbers` on one GPU: the measured ridges are the same numbers (they
+    were '~11' and '~160' against 11.5 and 155), and where Nsight Compute's own ridge (its peaks at the
+    profile's clocks: BF16 ~220) differs from the datasheet's, the datasheet's is named beside it."""
+    code, out, err = run_cli(["numbers", "--gpu", "h200", "--group", "ridge points", "--json"], capsys)
+    assert code == 0, err
+    sheet = {r["quantity"]: r["shown"] for r in json.loads(out)}
+    path = str(traces_dir() / "h200" / "scenario-01" / "slow" / "ncu")
+    code, out, err = run_cli(["roofline", path, "--out", str(tmp_path / "r.html")], capsys)
+    assert code == 0, err
+    text = flat(out)
+    assert f"(FP32 51.2 TFLOP/s, DRAM 4.46 TB/s) put the practical ridge at {sheet['FP32 ridge (measured)']} FLOP/byte" in text
+    assert f"put the practical ridge at {sheet['BF16 ridge (measured)']} FLOP/byte" in text
+    assert f"the datasheet's (990 TFLOP/s, 4.8 TB/s) put the ridge at {sheet['BF16 ridge (datasheet)']}." in text
