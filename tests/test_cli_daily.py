@@ -335,6 +335,8 @@ def test_load_brief_is_short():
 AT_80 = [
     (("load", STRIDED_REP), ["3.87 TB/s", "1.18 ms", "198.08 us", "copy_coalesced"]),
     (("load", DETAILS_CSV), ["3.87 TB/s", "80.4%"]),
+    # a measured DRAM share of 0.000078% of peak (a compute-bound kernel) is not printed as "0.0%"
+    (("load", ROOT / "traces/h200/scenario-07/slow/ncu"), ["3.74 MB/s 0.000078%", "1 launch profiled"]),
     (("load", SOFTMAX_SQLITE, "--stats"), ["171.14 us", "57.06 us", "cunn_SoftMaxForwardReg", "132.93 ms"]),
     (("join", DATA / "joined_strided_copy" / "strided_copy.sqlite", DATA / "joined_strided_copy" / "strided_copy_ncu"),
      ["217.1 us", "197.8 us", "copy_coalesced"]),
