@@ -189,3 +189,22 @@ def test_ridges_in_roofline_are_those_of_numbers(capsys, tmp_path):
     assert f"(FP32 51.2 TFLOP/s, DRAM 4.46 TB/s) put the practical ridge at {sheet['FP32 ridge (measured)']} FLOP/byte" in text
     assert f"put the practical ridge at {sheet['BF16 ridge (measured)']} FLOP/byte" in text
     assert f"the datasheet's (990 TFLOP/s, 4.8 TB/s) put the ridge at {sheet['BF16 ridge (datasheet)']}." in text
+
+
+@pytest.mark.parametrize("sid", ["13", "17", "18"])
+def test_exercise_gain_names_the_speedup_diff_talk_quotes(sid, capsys):
+    """The exercise's gain key is the timed runs' speed-up; `coach diff --talk` puts the same gain model
+    beside the speed-up between the two profiles. Where they differ (scenario 17: 2.12x timed, 3.53x
+    between the profiles) both read as measured: the exercise names the profiles' one too, and it is
+    the number `coach diff --talk` prints."""
+    scenario = scenarios.find(sid)
+    folder = traces_dir() / "h200" / scenario.id
+    code, out, err = run_cli(["diff", str(folder / "slow" / "nsys"), str(folder / "fixed" / "nsys"), "--talk"], capsys)
+    assert code == 0, err
+    talk = re.search(r"measured ([\d.]+)x between these profiles", flat(out))
+    assert talk, flat(out)[:800]
+    values = recordings.open_recording(scenario).values()
+    assert abs(float(talk.group(1)) / values["speedup"] - 1) > 0.1  # the case this test is about
+    point = build(scenario, others=[]).points[3]
+    assert f"The recording measured {values['speedup']:.2f}x" in point.explain
+    assert f"Between the two profiles, which the model works from and `coach diff` compares, the fix measured {talk.group(1)}x" in point.explain
