@@ -129,3 +129,82 @@ def test_07_floor_in_explain_matches_run(capsys):
     # of the launch) agree within 0.3% on the recording; printed at three digits (up to 0.5% more) they may straddle a
     # rounding boundary (1.064 ms and 1.066 ms), not more.
     assert shown and float(shown.group(1)) == pytest.approx(values["floor_ms"], rel=0.01)
+
+
+@pytest.mark.parametrize("sid", ["01", "07", "14"])
+def test_evidence_reads_the_same_in_diagnose_and_explain(sid, capsys):
+    """`coach explain`'s numbers are `coach diagnose`'s evidence lines, value for value: one format
+    (before, diagnose said 'sync_points = 1377 calls' and explain '1.38e+03 calls'; diagnose
+    '12.9 GB', explain '12.88 GB')."""
+    scenario = scenarios.find(sid)
+    path = str(traces_dir() / "h200" / scenario.id / "slow" / scenario.tool)
+    code, explained, err = run_cli(["explain", path], capsys)
+    assert code == 0, err
+    code, diagnosed, err = run_cli(["diagnose", path], capsys)
+    assert code == 0, err
+    numbers = re.findall(r"^\s+\d\. (\w+ = .+?)(?: \(healthy|$)", explained, flags=re.M)
+    assert len(numbers) >= 2, explained
+    evidence = flat(diagnosed)
+    for number in numbers:
+        if number.startswith("duration = "):
+            continue
+        assert f"- {number} " in evidence or evidence.endswith(f"- {number}"), (number, evidence[:2000])
+
+
+def test_a_measured_small_share_and_a_count_are_not_misread():
+    """A share that was measured reads with its digits, never '0.0%' (scenario 07's DRAM throughput
+    is 7.8e-05% of peak); a count reads whole, not in exponent form; a missing value says so."""
+    assert fmt_value(7.781e-05, "%") == "0.000078%" and fmt_value(0.01581, "%") == "0.016%"
+    assert fmt_value(0.0, "%") == "0.0%" and fmt_value(92.74, "%") == "92.7%"
+    assert fmt_value(1377, "calls") == "1377 calls" and fmt_value(65536, "kernels") == "65.54k kernels"
+    assert fmt_value(None, "%") == "not in report"
+
+
+def test_speed_of_light_message_quotes_its_numbers_as_the_rest_of_coach():
+    """Scenario 01's bytes read as the gain model and the diff say them (14.49 GB, was '14493 MB');
+    its intensity as the evidence and the roofline (0.0556, was '0.06'); scenario 07's measured
+    memory shares keep their digits (0.016%, was '0.0%')."""
+    slow01 = recordings.open_recording(scenarios.find("01")).profile("slow", "ncu")
+    sol = next(f for f in diagnose(slow01) if f.rule_id == "speed-of-light")
+    assert f"Moving its {fmt_value(slow01.launches['dram_bytes'][0], 'byte')} at" in sol.message
+    ai = next(e for e in sol.evidence if e.metric == "arithmetic_intensity_flop_per_byte").value
+    assert f"Arithmetic intensity is {ai:.3g} FLOP" in sol.message and "14.49 GB" in sol.message
+    slow07 = recordings.open_recording(scenarios.find("07")).profile("slow", "ncu")
+    lean = next(f for f in diagnose(slow07) if f.rule_id == "speed-of-light")
+    mem = next(e for e in lean.evidence if e.metric == "memory_throughput_pct").value
+    assert 0 < mem < 0.05 and "0.0%" not in lean.message and f"memory throughput {fmt_value(mem, '%')}" in lean.message
+
+
+def test_ridges_in_roofline_are_those_of_numbers(capsys, tmp_path):
+    """`coach roofline` and `coach numbers` on one GPU: the measured ridges are the same numbers (they
+    were '~11' and '~160' against 11.5 and 155), and where Nsight Compute's own ridge (its peaks at the
+    profile's clocks: BF16 ~220) differs from the datasheet's, the datasheet's is named beside it."""
+    code, out, err = run_cli(["numbers", "--gpu", "h200", "--group", "ridge points", "--json"], capsys)
+    assert code == 0, err
+    sheet = {r["quantity"]: r["shown"] for r in json.loads(out)}
+    path = str(traces_dir() / "h200" / "scenario-01" / "slow" / "ncu")
+    code, out, err = run_cli(["roofline", path, "--out", str(tmp_path / "r.html")], capsys)
+    assert code == 0, err
+    text = flat(out)
+    assert f"(FP32 51.2 TFLOP/s, DRAM 4.46 TB/s) put the practical ridge at {sheet['FP32 ridge (measured)']} FLOP/byte" in text
+    assert f"put the practical ridge at {sheet['BF16 ridge (measured)']} FLOP/byte" in text
+    assert f"the datasheet's (990 TFLOP/s, 4.8 TB/s) put the ridge at {sheet['BF16 ridge (datasheet)']}." in text
+
+
+@pytest.mark.parametrize("sid", ["13", "17", "18"])
+def test_exercise_gain_names_the_speedup_diff_talk_quotes(sid, capsys):
+    """The exercise's gain key is the timed runs' speed-up; `coach diff --talk` puts the same gain model
+    beside the speed-up between the two profiles. Where they differ (scenario 17: 2.12x timed, 3.53x
+    between the profiles) both read as measured: the exercise names the profiles' one too, and it is
+    the number `coach diff --talk` prints."""
+    scenario = scenarios.find(sid)
+    folder = traces_dir() / "h200" / scenario.id
+    code, out, err = run_cli(["diff", str(folder / "slow" / "nsys"), str(folder / "fixed" / "nsys"), "--talk"], capsys)
+    assert code == 0, err
+    talk = re.search(r"measured ([\d.]+)x between these profiles", flat(out))
+    assert talk, flat(out)[:800]
+    values = recordings.open_recording(scenario).values()
+    assert abs(float(talk.group(1)) / values["speedup"] - 1) > 0.1  # the case this test is about
+    point = build(scenario, others=[]).points[3]
+    assert f"The recording measured {values['speedup']:.2f}x" in point.explain
+    assert f"Between the two profiles, which the model works from and `coach diff` compares, the fix measured {talk.group(1)}x" in point.explain

@@ -104,6 +104,30 @@ def test_ncu_estimates_against_the_realised_saving(strided_vs_coalesced):
     assert "84% (MemoryCacheAccessPattern)" in line and "77% (UncoalescedGlobalAccess)" in line and "saved 83%" in line
 
 
+@pytest.mark.parametrize("scenario_id", ["scenario-01", "scenario-07"])
+def test_a_credited_fix_quotes_the_estimates_of_its_own_rules(scenario_id):
+    """Without --fix, the fix the movements credit is the one whose Nsight Compute rules are marked
+    and quoted: the same line as with that fix named. Before, scenario 01's diff credited 'coalesce'
+    and quoted MemoryL2Compression's 76% beside it (41% MemoryCacheAccessPattern with --fix), and
+    marked no rule of the credited fix."""
+    scenario = scenarios.find(scenario_id)
+    if not recordings.recorded_gpus(scenario.id):
+        pytest.skip(f"{scenario.id} has no recording under traces/")
+    rec = recordings.open_recording(scenario)
+    before, after = rec.profile("slow", "ncu"), rec.profile("fixed", "ncu")
+    credited = diff(before, after)
+    assert credited.suggested and credited.suggested[0] == scenario.fix.id
+    named = diff(before, after, fix=credited.suggested[0])
+    marked = set(credited.ncu.filter(pl.col("for_fix"))["rule_id"])
+    assert marked and marked == set(named.ncu.filter(pl.col("for_fix"))["rule_id"])
+    assert marked <= set(find_fix(credited.suggested[0]).ncu_rules)
+
+    def ncu_line(d):
+        return next(s for s in verdict(d) if s.startswith("Nsight Compute estimated"))
+
+    assert ncu_line(credited) == ncu_line(named)
+
+
 def test_ncu_comparability(strided_vs_coalesced):
     c = {r["aspect"]: r for r in strided_vs_coalesced.comparability.to_dicts()}
     assert c["GPU"]["before"] == "NVIDIA H200" and c["GPU"]["same"]

@@ -203,3 +203,19 @@ def test_every_exercise_text_has_its_placeholders_filled():
         texts = [ex.intro, *ex.hints] + [t for p in ex.points for t in (p.prompt, p.explain, *p.choices)]
         raw = [t for t in texts if re.search(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}", t)]
         assert not raw, (scenario.id, raw[:1])
+
+
+@pytest.mark.parametrize("sid", SCENARIO_IDS)
+def test_a_rubric_line_explains_itself_not_a_concept_its_words_happen_to_name(sid, everything):
+    """A bank concept found by its name in a rubric line (not mapped to it) is a cue to grade by; its
+    explanation is not the line's. Scenario 07's feedback had put the speculative-decoding formula
+    ('Leviathan et al.'s expectation ...') under 'Makes the grid many waves', and CUDA_LAUNCH_BLOCKING
+    under 'Reads the launch statistics'."""
+    ex = build(find(sid), others=everything)
+    for line in ex.rubric_strong:
+        if line.how == "named":
+            assert line.concept.explain == "", (line.text, line.concept.explain)
+    if sid == "scenario-07":
+        result = play(ex, Scripted(["b", "c: 1.004 waves, 265 blocks", "d", "b: about 1.9x"]))
+        text = "\n".join(result.rubric.feedback())
+        assert "Leviathan" not in text and "CUDA_LAUNCH_BLOCKING" not in text and "synchronous" not in text

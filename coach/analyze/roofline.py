@@ -593,20 +593,50 @@ def explain_ridges(rl: Roofline, precisions: Sequence[str] | None = None) -> lis
     for (_, gpu), by_gpu in r.group_by("device_id", "gpu", maintain_order=True):
         where = f"on the {gpu}" if gpu else "on this GPU"
         report = by_gpu.filter(pl.col("source") == SOURCE_REPORT)
+        sheet = by_gpu.filter((pl.col("source") == SOURCE_DATASHEET) & (pl.col("level") == "DRAM"))
         for precision in _ordered_precisions(precisions):
             rows = report.filter(pl.col("precision") == precision)
             if rows.height:
-                out.append(_ridge_sentence(where, precision, rows))
+                out.append(_ridge_sentence(where, precision, rows)
+                           + _datasheet_clause(rows, sheet.filter(pl.col("precision") == precision)))
         measured = by_gpu.filter(
             (pl.col("source") == SOURCE_MEASURED) & (pl.col("level") == "DRAM") & pl.col("precision").is_in(list(precisions))
         )
         out.extend(
             f"{where[0].upper()}{where[1:]}, the best measured rates ({precision_label(row['precision'])} "
             f"{_rate(row['peak_flop_per_s'], 'FLOP/s')}, DRAM {_rate(row['peak_bytes_per_s'], 'B/s')}) put the practical "
-            f"ridge at ~{_approx(row['ridge_flop_per_byte'])} FLOP/byte."
+            f"ridge at {_as_numbers(row['ridge_flop_per_byte'])} FLOP/byte."
             for row in measured.iter_rows(named=True)
         )
     return out
+
+
+#: A datasheet ridge this far from the report's is named beside it (the report's peaks are taken at
+#: the clocks of the profile: the H200's BF16 tensor peak is 1.07 PFLOP/s at 1.98 GHz, the datasheet's
+#: 989 TFLOP/s at 1.83 GHz).
+RIDGE_DIFFERS = 0.03
+
+
+def _datasheet_clause(report: pl.DataFrame, sheet: pl.DataFrame) -> str:
+    """Where the datasheet's ridge at DRAM differs from the report's, what it is and why: so that the
+    ridge said here and the one ``coach numbers`` prints from the datasheet are not two unexplained
+    numbers for one GPU."""
+    dram = report.filter(pl.col("level") == "DRAM")
+    if dram.is_empty() or sheet.is_empty():
+        return ""
+    ours, theirs = dram.row(0, named=True), sheet.row(0, named=True)
+    if abs(theirs["ridge_flop_per_byte"] / ours["ridge_flop_per_byte"] - 1) <= RIDGE_DIFFERS:
+        return ""
+    return (f" These are Nsight Compute's peaks at the profile's clocks; the datasheet's "
+            f"({_rate(theirs['peak_flop_per_s'], 'FLOP/s')}, {_rate(theirs['peak_bytes_per_s'], 'B/s')}) put the ridge "
+            f"at {_as_numbers(theirs['ridge_flop_per_byte'])}.")
+
+
+def _as_numbers(ridge: float) -> str:
+    """A datasheet or measured ridge as ``coach numbers`` prints it (the same table's value)."""
+    from coach.reference.numbers import shown  # noqa: PLC0415 - the reference sheet's own format
+
+    return shown(ridge, "FLOP/B")
 
 
 def _ordered_precisions(precisions: Sequence[str]) -> list[str]:

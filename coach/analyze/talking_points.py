@@ -138,7 +138,7 @@ def _evidence_text(e: Any) -> str:
 
 
 def _value(value: float, unit: str) -> str:
-    return fmt_value(value, {"B": "byte", "bytes": "byte", "B/s": "byte/s"}.get(unit, unit))
+    return fmt_value(value, unit)
 
 
 def _floor(launch: Mapping[str, Any], gpu: GPU, metrics: pl.DataFrame | None = None) -> tuple[str, float | None] | None:
@@ -215,7 +215,8 @@ def _estimate(d: Diff, before: Profile | None, after: Profile | None,
     g = gain.estimate(d, before, after, params=params) if before is not None and after is not None else None
     speedup = d.headline.get("speedup")
     if g is not None and g.speedup is not None:
-        measured = f"; measured {speedup:.2f}x" if speedup is not None else ""
+        # between these two profiles: a scenario's timed runs (its results.json, the exercise's key) may differ
+        measured = f"; measured {speedup:.2f}x between these profiles" if speedup is not None else ""
         kind = "an upper bound" if g.upper_bound else "an estimate"
         text = f"the {g.model} model ({kind}) for '{g.fix}': {g.how}{measured}"
         short = speedup is not None and speedup < g.speedup * (1 - NOISE)
@@ -257,7 +258,7 @@ def _amdahl_estimate(d: Diff) -> tuple[str, bool]:
     bound = 1 / (1 - share) if share < 1 else float("inf")
     speedup = d.headline.get("speedup") or 1.0
     text = (f"{part['label']} fell by {fmt_time(part['cut'])}, {share * 100:.0f}% of the {fmt_time(window)} window: "
-            f"end to end that allows up to {bound:.2f}x (Amdahl); measured {speedup:.2f}x")
+            f"end to end that allows up to {bound:.2f}x (Amdahl); measured {speedup:.2f}x between these profiles")
     short = speedup < bound * (1 - NOISE)
     if short:
         text += " (the host or other work still sets the pace: the saved GPU time did not shorten the run)"

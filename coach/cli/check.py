@@ -57,6 +57,7 @@ def check_cmd(
 def _print(report: Any, files: list[Path]) -> None:
     from rich.markup import escape  # noqa: PLC0415
 
+    from coach.analyze.diff import fmt_value  # noqa: PLC0415 - the one format of a measured value
     from coach.analyze.hygiene import CHECKS  # noqa: PLC0415
 
     console.print(f"[bold]{escape(', '.join(map(str, files)))}[/]")
@@ -73,7 +74,7 @@ def _print(report: Any, files: list[Path]) -> None:
         console.print(f"  {escape(f.message)}", highlight=False)
         for e in f.evidence:
             healthy = f"  [dim](healthy: {escape(e.healthy)})[/]" if e.healthy else ""
-            console.print(f"  - {e.metric} = [bold]{e.value:.4g}[/] {e.unit}{healthy}", highlight=False)
+            console.print(f"  - {e.metric} = [bold]{escape(fmt_value(e.value, e.unit))}[/]{healthy}", highlight=False)
         console.print(f"  [bold]fix:[/] {escape(f.next_step)}", highlight=False)
     n = len(report.warnings)
     console.print()

@@ -181,14 +181,8 @@ def _time(ns: float) -> str:
 
 
 def _num(x: float | None, unit: str) -> str:
-    """A value with its unit, bytes and rates scaled to a readable prefix."""
-    if x is None:
-        return ""
-    if unit in ("byte", "byte/s") and abs(x) >= 1e3:
-        for prefix, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(x) >= size:
-                return f"{x / size:.3g} {prefix}{'B' if unit == 'byte' else 'B/s'}"
-    if unit == "ns":
-        return _time(x)
-    text = f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
-    return f"{text} {unit}".strip()
+    """A value with its unit, as ``coach explain`` and ``coach diff`` print it (one formatter, so
+    the same evidence reads the same in each); "not in report" where the value is missing."""
+    from coach.analyze.diff import fmt_value  # noqa: PLC0415
+
+    return fmt_value(x, unit)

@@ -169,6 +169,7 @@ def _ncu_table(d: Any) -> None:
     for r in rows:
         r["estimated"] = f"{r['estimated_pct']:.0f}%"
         r["realised"] = f"{r['realised_pct']:.0f}%"
+        r["for_fix"] = "yes" if r["for_fix"] else "no"
     _table("Nsight Compute's estimated speed-ups (before report) against the saving realised", rows,
            [("rule", "rule_id"), ("type", "speedup_type"), ("estimated", "estimated"), ("realised", "realised"),
             ("for the fix", "for_fix")])
@@ -185,13 +186,16 @@ def _timeline_tables(d: Any, top: int) -> None:
     def t(v: Any) -> str:
         return fmt_value(v, "ns")
 
+    def change(v: Any) -> str:  # a change of time, signed both ways: "+2.63 ms", "-4.02 ms"
+        return ("+" if v is not None and v > 0 else "") + t(v)
+
     kernels = [{**r, "before": f"{r['count_before']} x, {t(r['total_ns_before'])}",
-                "after": f"{r['count_after']} x, {t(r['total_ns_after'])}", "change": t(r["change_ns"])}
+                "after": f"{r['count_after']} x, {t(r['total_ns_after'])}", "change": change(r["change_ns"])}
                for r in d.kernels.head(top).to_dicts()]
     _table("Kernels by name", kernels, [("kernel", "name"), ("before", "before"), ("after", "after"), ("change", "change")])
     nvtx = [{**r, "before": f"{r['count_before']} x, {t(r['wall_ns_before'])} (GPU {t(r['gpu_time_ns_before'])})",
              "after": f"{r['count_after']} x, {t(r['wall_ns_after'])} (GPU {t(r['gpu_time_ns_after'])})",
-             "change": t(r["change_ns"])} for r in d.nvtx.head(top).to_dicts()]
+             "change": change(r["change_ns"])} for r in d.nvtx.head(top).to_dicts()]
     _table("NVTX ranges (wall time, GPU time of the work launched inside)", nvtx,
            [("range", "text"), ("domain", "domain"), ("before", "before"), ("after", "after"), ("change", "change")])
     copies = [{**r, "before": f"{r['count_before']} x, {fmt_value(r['bytes_before'], 'byte')}, {t(r['total_ns_before'])}, "

@@ -231,7 +231,7 @@ def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
     if dev.get("name") and not brief:
         peak = (f", Nsight Compute's DRAM peak {_rate(dev['memory_bandwidth_bytes_per_s'])}"
                 if dev.get("memory_bandwidth_bytes_per_s") else "")
-        console.print(f"{dev['name']}, {dev.get('sm_count')} SMs{peak}; {k['launches']} launches profiled")
+        console.print(f"{dev['name']}, {dev.get('sm_count')} SMs{peak}; {k['launches']} launch{'' if k['launches'] == 1 else 'es'} profiled")
     columns = [("kernel", "left"), ("n", "right"), ("time", "right"), ("% time", "right"), ("DRAM", "right"),
                ("% peak", "right"), ("SM %", "right"), ("FLOP/s", "right"), ("occup.", "right"),
                ("grid x block", "right")]
@@ -386,7 +386,9 @@ def _flops(x: float | None) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return MISSING if x is None else f"{x:.1f}%"
+    from coach.analyze.kernel_rules._common import fmt_pct  # noqa: PLC0415 - a measured 0.00008% is not "0.0%"
+
+    return MISSING if x is None else fmt_pct(x)
 
 
 def _num(x: float | None) -> str:

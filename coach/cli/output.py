@@ -136,6 +136,10 @@ def fit_table(title: str | None, columns: list[tuple[str, str]], rows: list[list
             continue
         keep.remove(next(i for i in keep if columns[i][0] == header))
         dropped.append(header)
+    if wrap and sum(floor[i] for i in text_cols if i in keep) > room():
+        # a word (a kernel's mangled name) wider than the table leaves room for: that column's words
+        # fold instead, and the other columns keep their words (a number and its unit) whole
+        floor = {i: min(floor[i], 1) for i in text_cols}
     avail = max(room(), sum(floor[i] for i in text_cols if i in keep))
     widths = {i: natural[i] for i in text_cols if i in keep}
     while sum(widths.values()) > avail and any(widths[i] > floor[i] for i in widths):  # the widest gives first

@@ -72,7 +72,10 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
             concepts = [c for c in bank.concepts.values()
                         if c.id.startswith(RED_FLAG_PREFIX) == red_flags and _names(c, claim)]
             how = "named" if concepts else ""
-        explain = given_why or reason or " ".join(dict.fromkeys(c.explain for c in concepts[:1 if how == "named" else None]))
+        # a concept found by name in the line ("named") is a cue to grade by, not what the line means:
+        # its explanation may be another topic's (scenario 07's "blocks per SM" named the speculative
+        # decoding formula), so only mapped concepts lend the line theirs
+        explain = given_why or reason or (" ".join(dict.fromkeys(c.explain for c in concepts)) if how == "mapped" else "")
         if red_flags and not explain:
             explain = default_why
         own = _own(cid, claim, red_flags)

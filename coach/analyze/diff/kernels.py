@@ -132,7 +132,8 @@ def kernel_diff(before: KernelProfile, after: KernelProfile, fx: Fix | None, sce
                            "kernel_name_after", *(f"{c}_{s}" for s in ("before", "after") for c in CONFIG),
                            "duration_ns_before", "duration_ns_after", "speedup", "saved_ns", "saved_pct"),
         movements=movements.sort("pair", pl.col("change_pct").abs(), descending=[False, True], nulls_last=True),
-        checks=checks, suggested=suggested, comparability=comparability, ncu=_ncu_estimates(before, pairs, fx),
+        checks=checks, suggested=suggested, comparability=comparability,
+        ncu=_ncu_estimates(before, pairs, fx or (fixes()[suggested[0]] if suggested else None)),
         unmatched=unmatched, values=value_map(values.filter(pl.col("pair").is_in([top["pair"], PROFILE_PAIR]))),
     )
 
@@ -208,7 +209,9 @@ def _ncu_estimates(before: KernelProfile, pairs: pl.DataFrame, fx: Fix | None) -
     """Nsight Compute's estimated speed-ups for each matched before-launch (warnings with an
     estimate; the largest per rule), beside the share of that kernel's time the change saved.
     Nsight Compute's ``global`` estimates are a share of the kernel's time, as the realised saving
-    is; ``local`` ones are a share of one unit's work."""
+    is; ``local`` ones are a share of one unit's work. ``for_fix`` marks the rules of ``fx``: the
+    named fix, or without one the fix the movements credit first, so that the estimates quoted
+    beside a credited fix are that fix's own."""
     rules = before.rules.filter(pl.col("severity").is_in(["warning", "error"]) & pl.col("speedup_pct").is_not_null())
     return (
         rules.group_by("launch_id", "rule_id")

@@ -13,7 +13,7 @@ from coach.analyze.diff.fixes import fixes
 from coach.analyze.diff.kernels import PROFILE_PAIR
 from coach.analyze.diff.metrics import NOISE
 from coach.analyze.diff.result import Diff
-from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_rate, fmt_time
+from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
 from coach.analyze.quantities import fmt_share, fmt_waves
 
 
@@ -22,15 +22,20 @@ COUNTED = {"sector": "sectors", "request": "requests", "inst": "inst", "flop": "
            "branch": "branches", "kernel": "kernels", "call": "calls", "copy": "copies"}
 
 
+#: Other spellings of fmt_value's units (a finding's evidence says "B" or "bytes").
+UNIT_ALIASES = {"B": "byte", "bytes": "byte", "B/s": "byte/s"}
+
 #: How a value the profile lacks reads, everywhere a diff prints one.
 NOT_IN_REPORT = "not in report"
 
 
 def fmt_value(value: float | None, unit: str) -> str:
     """A value with its unit, readable: 1.18 ms, 4.29 GB, 4.21 TB/s, 58.72M sectors, 32.0 sector/request;
-    "not in report" for a value the profile lacks (never 0)."""
+    "not in report" for a value the profile lacks (never 0). The one format of a measured value in
+    ``coach diff``, ``coach diagnose``'s evidence and ``coach explain``'s numbers."""
     if value is None:
         return NOT_IN_REPORT
+    unit = UNIT_ALIASES.get(unit, unit)
     if unit == "wave":
         return f"{fmt_waves(value)} wave{'' if value == 1 else 's'}"
     if unit == "fraction":
@@ -42,9 +47,13 @@ def fmt_value(value: float | None, unit: str) -> str:
     if unit == "byte/s":
         return fmt_rate(value)
     if unit == "%":
-        return f"{value:.1f}%"
+        return fmt_pct(value)
     if unit in COUNTED:
         return f"{fmt_count(value)} {unit if value == 1 else COUNTED[unit]}"
+    if float(value).is_integer() and abs(value) < 1e4:  # a count in another unit: 1377 calls, not 1.38e+03
+        return f"{value:.0f} {unit}".strip()
+    if abs(value) >= 1e4:  # 65.54k kernels, 3.10M FLOP/byte
+        return f"{fmt_count(value)} {unit}".strip()
     return f"{value:.3g} {unit}".strip()
 
 
@@ -166,7 +175,7 @@ def _ncu_lines(d: Diff) -> list[str]:
     if d.ncu.is_empty():
         return []
     rows = d.ncu.filter(pl.col("pair") == d.headline["pair"])
-    if d.fix is not None and rows.filter(pl.col("for_fix")).height:
+    if rows.filter(pl.col("for_fix")).height:  # the named or credited fix's own rules
         rows = rows.filter(pl.col("for_fix"))
     whole_kernel = rows.filter(pl.col("speedup_type") != "local")  # local estimates are one unit's, not the kernel's
     rows = whole_kernel if whole_kernel.height else rows

@@ -5,6 +5,7 @@ Not a rule itself (no ``SPEC``): the rule registry in ``__init__`` lists rule mo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -148,13 +149,24 @@ MISSING = "not in report"
 
 
 def fmt_time(ns: float | None) -> str:
+    """A time (or a change of time: negative reads "-61.41 ms", in the same unit as its size)."""
     if ns is None:
         return MISSING
-    if ns >= 1e6:
+    if abs(ns) >= 1e6:
         return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
+    if abs(ns) >= 1e3:
         return f"{ns / 1e3:.1f} us"
     return f"{ns:.0f} ns"
+
+
+def fmt_pct(pct: float | None) -> str:
+    """A percentage: one decimal ("92.7%"); a small share that was measured keeps two significant
+    digits ("0.016%", "0.000078%"), never "0.0%", which would read as a zero."""
+    if pct is None:
+        return MISSING
+    if 0 < abs(pct) < 0.05:
+        return f"{pct:.{1 - math.floor(math.log10(abs(pct)))}f}%"
+    return f"{pct:.1f}%"
 
 
 def fmt_bytes(b: float | None) -> str:

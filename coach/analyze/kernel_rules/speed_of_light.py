@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
-from coach.analyze.kernel_rules._common import KernelContext, Verdict, ev, finding, fmt_rate, fmt_time
+from coach.analyze.kernel_rules._common import KernelContext, Verdict, ev, finding, fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
 
 SPEC = RuleSpec(
     id="speed-of-light",
@@ -233,16 +233,16 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     ai = launch.get("arithmetic_intensity_flop_per_byte")
     lean = _lean(launch, v.side)
     title, next_step = _wording(v, lean, launch)
-    numbers = f"Compute (SM) throughput is {sm:.1f}% of peak and memory throughput {mem:.1f}%"
+    numbers = f"Compute (SM) throughput is {fmt_pct(sm)} of peak and memory throughput {fmt_pct(mem)}"
     if dram is not None:
-        numbers += f" (DRAM {dram:.1f}%"
+        numbers += f" (DRAM {fmt_pct(dram)}"
         numbers += f": {fmt_rate(bw)} of Nsight Compute's peak {fmt_rate(peak)})" if bw is not None and peak else ")"
     numbers += "."
     if ai is not None:
-        numbers += f" Arithmetic intensity is {ai:.2f} FLOP per DRAM byte."
+        numbers += f" Arithmetic intensity is {fmt_count(ai) if ai >= 1e4 else f'{ai:.3g}'} FLOP per DRAM byte."
     floor = launch.get("dram_floor_ns")
     if lean == "memory" and floor is not None:
-        numbers += (f" Moving its {launch['dram_bytes'] / 1e6:.0f} MB at Nsight Compute's peak DRAM bandwidth takes "
+        numbers += (f" Moving its {fmt_bytes(launch['dram_bytes'])} at Nsight Compute's peak DRAM bandwidth takes "
                     f"{fmt_time(floor)}; it took {fmt_time(launch['duration_ns'])}.")
     sol = next((r for r in ctx.ncu_rules if r.get("rule_id") == "SOLBottleneck"), None)
     evidence = [
