@@ -36,7 +36,11 @@
 #define DATA_WARPS (DATA_THREADS / 32)
 #define BLOCK (DATA_THREADS + 32)  // the data warps and the look-back warp
 #define FULL 0xffffffffu
+#ifdef __CUDA_ARCH__
 #define SPIN_LIMIT (1u << 22)
+#else
+#define SPIN_LIMIT (1u << 10)  // the CPU emulator: a wait that no other thread ends fails the launch soon
+#endif
 #define SLOTS8 8u
 
 #ifndef __CUDA_ARCH__
