@@ -230,8 +230,8 @@ def test_scan_lagged_look_back_walks_512_a_poll(kernel, first, unpublished):
     assert (state[first:tiles] >> 32).tolist() == [2, 2, 2], "every tile ends holding its inclusive prefix"
 
 
-SPECIALISED = ["scan10_items16_ahead1_lag1", "scan10_items16_ahead2_lag1", "scan10_items16_ahead1_lag2",
-               "scan10_items8_ahead2_lag1", "scan10_items8_ahead2_lag2", "scan10_items8_ahead1_lag1"]
+SPECIALISED = ["scan10_items16_ahead1_lag2", "scan10_items16_ahead1_lag2_warps2", "scan10_items16_ahead2_lag1_warps2",
+               "scan10_items8_ahead2_lag2_warps2", "scan10_items8_ahead3_lag2_warps2"]
 
 
 def _status_words(values, epoch, flag):
@@ -277,7 +277,7 @@ def test_scan_lookback_warp_adds_pre_published_aggregates(kernel, first, stale):
     counters[epoch & 1] = first
     counters[(epoch + 1) & 1] = 77
     ctx = runner.Context(torch, "cpu", SM_COUNT, build)
-    ctx.launch(kernel, 2, problem.BLOCK10, x, out, state[:tiles], counters, n, epoch, smem=cfg.smem)
+    ctx.launch(kernel, 2, cfg.block, x, out, state[:tiles], counters, n, epoch, smem=cfg.smem)
     expected = torch.cumsum(x[first * tile:].double(), 0) + float(aggregates.sum())
     assert torch.equal(out[first * tile:], expected.float())
     assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
@@ -303,7 +303,7 @@ def test_scan_lookback_warp_waits_for_a_word_of_an_older_epoch():
     counters[epoch & 1] = first
     ctx = runner.Context(torch, "cpu", SM_COUNT, build)
     with pytest.raises(RuntimeError, match="__trap"):
-        ctx.launch(cfg.kernel, 1, problem.BLOCK10, torch.ones(n), torch.empty(n), state[:first + 1], counters, n,
+        ctx.launch(cfg.kernel, 1, cfg.block, torch.ones(n), torch.empty(n), state[:first + 1], counters, n,
                    epoch, smem=cfg.smem)
 
 

@@ -34,7 +34,6 @@
 // rung 07's tile pass (81%).
 #define DATA_THREADS 256
 #define DATA_WARPS (DATA_THREADS / 32)
-#define BLOCK (DATA_THREADS + 32)  // the data warps and the look-back warp
 #define FULL 0xffffffffu
 #ifdef __CUDA_ARCH__
 #define SPIN_LIMIT (1u << 22)
@@ -254,17 +253,18 @@ __device__ __forceinline__ void store_tile(float* __restrict__ out, unsigned til
 extern __shared__ float4 scan10_ring[];  // STAGES tile buffers (the launcher sizes it)
 #endif
 
-template <int ITEMS, int AHEAD, int LAG, int LOOK>
+template <int ITEMS, int AHEAD, int LAG, int LOOK, int LBW>
 __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, float* __restrict__ out,
                                                  unsigned long long* __restrict__ status,
                                                  unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
     constexpr unsigned TILE = DATA_THREADS * ITEMS, SLOTS = TILE / 4, STAGES = AHEAD + 1 + LAG;
     static_assert(AHEAD + LAG + 2 <= 8, "the ring of tile ids holds u[r - LAG] .. u[r + AHEAD + 1]");
-    static_assert(LAG + 1 < SLOTS8, "handoff slots outstanding");
+    static_assert(LAG + LBW + 1 < SLOTS8, "handoff slots outstanding (and the end marks)");
     __shared__ unsigned ids[8];                      // tile ids u[r - LAG] .. u[r + AHEAD + 1], by r % 8
     __shared__ unsigned long long aggregate_slot[SLOTS8];  // data warps -> look-back warp, by r % 8
     __shared__ unsigned long long prefix_slot[SLOTS8];     // look-back warp -> data warps, by r % 8
     __shared__ float warp_totals[DATA_WARPS];
+    __shared__ float prefix_s;  // the exclusive prefix of the tile being stored
 #ifdef __CUDA_ARCH__
     float4* ring = scan10_ring;
 #else
@@ -289,9 +289,11 @@ __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, fl
     __syncthreads();  // the one barrier the look-back warp shares
     if (ids[0] >= tiles) return;
 
-    if (threadIdx.x >= DATA_THREADS) {  // the look-back warp
-        unsigned last = 0;  // the handoff word's tag (tile + 1) of the previous round
-        for (unsigned r = 0;; ++r) {
+    if (threadIdx.x >= DATA_THREADS) {  // a look-back warp: rounds w, w + LBW, w + 2 LBW, ...
+        const unsigned w = (threadIdx.x - DATA_THREADS) / 32;
+        const bool leader = threadIdx.x % 32 == 0;
+        unsigned last = 0;  // the handoff word's tag (tile + 1) of this warp's previous round
+        for (unsigned r = w;; r += LBW) {
             unsigned long long a = get_slot(&aggregate_slot[r % SLOTS8]);
             for (unsigned spins = 0; static_cast<unsigned>(a >> 32) <= last; ++spins) {
                 if (spins == SPIN_LIMIT) __trap();
@@ -304,10 +306,9 @@ __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, fl
             float prefix = 0.0f;
             if (tile > 0) {
                 prefix = look_back<LOOK>(status, tile, epoch);
-                if (threadIdx.x == DATA_THREADS)
-                    publish(status, tile, epoch, PREFIX, prefix + __uint_as_float(static_cast<unsigned>(a)));
+                if (leader) publish(status, tile, epoch, PREFIX, prefix + __uint_as_float(static_cast<unsigned>(a)));
             }
-            if (threadIdx.x == DATA_THREADS) put_slot(&prefix_slot[r % SLOTS8], tile, prefix);
+            if (leader) put_slot(&prefix_slot[r % SLOTS8], tile, prefix);
         }
     }
 
@@ -327,57 +328,56 @@ __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, fl
                 publish(status, cur, epoch, cur == 0 ? PREFIX : AGGREGATE, total);
                 put_slot(&aggregate_slot[r % SLOTS8], cur, total);
             }
-        } else if (threadIdx.x == 0 && ids[(r - 1) % 8] < tiles) {
-            put_slot(&aggregate_slot[r % SLOTS8], tiles, 0.0f);  // the end mark (r > 0: ids[0] < tiles)
+        } else if (threadIdx.x == 0 && ids[(r - 1) % 8] < tiles) {  // the first round past the last tile
+            for (unsigned k = 0; k < LBW; ++k)  // an end mark for each look-back warp (r > 0: ids[0] < tiles)
+                put_slot(&aggregate_slot[(r + k) % SLOTS8], tiles, 0.0f);
         }
         if (threadIdx.x == 32) ids[(r + AHEAD + 1) % 8] = next < tiles ? atomicAdd(counter, 1u) : tiles;
         const unsigned late = r >= LAG ? ids[(r - LAG) % 8] : tiles;  // the tile to store
         if (late < tiles) {
-            unsigned long long p = get_slot(&prefix_slot[(r - LAG) % SLOTS8]);
-            for (unsigned spins = 0; static_cast<unsigned>(p >> 32) != late + 1; ++spins) {
-                if (spins == SPIN_LIMIT) __trap();
-                __nanosleep(32);
-                p = get_slot(&prefix_slot[(r - LAG) % SLOTS8]);
+            if (threadIdx.x == 0) {  // one thread waits for the prefix; the others wait at the barrier, issuing nothing
+                unsigned long long p = get_slot(&prefix_slot[(r - LAG) % SLOTS8]);
+                for (unsigned spins = 0; static_cast<unsigned>(p >> 32) != late + 1; ++spins) {
+                    if (spins == SPIN_LIMIT) __trap();
+                    __nanosleep(64);
+                    p = get_slot(&prefix_slot[(r - LAG) % SLOTS8]);
+                }
+                prefix_s = __uint_as_float(static_cast<unsigned>(p));
             }
-            store_tile<ITEMS>(out, late, n, ring + ((r - LAG) % STAGES) * SLOTS, __uint_as_float(static_cast<unsigned>(p)));
+            data_sync();
+            store_tile<ITEMS>(out, late, n, ring + ((r - LAG) % STAGES) * SLOTS, prefix_s);
         }
         data_sync();  // the stored buffer is refilled next round; ids[(r + AHEAD + 1) % 8] is written
         if (r >= LAG && ids[(r - LAG + 1) % 8] >= tiles) return;  // ids only grow: nothing left to store
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, 4)
-scan10_items16_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                           unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<16, 1, 1, 16>(x, out, status, counters, n, epoch);
-}
-
-extern "C" __global__ void __launch_bounds__(BLOCK, 3)
-scan10_items16_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                           unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<16, 2, 1, 16>(x, out, status, counters, n, epoch);
-}
-
-extern "C" __global__ void __launch_bounds__(BLOCK, 3)
+extern "C" __global__ void __launch_bounds__(288, 3)
 scan10_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<16, 1, 2, 16>(x, out, status, counters, n, epoch);
+    specialised_scan<16, 1, 2, 16, 1>(x, out, status, counters, n, epoch);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, 6)
-scan10_items8_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                          unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<8, 2, 1, 8>(x, out, status, counters, n, epoch);
+extern "C" __global__ void __launch_bounds__(320, 3)
+scan10_items16_ahead1_lag2_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                                  unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
+    specialised_scan<16, 1, 2, 16, 2>(x, out, status, counters, n, epoch);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, 5)
-scan10_items8_ahead2_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                          unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<8, 2, 2, 8>(x, out, status, counters, n, epoch);
+extern "C" __global__ void __launch_bounds__(320, 3)
+scan10_items16_ahead2_lag1_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                                  unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
+    specialised_scan<16, 2, 1, 16, 2>(x, out, status, counters, n, epoch);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, 7)
-scan10_items8_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                          unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<8, 1, 1, 8>(x, out, status, counters, n, epoch);
+extern "C" __global__ void __launch_bounds__(320, 3)
+scan10_items8_ahead2_lag2_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                                 unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
+    specialised_scan<8, 2, 2, 16, 2>(x, out, status, counters, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(320, 3)
+scan10_items8_ahead3_lag2_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                                 unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
+    specialised_scan<8, 3, 2, 16, 2>(x, out, status, counters, n, epoch);
 }

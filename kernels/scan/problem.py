@@ -180,12 +180,13 @@ def _lagged(ctx, inp, out):
 
 class Specialised(NamedTuple):
     """One instantiation of rung 10's template: its kernel, values per data thread, tiles loading
-    ahead, rounds between a tile's aggregate and its store, blocks per SM."""
+    ahead, rounds between a tile's aggregate and its store, look-back warps, blocks per SM."""
 
     kernel: str
     items: int
     ahead: int
     lag: int
+    lookback_warps: int
     blocks_per_sm: int
 
     @property
@@ -193,20 +194,23 @@ class Specialised(NamedTuple):
         return 256 * self.items
 
     @property
+    def block(self) -> int:
+        """8 data warps and the look-back warps."""
+        return 256 + 32 * self.lookback_warps
+
+    @property
     def smem(self) -> int:
         """The ring of ahead + 1 + lag tiles, plus 128 bytes as rung 09's (a 48 KB ring takes the opt-in)."""
         return (self.ahead + 1 + self.lag) * self.tile * 4 + 128
 
 
-BLOCK10 = 288  # rung 10: 8 data warps and the look-back warp
 #: Rung 10's candidates: blocks per SM as the registers (launch bounds) and shared memory allow.
 SPECIALISED = (
-    Specialised("scan10_items16_ahead1_lag1", 16, 1, 1, 4),
-    Specialised("scan10_items16_ahead2_lag1", 16, 2, 1, 3),
-    Specialised("scan10_items16_ahead1_lag2", 16, 1, 2, 3),
-    Specialised("scan10_items8_ahead2_lag1", 8, 2, 1, 6),
-    Specialised("scan10_items8_ahead2_lag2", 8, 2, 2, 5),
-    Specialised("scan10_items8_ahead1_lag1", 8, 1, 1, 7),
+    Specialised("scan10_items16_ahead1_lag2", 16, 1, 2, 1, 3),
+    Specialised("scan10_items16_ahead1_lag2_warps2", 16, 1, 2, 2, 3),
+    Specialised("scan10_items16_ahead2_lag1_warps2", 16, 2, 1, 2, 3),
+    Specialised("scan10_items8_ahead2_lag2_warps2", 8, 2, 2, 2, 3),
+    Specialised("scan10_items8_ahead3_lag2_warps2", 8, 3, 2, 2, 3),
 )
 _SPECIALISED_CHOICE: dict[tuple[str, int], Specialised] = {}
 #: Rung 10's call count per status buffer (keyed by its address): the epoch that tags the status
@@ -228,7 +232,7 @@ def launch_specialised(ctx, cfg: Specialised, x, out) -> None:
         epoch = 1
     _EPOCHS[state.data_ptr()] = epoch
     grid = min(tiles, ctx.sm_count * cfg.blocks_per_sm)
-    ctx.launch(cfg.kernel, grid, BLOCK10, x, out, state[:tiles], state[most:].view(torch.int32), n, epoch,
+    ctx.launch(cfg.kernel, grid, cfg.block, x, out, state[:tiles], state[most:].view(torch.int32), n, epoch,
                smem=cfg.smem)
 
 
