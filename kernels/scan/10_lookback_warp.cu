@@ -253,13 +253,14 @@ __device__ __forceinline__ void store_tile(float* __restrict__ out, unsigned til
 extern __shared__ float4 scan10_ring[];  // STAGES tile buffers (the launcher sizes it)
 #endif
 
-template <int ITEMS, int AHEAD, int LAG, int LOOK, int LBW>
+template <int ITEMS, int AHEAD, int LAG, int LOOK, int LBW, bool DEFER>
 __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, float* __restrict__ out,
                                                  unsigned long long* __restrict__ status,
                                                  unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
     constexpr unsigned TILE = DATA_THREADS * ITEMS, SLOTS = TILE / 4, STAGES = AHEAD + 1 + LAG;
     static_assert(AHEAD + LAG + 2 <= 8, "the ring of tile ids holds u[r - LAG] .. u[r + AHEAD + 1]");
     static_assert(LAG + LBW + 1 < SLOTS8, "handoff slots outstanding (and the end marks)");
+    static_assert(!DEFER || LAG >= 2, "a deferred look-back starts a round late: the store must be later still");
     __shared__ unsigned ids[8];                      // tile ids u[r - LAG] .. u[r + AHEAD + 1], by r % 8
     __shared__ unsigned long long aggregate_slot[SLOTS8];  // data warps -> look-back warp, by r % 8
     __shared__ unsigned long long prefix_slot[SLOTS8];     // look-back warp -> data warps, by r % 8
@@ -303,6 +304,13 @@ __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, fl
             last = static_cast<unsigned>(a >> 32);
             const unsigned tile = last - 1;
             if (tile >= tiles) return;  // the data warps' end mark
+            if (DEFER) {  // wait for the next round's aggregate (or the end mark): the neighbours have published
+                for (unsigned spins = 0; static_cast<unsigned>(get_slot(&aggregate_slot[(r + 1) % SLOTS8]) >> 32) <= last;
+                     ++spins) {
+                    if (spins == SPIN_LIMIT) __trap();
+                    __nanosleep(64);
+                }
+            }
             float prefix = 0.0f;
             if (tile > 0) {
                 prefix = look_back<LOOK>(status, tile, epoch);
@@ -355,29 +363,35 @@ __device__ __forceinline__ void specialised_scan(const float* __restrict__ x, fl
 extern "C" __global__ void __launch_bounds__(288, 3)
 scan10_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<16, 1, 2, 16, 1>(x, out, status, counters, n, epoch);
+    specialised_scan<16, 1, 2, 16, 1, false>(x, out, status, counters, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(320, 3)
 scan10_items16_ahead1_lag2_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                                   unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<16, 1, 2, 16, 2>(x, out, status, counters, n, epoch);
+    specialised_scan<16, 1, 2, 16, 2, false>(x, out, status, counters, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(320, 3)
+scan10_items16_ahead1_lag2_warps2_defer(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                                        unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
+    specialised_scan<16, 1, 2, 16, 2, true>(x, out, status, counters, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(320, 3)
 scan10_items16_ahead2_lag1_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                                   unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<16, 2, 1, 16, 2>(x, out, status, counters, n, epoch);
+    specialised_scan<16, 2, 1, 16, 2, false>(x, out, status, counters, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(320, 3)
 scan10_items8_ahead2_lag2_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                                  unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<8, 2, 2, 16, 2>(x, out, status, counters, n, epoch);
+    specialised_scan<8, 2, 2, 16, 2, false>(x, out, status, counters, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(320, 3)
-scan10_items8_ahead3_lag2_warps2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                                 unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
-    specialised_scan<8, 3, 2, 16, 2>(x, out, status, counters, n, epoch);
+scan10_items8_ahead2_lag2_warps2_defer(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                                       unsigned* __restrict__ counters, unsigned n, unsigned epoch) {
+    specialised_scan<8, 2, 2, 16, 2, true>(x, out, status, counters, n, epoch);
 }

@@ -180,7 +180,8 @@ def _lagged(ctx, inp, out):
 
 class Specialised(NamedTuple):
     """One instantiation of rung 10's template: its kernel, values per data thread, tiles loading
-    ahead, rounds between a tile's aggregate and its store, look-back warps, blocks per SM."""
+    ahead, rounds between a tile's aggregate and its store, look-back warps, blocks per SM, and
+    whether a look-back waits for the next round's aggregate before it starts."""
 
     kernel: str
     items: int
@@ -188,6 +189,7 @@ class Specialised(NamedTuple):
     lag: int
     lookback_warps: int
     blocks_per_sm: int
+    defer: bool = False  # a look-back starts once the next round's aggregate is published
 
     @property
     def tile(self) -> int:
@@ -208,9 +210,10 @@ class Specialised(NamedTuple):
 SPECIALISED = (
     Specialised("scan10_items16_ahead1_lag2", 16, 1, 2, 1, 3),
     Specialised("scan10_items16_ahead1_lag2_warps2", 16, 1, 2, 2, 3),
+    Specialised("scan10_items16_ahead1_lag2_warps2_defer", 16, 1, 2, 2, 3, True),
     Specialised("scan10_items16_ahead2_lag1_warps2", 16, 2, 1, 2, 3),
     Specialised("scan10_items8_ahead2_lag2_warps2", 8, 2, 2, 2, 3),
-    Specialised("scan10_items8_ahead3_lag2_warps2", 8, 3, 2, 2, 3),
+    Specialised("scan10_items8_ahead2_lag2_warps2_defer", 8, 2, 2, 2, 3, True),
 )
 _SPECIALISED_CHOICE: dict[tuple[str, int], Specialised] = {}
 #: Rung 10's call count per status buffer (keyed by its address): the epoch that tags the status
