@@ -230,6 +230,102 @@ def test_scan_lagged_look_back_walks_512_a_poll(kernel, first, unpublished):
     assert (state[first:tiles] >> 32).tolist() == [2, 2, 2], "every tile ends holding its inclusive prefix"
 
 
+SPECIALISED = ["scan10_items16_ahead1_lag2", "scan10_items16_ahead1_lag2_warps2", "scan10_items16_ahead1_lag2_warps2_defer",
+               "scan10_items16_ahead2_lag1_warps2", "scan10_items8_ahead2_lag2_warps2",
+               "scan10_items8_ahead2_lag2_warps2_defer"]
+
+
+def _status_words(values, epoch, flag):
+    """Rung 10's status words: (epoch << 2 | flag) << 32 | the value's float bits."""
+    bits = values.float().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    return bits | ((epoch << 2 | flag) << 32)
+
+
+@needs_gxx
+def test_scan_problem_declares_every_rung_10_kernel():
+    problem = runner.load_problem(load_definition("scan"))
+    assert [c.kernel for c in problem.SPECIALISED] == SPECIALISED
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", SPECIALISED)
+@pytest.mark.parametrize("first, stale", [(40, None), (1100, None), (700, 100)])
+def test_scan_lookback_warp_adds_pre_published_aggregates(kernel, first, stale):
+    """Rung 10's candidates, each with its own tile: the call's counter (counters[epoch & 1]) starts at
+    ``first`` past aggregates published in this call's epoch (tile 0 an inclusive prefix), so the
+    look-back warp walks several polls' worth of them. With ``stale``, that tile and all below it hold
+    words of an older epoch (one an inclusive prefix with a wrong value) and tile ``stale + 1`` this
+    epoch's inclusive prefix: the walk stops there and neither waits for nor adds the stale words.
+    The other counter, the next call's, ends cleared."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    cfg = next(c for c in problem.SPECIALISED if c.kernel == kernel)
+    build = EmuBuild(defn.path(defn.rung("10")))
+    tile, epoch = cfg.tile, 6
+    n = (first + 2) * tile + 5  # two full tiles and a partial third
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    tiles = first + 3
+    state = torch.zeros(tiles + 1, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    state[:first] = _status_words(aggregates, epoch, 1)
+    state[0] = _status_words(aggregates[:1], epoch, 2)[0]
+    if stale is not None:
+        state[: stale + 1] = _status_words(torch.randint(-50, 50, (stale + 1,)).float(), epoch - 1, 2)
+        inclusive = aggregates[: stale + 2].sum()
+        state[stale + 1] = _status_words(inclusive.reshape(1), epoch, 2)[0]
+    counters = state[tiles:].view(torch.int32)
+    counters[epoch & 1] = first
+    counters[(epoch + 1) & 1] = 77
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    ctx.launch(kernel, 2, cfg.block, x, out, state[:tiles], counters, n, epoch, smem=cfg.smem)
+    expected = torch.cumsum(x[first * tile:].double(), 0) + float(aggregates.sum())
+    assert torch.equal(out[first * tile:], expected.float())
+    assert torch.isnan(out[: first * tile]).all(), "tiles before the counter's start are not touched"
+    assert (state[first:tiles] >> 32).tolist() == [epoch << 2 | 2] * 3, "every tile ends holding its inclusive prefix"
+    assert counters[(epoch + 1) & 1].item() == 0, "the next call's counter is cleared"
+
+
+@needs_gxx
+def test_scan_lookback_warp_waits_for_a_word_of_an_older_epoch():
+    """A predecessor's word left by an earlier call (older epoch, flagged an inclusive prefix) is not
+    ready: the look-back waits on it (the emulator's spin limit then traps) instead of using it."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    cfg = problem.SPECIALISED[0]
+    build = EmuBuild(defn.path(defn.rung("10")))
+    epoch, first = 3, 40
+    n = (first + 1) * cfg.tile
+    state = torch.zeros(first + 2, dtype=torch.int64)
+    state[:first] = _status_words(torch.ones(first), epoch, 1)
+    state[0] = _status_words(torch.ones(1), epoch, 2)[0]
+    state[first - 1] = _status_words(torch.ones(1), epoch - 1, 2)[0]
+    counters = state[first + 1:].view(torch.int32)
+    counters[epoch & 1] = first
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    with pytest.raises(RuntimeError, match="__trap"):
+        ctx.launch(cfg.kernel, 1, cfg.block, torch.ones(n), torch.empty(n), state[:first + 1], counters, n,
+                   epoch, smem=cfg.smem)
+
+
+@needs_gxx
+def test_scan_lookback_warp_calls_again_without_a_memset():
+    """Every candidate through rung 10's launcher, three calls on one buffer of status words and
+    counters (never cleared between calls; the epoch tells the calls apart), each exact on fresh
+    inputs, with many tiles a block (one SM's worth of blocks) and a partial last tile."""
+    defn = load_definition("scan")
+    problem = runner.load_problem(defn)
+    build = EmuBuild(defn.path(defn.rung("10")))
+    ctx = runner.Context(torch, "cpu", 1, build)
+    n = 23 * 4096 + 3
+    for cfg in problem.SPECIALISED:
+        for _ in range(3):
+            x = torch.randint(-2, 3, (n,)).float()
+            out = torch.full((n,), float("nan"))
+            problem.launch_specialised(ctx, cfg, x, out)
+            assert torch.equal(out, torch.cumsum(x.double(), 0).float()), cfg.kernel
+
+
 @needs_gxx
 def test_transpose_tile_shapes_every_candidate_is_exact():
     """Rung 09's five instantiations (the runner's own check takes only the first on the CPU)."""

@@ -178,6 +178,88 @@ def _lagged(ctx, inp, out):
     launch_lagged(ctx, _LAGGED_CHOICE[key], x, out["out"])
 
 
+class Specialised(NamedTuple):
+    """One instantiation of rung 10's template: its kernel, values per data thread, tiles loading
+    ahead, rounds between a tile's aggregate and its store, look-back warps, blocks per SM, and
+    whether a look-back waits for the next round's aggregate before it starts."""
+
+    kernel: str
+    items: int
+    ahead: int
+    lag: int
+    lookback_warps: int
+    blocks_per_sm: int
+    defer: bool = False  # a look-back starts once the next round's aggregate is published
+
+    @property
+    def tile(self) -> int:
+        return 256 * self.items
+
+    @property
+    def block(self) -> int:
+        """8 data warps and the look-back warps."""
+        return 256 + 32 * self.lookback_warps
+
+    @property
+    def smem(self) -> int:
+        """The ring of ahead + 1 + lag tiles, plus 128 bytes as rung 09's (a 48 KB ring takes the opt-in)."""
+        return (self.ahead + 1 + self.lag) * self.tile * 4 + 128
+
+
+#: Rung 10's candidates: blocks per SM as the registers (launch bounds) and shared memory allow.
+SPECIALISED = (
+    Specialised("scan10_items16_ahead1_lag2", 16, 1, 2, 1, 3),
+    Specialised("scan10_items16_ahead1_lag2_warps2", 16, 1, 2, 2, 3),
+    Specialised("scan10_items16_ahead1_lag2_warps2_defer", 16, 1, 2, 2, 3, True),
+    Specialised("scan10_items16_ahead2_lag1_warps2", 16, 2, 1, 2, 3),
+    Specialised("scan10_items8_ahead2_lag2_warps2", 8, 2, 2, 2, 3),
+    Specialised("scan10_items8_ahead2_lag2_warps2_defer", 8, 2, 2, 2, 3, True),
+)
+_SPECIALISED_CHOICE: dict[tuple[str, int], Specialised] = {}
+#: Rung 10's call count per status buffer (keyed by its address): the epoch that tags the status
+#: words, so that no memset clears them between calls. The buffer is zeroed when first made (epoch 0:
+#: nothing published); a buffer made anew at an address seen before is zero too, and any later epoch
+#: differs from 0.
+_EPOCHS: dict[int, int] = {}
+
+
+def launch_specialised(ctx, cfg: Specialised, x, out) -> None:
+    n = x.numel()
+    tiles = math.ceil(n / cfg.tile)
+    # the largest candidate tile count (8 values a thread) so that every candidate shares one buffer
+    most = math.ceil(n / (256 * min(c.items for c in SPECIALISED)))
+    state = ctx.scratch("state10", most + 1, torch.int64, zero=True)
+    epoch = _EPOCHS.get(state.data_ptr(), 0) + 1
+    if epoch >= 1 << 30:  # the epoch's 30 bits are spent: start again on a cleared buffer
+        state.zero_()
+        epoch = 1
+    _EPOCHS[state.data_ptr()] = epoch
+    grid = min(tiles, ctx.sm_count * cfg.blocks_per_sm)
+    ctx.launch(cfg.kernel, grid, cfg.block, x, out, state[:tiles], state[most:].view(torch.int32), n, epoch,
+               smem=cfg.smem)
+
+
+def fastest_specialised(ctx, x, out) -> Specialised:
+    """As fastest_lagged, for rung 10's candidates."""
+    n = x.numel()
+    if ctx.device == "cpu":
+        return SPECIALISED[0]
+    times = ctx.time_each(SPECIALISED, lambda cfg: launch_specialised(ctx, cfg, x, out), warmup=TUNE_WARMUP,
+                          reps=TUNE_REPS)
+    best = min(times, key=times.get)
+    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
+    print(f"[scan] 10_lookback_warp at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
+    return best
+
+
+def _specialised(ctx, inp, out):
+    x = inp["x"]
+    key = (ctx.device, x.numel())
+    if key not in _SPECIALISED_CHOICE:
+        _SPECIALISED_CHOICE[key] = fastest_specialised(ctx, x, out["out"])
+    launch_specialised(ctx, _SPECIALISED_CHOICE[key], x, out["out"])
+
+
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -189,4 +271,5 @@ LAUNCH = {
     "07_reduce_then_scan_vec4": _reduce_then_scan_vec4,
     "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
     "09_lagged_lookback": _lagged,
+    "10_lookback_warp": _specialised,
 }

@@ -7,6 +7,11 @@
 // kernel's arithmetic, indexing, barrier placement and warp exchanges, not its memory ordering
 // between blocks (blocks run in launch order, so a block never waits for a later one).
 //
+// A named barrier (bar.sync id, count in PTX; emu::bar_sync here) releases its threads once `count`
+// of them have arrived, whatever the others do, so warps that synchronise among themselves can run
+// beside a warp that never joins them. __nanosleep yields to the block's other threads, so a thread
+// may spin on a shared-memory flag another thread of its block sets; __trap() fails the launch.
+//
 // Only what the ladders use is provided. A deadlock (some threads at a barrier that the others
 // never reach) or a shuffle whose mask names an exited lane is reported as an error.
 #pragma once
@@ -54,7 +59,7 @@ namespace emu {
 inline uint3 thread_idx, block_idx;
 inline dim3 block_dim, grid_dim;
 
-enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_NAMED_BARRIER, DONE };
 enum Op { SYNCWARP, SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT };
 
 struct Fiber {
@@ -173,7 +178,23 @@ inline void run_block(size_t threads) {
         bool released = false;
         for (size_t w = 0; w < threads; w += 32) released |= release_warp(w, std::min<size_t>(32, threads - w));
         if (!error.empty()) return;
-        if (!released && at_barrier == threads - done) {
+        for (int id = 0; id < 16; ++id) {  // named barriers: released when `count` threads wait at one
+            size_t waiting = 0, count = 0;
+            for (size_t i = 0; i < threads; ++i)
+                if (fibers[i].state == AT_NAMED_BARRIER && fibers[i].arg == id) {
+                    ++waiting;
+                    count = fibers[i].mask;
+                }
+            if (waiting && waiting == count) {
+                for (size_t i = 0; i < threads; ++i)
+                    if (fibers[i].state == AT_NAMED_BARRIER && fibers[i].arg == id) fibers[i].state = READY;
+                released = true;
+            } else if (waiting > count) {
+                fail("more threads wait at a named barrier than its count");
+                return;
+            }
+        }
+        if (!released && at_barrier > 0 && at_barrier == threads - done) {
             for (size_t i = 0; i < threads; ++i)
                 if (fibers[i].state == AT_BLOCK_BARRIER) fibers[i].state = READY;
             released = true;
@@ -205,6 +226,16 @@ inline void run_grid(dim3 grid, dim3 block, void (*fn)(void*), void* arg) {
                     throw std::runtime_error(error + " (block " + std::to_string(x) + "," + std::to_string(y) + "," +
                                              std::to_string(z) + ")");
             }
+}
+
+// bar.sync id, count: wait until `count` threads (a multiple of 32) of the block have arrived at
+// barrier `id` (1-15; 0 is __syncthreads').
+inline void bar_sync(unsigned id, unsigned count) {
+    if (id == 0 || id > 15 || count == 0 || count % 32) { fail("bad named barrier"); return; }
+    Fiber& f = fibers[current];
+    f.arg = static_cast<int>(id);
+    f.mask = count;
+    park(AT_NAMED_BARRIER);
 }
 
 template <class T>
@@ -260,7 +291,8 @@ inline void __syncthreads() { emu::park(emu::AT_BLOCK_BARRIER); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::warp_call(emu::SYNCWARP, mask, 0, 0, 32); }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
-inline void __nanosleep(unsigned) {}
+inline void __nanosleep(unsigned) { emu::park(emu::READY); }  // yield: another thread may set what it waits for
+inline void __trap() { emu::fail("__trap()"); emu::park(emu::DONE); }
 
 template <class T> T __shfl_sync(unsigned m, T v, int src, int w = 32) { return emu::warp_call(emu::SHFL_IDX, m, v, src, w); }
 template <class T> T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return emu::warp_call(emu::SHFL_UP, m, v, static_cast<int>(d), w); }
