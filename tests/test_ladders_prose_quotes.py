@@ -1,7 +1,10 @@
 """The numbers quoted in the ladders' `why` fields and NOTES.md prose match their recordings
 (coach.analyze.prose_quotes): a re-recording that leaves one stale fails here, naming the file, the
 rung and the quoted and recorded values. The unit tests below change copies of real whys to show
-that a wrong number is caught and a prediction or another recording's number is not checked."""
+that a wrong number is caught and a prediction or another recording's number is not checked. Those
+unit tests read the scan ladder as it was recorded on 2026-12-03 at 14:08 UTC (its prose, sources,
+results and Nsight Compute profile, kept in tests/data/ladders/frozen-scan), so a re-recording of the
+ladder does not change the numbers they quote."""
 
 from __future__ import annotations
 
@@ -20,13 +23,23 @@ ROOT = Path(__file__).resolve().parents[1]
 NAMES = [n for n in ladder_names() if results_path(n).is_file()]
 
 
+FROZEN = ROOT / "tests" / "data" / "ladders" / "frozen-scan"  # scan as recorded on 2026-12-03 14:08 UTC
+
+
+def kernels_root(name: str) -> Path:
+    return FROZEN / "kernels" if name == "scan" else ROOT / "kernels"
+
+
 @cache
 def rec(name: str) -> ev.Recorded:
+    """Scan's frozen recording; another ladder's current one."""
+    if name == "scan":
+        return ev.recorded(name, kernels=FROZEN / "kernels", traces=FROZEN / "traces")
     return ev.recorded(name)
 
 
 def why(name: str, rung_id: str) -> str:
-    doc = tomllib.loads((ROOT / "kernels" / name / "ladder.toml").read_text())
+    doc = tomllib.loads((kernels_root(name) / name / "ladder.toml").read_text())
     return next(r["why"] for r in doc["rungs"] if r["id"] == rung_id)
 
 
@@ -132,24 +145,24 @@ def test_whose_number_follows_the_words():
 
 
 def test_a_stale_why_in_a_copy_of_the_ladder_fails_with_file_rung_and_values(tmp_path):
-    shutil.copytree(ROOT / "kernels" / "scan", tmp_path / "scan")
+    shutil.copytree(kernels_root("scan") / "scan", tmp_path / "scan")
     toml = tmp_path / "scan" / "ladder.toml"
     toml.write_text(toml.read_text().replace("x1.01 over rung 05 (195.0 us)", "x1.05 over rung 05 (195.0 us)"))
-    stale = [q for q in pq.quotes("scan", kernels_root=tmp_path) if q.status == "stale"]
+    stale = [q for q in pq.quotes("scan", kernels_root=tmp_path, rec=rec("scan")) if q.status == "stale"]
     assert len(stale) == 1 and stale[0].where == "rung 09 why" and stale[0].file == str(toml)
     assert "'x1.05 vs 05_lookback_vec4'" in stale[0].message() and "1.0099" in stale[0].message()
     allow = {(str(toml), "09", "x1.05 over rung 05"): "quoted from the recording of 2026-11-30 (a fixture)"}
-    allowed = pq.quotes("scan", kernels_root=tmp_path, allowlist=allow)
+    allowed = pq.quotes("scan", kernels_root=tmp_path, rec=rec("scan"), allowlist=allow)
     assert not [q for q in allowed if q.status == "stale"]
     assert any(q.reason.startswith("allowlisted: quoted from the recording") for q in allowed)
 
 
 def test_notes_paragraphs_take_their_rung_from_the_lead_and_skip_other_recordings(tmp_path):
-    shutil.copytree(ROOT / "kernels" / "scan", tmp_path / "scan")
+    shutil.copytree(kernels_root("scan") / "scan", tmp_path / "scan")
     notes = tmp_path / "scan" / "NOTES.md"
     notes.write_text(notes.read_text() + "\n**Rung 09, again.** It took 183.1 us.\n\n"
                      "**Rung 05 in the trial of 2026-12-03** (its numbers then):\n\n- *Time*: 183.1 us.\n- DRAM 11.0% of peak.\n")
-    found = [q for q in pq.quotes("scan", kernels_root=tmp_path) if q.file == str(notes)]
+    found = [q for q in pq.quotes("scan", kernels_root=tmp_path, rec=rec("scan")) if q.file == str(notes)]
     stale = [q for q in found if q.status == "stale"]
     assert [(q.text, q.referent) for q in stale] == [("183.1 us", "09_lagged_lookback")]
     tail = [q for q in found if q.text in ("183.1 us", "11.0%")]

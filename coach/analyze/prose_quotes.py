@@ -149,6 +149,11 @@ class _Context:
 # --------------------------------------------------------------------------------------------
 
 
+def _profile_folder(rec: ev.Recorded) -> Path:
+    """The Nsight Compute profile saved beside the results ``rec`` was read from (a copy's, for a copy)."""
+    return rec.results.path.parent / ev.PROFILE_FOLDER
+
+
 def kernel_profiles(rec: ev.Recorded, folder: Path) -> dict[str, dict[str, object]]:
     """Kernel name -> the profile of its longest launch (every kernel of every rung)."""
     if not folder.exists():
@@ -755,7 +760,7 @@ def check_text(rec: ev.Recorded, text: str, subject: str | None, file: str = "",
                notes: bool = False, kernels: Mapping[str, Mapping[str, object]] | None = None) -> list[Quote]:
     """The quotes of one piece of prose: a ``why`` (``subject``: its rung's key) or a NOTES.md paragraph."""
     if kernels is None:
-        kernels = kernel_profiles(rec, ev.profile_folder(rec.defn.name))
+        kernels = kernel_profiles(rec, _profile_folder(rec))
     ctx = _context(rec, kernels, file, where, subject)
     _read_text(ctx, text, notes)
     if not notes:
@@ -795,7 +800,7 @@ def quotes(name: str, kernels_root: Path | None = None, rec: ev.Recorded | None 
     folder = (kernels_root / name) if kernels_root else rec.defn.folder
     root = Path(__file__).resolve().parents[2]
     label = lambda p: str(p.relative_to(root)) if p.is_relative_to(root) else str(p)  # noqa: E731
-    kernels = kernel_profiles(rec, ev.profile_folder(name))
+    kernels = kernel_profiles(rec, _profile_folder(rec))
     out: list[Quote] = []
     toml = folder / DEFINITION_FILE
     doc = tomllib.loads(toml.read_text(encoding="utf-8"))
