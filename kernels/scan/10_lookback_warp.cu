@@ -71,9 +71,9 @@ __device__ __forceinline__ unsigned long long get_slot(const unsigned long long*
 }
 
 __device__ __forceinline__ void data_sync() {  // the data warps' barrier; the look-back warp is not in it
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__)
     asm volatile("bar.sync 1, %0;\n" ::"n"(DATA_THREADS) : "memory");
-#else
+#elif !defined(__CUDACC__)  // the CPU emulator (a host compiler); nvcc's host pass never runs device code
     emu::bar_sync(1, DATA_THREADS);
 #endif
 }
