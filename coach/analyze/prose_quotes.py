@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -71,7 +71,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import polars as pl
 
 from coach.analyze import ladder_evidence as ev
-from coach.ladders import DEFINITION_FILE, FLOPS, Measured, results_path
+from coach.ladders import DEFINITION_FILE, FLOPS, Measured, results_file, results_path
 
 #: "Level with" in the ladders' prose: two medians within this fraction of each other (about the
 #: p20-p80 spread of a rung's timing, 1-3%).
@@ -693,17 +693,22 @@ def _order_claims(ctx: _Context, seg: str, rates: Mapping[str, float]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@cache
-def _size_recordings(name: str) -> dict[frozenset[str], ev.Recorded]:
+def _size_recordings(rec: ev.Recorded) -> dict[frozenset[str], ev.Recorded]:
     """The ladder's other sizes, by the words that name them ({"d64", "causal"} -> results.h200_d64_causal.json),
-    each as a Recorded without a profile (Nsight Compute profiles the main size only)."""
+    each as a Recorded without a profile (Nsight Compute profiles the main size only), read beside
+    ``rec``'s own results (a copy's, for a copy), as its profile is."""
+    return _sizes_beside(rec.defn.name, rec.defn.kernels_root, rec.results.path.parent)
+
+
+@cache
+def _sizes_beside(name: str, kernels_root: Path, folder: Path) -> dict[frozenset[str], ev.Recorded]:
     from coach.ladders import load_definition, load_results, rung_table
 
-    defn = load_definition(name)
+    defn = load_definition(name, kernels_root)
     main = set(defn.main_size.split("_"))
     out = {}
     for size in defn.sizes[1:]:
-        path = results_path(name, size=size, main=defn.main_size)
+        path = folder / results_file(size, defn.main_size)
         if path.is_file():
             results = load_results(path)
             out[frozenset(w.lower() for w in size.split("_") if w not in main)] = \
@@ -732,17 +737,16 @@ def _at_size(ctx: _Context, sentence: str, at: int, end: int | None = None) -> _
     words = frozenset(w.lower() for w in re.split(r"[\s_]+", phrases[-1][0]))
     if any(w.startswith("non-") for w in words):
         return ctx
-    other = _size_recordings(ctx.rec.defn.name).get(words)
+    other = _size_recordings(ctx.rec).get(words)
     if other is None:
         return None
-    from dataclasses import replace
     return replace(ctx, rec=other, kernels={})
 
 
 def _other_sizes(rec: ev.Recorded) -> re.Pattern[str] | None:
     """A pattern for the words that name the ladder's other sizes ("causal", "D64", "8192")."""
     words = set()
-    for size in rec.defn.sizes if hasattr(rec.defn, "sizes") else ():
+    for size in rec.defn.sizes:
         if size == rec.defn.main_size:
             continue
         words |= {w for w in size.split("_") if w not in rec.defn.main_size.split("_")}
