@@ -133,12 +133,8 @@ def for_finding(finding: Finding, launch: Mapping[str, Any] | None = None, gpu: 
 
 
 def _evidence_text(e: Any) -> str:
-    text = f"{e.metric} = {_value(e.value, e.unit)}"
+    text = f"{e.metric} = {fmt_value(e.value, e.unit)}"
     return f"{text} (healthy: {e.healthy})" if e.healthy else text
-
-
-def _value(value: float, unit: str) -> str:
-    return fmt_value(value, unit)
 
 
 def _floor(launch: Mapping[str, Any], gpu: GPU, metrics: pl.DataFrame | None = None) -> tuple[str, float | None] | None:

@@ -388,7 +388,7 @@ def _flops(x: float | None) -> str:
 def _pct(x: float | None) -> str:
     from coach.analyze.kernel_rules._common import fmt_pct  # noqa: PLC0415 - a measured 0.00008% is not "0.0%"
 
-    return MISSING if x is None else fmt_pct(x)
+    return fmt_pct(x)  # "not in report" where missing, as MISSING here
 
 
 def _num(x: float | None) -> str:
