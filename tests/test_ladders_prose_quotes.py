@@ -9,6 +9,7 @@ ladder does not change the numbers they quote."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -24,17 +25,30 @@ NAMES = [n for n in ladder_names() if results_path(n).is_file()]
 
 
 FROZEN = ROOT / "tests" / "data" / "ladders" / "frozen-scan"  # scan as recorded on 2026-12-03 14:08 UTC
+_FROZEN_KERNELS: list[tempfile.TemporaryDirectory] = []  # held until the tests end, then removed
+
+
+@cache
+def frozen_kernels() -> Path:
+    """A kernels/ folder with the frozen ladder.toml and NOTES.md beside the ladder's current sources
+    (the check reads the prose, never the sources; a ladder definition needs its rungs' files)."""
+    _FROZEN_KERNELS.append(tempfile.TemporaryDirectory(prefix="frozen-scan-"))
+    root = Path(_FROZEN_KERNELS[-1].name)
+    shutil.copytree(ROOT / "kernels" / "scan", root / "scan", ignore=shutil.ignore_patterns("trial-*", "__pycache__"))
+    for f in ("ladder.toml", "NOTES.md"):
+        shutil.copy(FROZEN / "kernels" / "scan" / f, root / "scan" / f)
+    return root
 
 
 def kernels_root(name: str) -> Path:
-    return FROZEN / "kernels" if name == "scan" else ROOT / "kernels"
+    return frozen_kernels() if name == "scan" else ROOT / "kernels"
 
 
 @cache
 def rec(name: str) -> ev.Recorded:
     """Scan's frozen recording; another ladder's current one."""
     if name == "scan":
-        return ev.recorded(name, kernels=FROZEN / "kernels", traces=FROZEN / "traces")
+        return ev.recorded(name, kernels=frozen_kernels(), traces=FROZEN / "traces")
     return ev.recorded(name)
 
 
