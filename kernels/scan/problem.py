@@ -142,8 +142,6 @@ LAGGED = (
     Lagged("scan09_items16_ahead1_lag2", 16, 1, 2, 3),
     Lagged("scan09_items16_ahead2_lag1", 16, 2, 1, 3),
 )
-#: Rung 09's choice per (device, n): timed on its first call at that size, then reused.
-_LAGGED_CHOICE: dict[tuple[str, int], Lagged] = {}
 TUNE_WARMUP = 1  # untimed calls per candidate (the first loads the kernel)
 TUNE_REPS = 10  # timed calls per candidate: about 1.5 ms each at 2^26
 
@@ -157,25 +155,32 @@ def launch_lagged(ctx, cfg: Lagged, x, out) -> None:
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:tiles], state[tiles:].view(torch.int32), n, smem=cfg.smem)
 
 
-def fastest_lagged(ctx, x, out) -> Lagged:
+def fastest(ctx, rung: str, candidates, launch, x, out):
     """Time every candidate on the call's own tensors; the fastest. On the CPU emulator the first is
-    kept untimed. The times go to stderr (the run's log): results.json lists all five kernels."""
+    kept untimed. The times go to stderr (the run's log): results.json lists every candidate kernel."""
     n = x.numel()
     if ctx.device == "cpu":
-        return LAGGED[0]
-    times = ctx.time_each(LAGGED, lambda cfg: launch_lagged(ctx, cfg, x, out), warmup=TUNE_WARMUP, reps=TUNE_REPS)
+        return candidates[0]
+    times = ctx.time_each(candidates, lambda cfg: launch(ctx, cfg, x, out), warmup=TUNE_WARMUP, reps=TUNE_REPS)
     best = min(times, key=times.get)
     tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
-    print(f"[scan] 09_lagged_lookback at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
+    print(f"[scan] {rung} at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
     return best
 
 
-def _lagged(ctx, inp, out):
-    x = inp["x"]
-    key = (ctx.device, x.numel())
-    if key not in _LAGGED_CHOICE:
-        _LAGGED_CHOICE[key] = fastest_lagged(ctx, x, out["out"])
-    launch_lagged(ctx, _LAGGED_CHOICE[key], x, out["out"])
+def _tuned(rung: str, candidates, launch):
+    """A rung that chooses among ``candidates`` by timing them on its first call per (device, n)
+    (``fastest``), then launches its choice."""
+    choice = {}
+
+    def run(ctx, inp, out):
+        x = inp["x"]
+        key = (ctx.device, x.numel())
+        if key not in choice:
+            choice[key] = fastest(ctx, rung, candidates, launch, x, out["out"])
+        launch(ctx, choice[key], x, out["out"])
+
+    return run
 
 
 class Specialised(NamedTuple):
@@ -215,7 +220,6 @@ SPECIALISED = (
     Specialised("scan10_items8_ahead2_lag2_warps2", 8, 2, 2, 2, 3),
     Specialised("scan10_items8_ahead2_lag2_warps2_defer", 8, 2, 2, 2, 3, True),
 )
-_SPECIALISED_CHOICE: dict[tuple[str, int], Specialised] = {}
 #: Rung 10's call count per status buffer (keyed by its address): the epoch that tags the status
 #: words, so that no memset clears them between calls. The buffer is zeroed when first made (epoch 0:
 #: nothing published); a buffer made anew at an address seen before is zero too, and any later epoch
@@ -239,27 +243,6 @@ def launch_specialised(ctx, cfg: Specialised, x, out) -> None:
                smem=cfg.smem)
 
 
-def fastest_specialised(ctx, x, out) -> Specialised:
-    """As fastest_lagged, for rung 10's candidates."""
-    n = x.numel()
-    if ctx.device == "cpu":
-        return SPECIALISED[0]
-    times = ctx.time_each(SPECIALISED, lambda cfg: launch_specialised(ctx, cfg, x, out), warmup=TUNE_WARMUP,
-                          reps=TUNE_REPS)
-    best = min(times, key=times.get)
-    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
-    print(f"[scan] 10_lookback_warp at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
-    return best
-
-
-def _specialised(ctx, inp, out):
-    x = inp["x"]
-    key = (ctx.device, x.numel())
-    if key not in _SPECIALISED_CHOICE:
-        _SPECIALISED_CHOICE[key] = fastest_specialised(ctx, x, out["out"])
-    launch_specialised(ctx, _SPECIALISED_CHOICE[key], x, out["out"])
-
-
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -270,6 +253,6 @@ LAUNCH = {
     "06_persistent_prefetch": _persistent("scan06_persistent_prefetch", BLOCKS_PER_SM06),
     "07_reduce_then_scan_vec4": _reduce_then_scan_vec4,
     "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
-    "09_lagged_lookback": _lagged,
-    "10_lookback_warp": _specialised,
+    "09_lagged_lookback": _tuned("09_lagged_lookback", LAGGED, launch_lagged),
+    "10_lookback_warp": _tuned("10_lookback_warp", SPECIALISED, launch_specialised),
 }
