@@ -17,7 +17,9 @@ clauses, reordered claims, directions and factors, hedges), over 47 questions no
 weighted toward misconceptions said mid-text, before any grader output on it was seen, and scored
 once: the unseen number before that round; ``heldout8.toml`` was written after the sixth round, over 42
 questions heldout7 does not cover, before any grader output on it was seen, and scored once: the
-sixth round's unseen number. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+sixth round's unseen number; ``heldout9.toml`` was written on 2026-12-04 without reading the grader's code,
+over 40 items the other sets use least (the correctness scenarios 21-26 among them), before any grader
+output on it was seen, and scored once before the seventh round. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -39,11 +41,18 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
 SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml",
-        "heldout6.toml", "heldout7.toml", "heldout8.toml")
+        "heldout6.toml", "heldout7.toml", "heldout8.toml", "heldout9.toml")
 
 
 @lru_cache(maxsize=None)
 def _exercise(scenario_id: str):
+    """The exercise ``coach exercise`` builds: a bug hunt for a correctness scenario, else a performance one."""
+    from coach import correctness
+
+    if correctness.is_correctness(scenario_id):
+        from coach.exercises.correctness import build as build_hunt
+
+        return build_hunt(correctness.find(scenario_id), others=correctness.all_scenarios())
     from coach.exercises.player import build, scenarios
     from coach.scenarios import find
 
@@ -164,9 +173,18 @@ def test_every_red_flag_has_alternative_phrasings():
         encoding="utf-8"))["concepts"]["rf-fix-top-stall"]["also"])
 
 
-def _strong_answers() -> list[tuple[str, str, str]]:
-    out = [(q.id, "model answer", q.answer) for q in load_bank().questions]
-    for name in SETS:
+#: Sets whose strong answers still trip a red flag, each with what it trips: scored, not yet fixed.
+UNSEEN_FALSE_FLAGS = {
+    "heldout9.toml": "scenario-19's strong answer names elementwise_kernel as the short name of the copy kernels "
+                     "and trips scenario-19-flag-1",
+}
+
+
+def _strong_answers(sets=None) -> list[tuple[str, str, str]]:
+    """The strong and paraphrased answers of ``sets`` (with the bank's model answers when None: every set but
+    those in UNSEEN_FALSE_FLAGS)."""
+    out = [(q.id, "model answer", q.answer) for q in load_bank().questions] if sets is None else []
+    for name in sets or [n for n in SETS if n not in UNSEEN_FALSE_FLAGS]:
         if (DATA / name).is_file():
             out += [(a["item"], f"{name} {a['kind']}", a["text"]) for a in load(name)
                     if a["kind"] in ("strong", "paraphrase")]
@@ -177,6 +195,14 @@ def test_no_red_flag_fires_on_a_strong_answer():
     """No red flag, no alternative phrasing of one and no classic misconception is read in the bank's
     model answers or in any set's strong and paraphrased answers: each alternative was checked so."""
     fired = [(item, where, h.concept.id, h.quote) for item, where, text in _strong_answers()
+             for h in grade_item(item, text).flags]
+    assert not fired, fired
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=why, strict=True))
+                                  for n, why in UNSEEN_FALSE_FLAGS.items()])
+def test_no_red_flag_fires_on_an_unseen_strong_answer(name):
+    fired = [(item, where, h.concept.id, h.quote) for item, where, text in _strong_answers([name])
              for h in grade_item(item, text).flags]
     assert not fired, fired
 
@@ -293,6 +319,13 @@ def test_the_sets_are_well_formed():
                "phrasing of their flag uses ('blocks are launched in blockIdx order, so ... safe'), numbers "
                "wrong by a factor ('about 1.6 ms', '32 registers per thread'), the right step for a wrong "
                "reason", strict=True)),
+    # Written after the sixth round, blind to the grader's code, and scored once before the seventh round
+    # (its unseen number): strong 93% (14/15), paraphrase 80% (12/15), salad 100%, misconception 22%
+    # (8/36), negated 88% (7/8), overall 59% (48/81).
+    pytest.param("heldout9.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 8/36 = 22% (< 95%) on unseen answers: a wrong claim among right ones "
+               "in words no red flag uses (a sibling API as the fix, a factor wrong, the wrong tool's verdict)",
+        strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():
