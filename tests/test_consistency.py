@@ -211,3 +211,53 @@ def test_exercise_gain_names_the_speedup_diff_talk_quotes(sid, capsys):
     point = build(scenario, others=[]).points[3]
     assert f"The recording measured {values['speedup']:.2f}x" in point.explain
     assert f"Between the two profiles, which the model works from and `coach diff` compares, the fix measured {talk.group(1)}x" in point.explain
+
+
+def _times_said(number: str, text: str) -> int:
+    """How often ``number`` (as printed: "4.48", "692") stands alone in ``text``."""
+    return len(re.findall(rf"(?<![\d.]){re.escape(number)}(?![\d])", text))
+
+
+@pytest.mark.parametrize("name", [n for n in ladders.ladder_names()
+                                  if ladders.results_path(n, main=ladders.load_definition(n).main_size).is_file()])
+def test_ladder_caption_says_its_ceiling_once(name, capsys):
+    """A ladder's ceiling is printed once in each caption that names it: `coach ladder NAME`'s, NOTES.md's
+    results table and the Ladders page's (the CLI said '4.27 TB/s: the best rate recorded on this GPU,
+    4.27 TB/s (...)', the value and then the note that repeated it)."""
+    from coach.analyze.ladder_evidence import recorded, results_table
+    from coach.app.pages.ladders import rung_table
+
+    rec = recorded(name)
+    res = rec.results
+    compute = res.ceiling_unit == ladders.FLOPS
+    number = f"{res.ceiling_value / 1e12:.1f}" if compute else f"{res.ceiling_value / 1e12:.2f}"
+    code, out, err = run_cli(["ladder", name], capsys)
+    assert code == 0, err
+    caption = next(line for line in out.splitlines() if line.startswith("% of the measured"))
+    assert _times_said(number, caption) == 1, caption
+    notes = next(line for line in results_table(rec).splitlines() if line.startswith("Ceiling:"))
+    assert _times_said(number, notes) == 1, notes
+    page = flat(" ".join(str(c) for c in rung_table(rec, {}).children[1].children))
+    shown = re.search(r"Ceiling: .*?, (\S+) [TGP]?(?:FLOP|B)/s ?, measured", page)
+    assert shown and _times_said(shown.group(1), page) == 1, page
+
+
+def _floor_ceiling_measured(scenario) -> bool:
+    """Whether the ceiling that sets the scenario's floor is a measured one (not derived in its TOML)."""
+    m = scenario.model
+    return bool(m.flops_ceiling_name if (m.flops_s() or 0.0) > m.bytes_s("slow") else m.bytes_ceiling_name)
+
+
+@pytest.mark.parametrize("scenario", [s for s in RECORDED if _floor_ceiling_measured(s)], ids=lambda s: s.id)
+def test_run_floor_note_says_its_ceiling_once(scenario, capsys):
+    """`coach run`'s floor line names the measured ceiling it divides by once (it said 'at 4.48 TB/s
+    (measured: the best rate recorded on this GPU, 4.48 TB/s ...)'). A ceiling the scenario derives
+    (scenario 07's 16 x 132 x 1.98 GHz = 4.18e12 per second) ends its derivation with the result."""
+    code, out, err = run_cli(["run", scenario.id, "--no-interactive"], capsys)
+    assert code == 0, err
+    text = flat(out)
+    floor = re.search(r"floor: the least time the work can take.*?(?= Recorded on )", text)
+    assert floor, text[-800:]
+    at = re.search(r" at (\d[\d.]*) [TGPk]?(?:B/s| per second)", floor.group(0))
+    assert at, floor.group(0)
+    assert _times_said(at.group(1), floor.group(0)) == 1, floor.group(0)
