@@ -470,6 +470,10 @@ class Recording:
     def values(self) -> dict[str, Any]:
         return placeholder_values(self.scenario, self.results)
 
+    def filled(self) -> Scenario:
+        """The scenario with its texts filled from this recording (``coach.scenarios.filled``)."""
+        return scenarios.filled(self.scenario, self.values())
+
     def ncu_report(self, variant: str) -> Path | None:
         """The full Nsight Compute report of ``variant`` as a ``.ncu-rep`` file (NVIDIA's ``ncu_report``
         and ``ncu`` read only files), where the recording keeps one; None where it does not. A

@@ -10,13 +10,14 @@ walkthrough) and compare.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
 import pytest
 from test_capture_support import flat, run_cli
 
-from coach import ladders, recordings, scenarios
+from coach import correctness, correctness_recordings, ladders, recordings, scenarios
 from coach.analyze.diagnose import diagnose
 from coach.analyze.diff import diff, fmt_value
 from coach.analyze.hardware import ceilings, get
@@ -261,3 +262,73 @@ def test_run_floor_note_says_its_ceiling_once(scenario, capsys):
     at = re.search(r" at (\d[\d.]*) [TGPk]?(?:B/s| per second)", floor.group(0))
     assert at, floor.group(0)
     assert _times_said(at.group(1), floor.group(0)) == 1, floor.group(0)
+
+
+_LEFT_OVER = re.compile(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}")
+
+
+def _texts(scenario) -> dict[str, str]:
+    """The texts of a scenario a learner reads, by name (templates, with their placeholders)."""
+    return {"symptom": scenario.symptom, "question": scenario.question, "fix.summary": scenario.fix.summary,
+            "fix.details": scenario.fix.details, "fix.wrong_fix": scenario.fix.wrong_fix,
+            **{f"rubric.strong[{i}]": t for i, t in enumerate(scenario.rubric.strong)},
+            **{f"rubric.red_flags[{i}]": t for i, t in enumerate(scenario.rubric.red_flags)},
+            **{f"hints[{i}]": t for i, t in enumerate(scenario.hints)}}
+
+
+def test_some_scenario_rubric_names_a_recorded_number():
+    """The next test has something to catch: rubrics and hints hold placeholders (scenario 04's
+    '{slow_registers:.0f} registers'), which `coach run` and the walkthrough printed raw."""
+    held = {s.id for s in RECORDED for name, t in _texts(s).items()
+            if name.startswith(("rubric", "hints")) and scenarios.placeholders(t)}
+    assert {"scenario-04", "scenario-07", "scenario-08", "scenario-09"} <= held
+
+
+@pytest.mark.parametrize("scenario", RECORDED, ids=lambda s: s.id)
+def test_scenario_texts_are_filled_in_run_json_and_walkthrough(scenario, capsys, monkeypatch):
+    """Every text of a scenario (symptom, question, rubric, hints, fix), as `coach run` prints it (with
+    the rubric, after an answer), as `coach run --json` writes it and as the dashboard's walkthrough
+    holds it: no placeholder left, and each number the one the recording gives."""
+    values = recordings.open_recording(scenario).values()
+    want = {name: scenarios.render(t, values) for name, t in _texts(scenario).items() if t}
+    assert not any(_LEFT_OVER.search(t) for t in want.values()), "the recording fills every placeholder"
+    monkeypatch.setattr("sys.stdin", io.StringIO("the registers per thread\n"))
+    code, out, err = run_cli(["run", scenario.id], capsys)
+    assert code == 0, err
+    assert not _LEFT_OVER.search(out), _LEFT_OVER.search(out).group(0)
+    shown = flat(out)
+    for name, text in want.items():
+        if not name.startswith("hints"):  # coach run shows no hints
+            assert flat(text) in shown, name
+    code, out, err = run_cli(["run", scenario.id, "--json"], capsys)
+    assert code == 0, err
+    assert not _LEFT_OVER.search(out), _LEFT_OVER.search(out).group(0)
+    doc = json.loads(out)
+    assert flat(doc["symptom"]) == flat(want["symptom"]) and flat(doc["question"]) == flat(want["question"])
+    for key, rubric in (("strong", scenario.rubric.strong), ("red_flags", scenario.rubric.red_flags)):
+        assert [flat(t) for t in doc["rubric"][key]] == [flat(scenarios.render(t, values)) for t in rubric]
+    assert flat(doc["fix"]["summary"]) == flat(want["fix.summary"]) and flat(doc["fix"]["details"]) == flat(want["fix.details"])
+    walk = from_scenario(scenario)
+    held = {"symptom": walk.symptom, "question": walk.question, "fix.summary": walk.fix_summary,
+            "fix.details": walk.fix_details, "fix.wrong_fix": walk.wrong_fix,
+            **{f"rubric.strong[{i}]": t for i, t in enumerate(walk.strong)},
+            **{f"rubric.red_flags[{i}]": t for i, t in enumerate(walk.red_flags)},
+            **{f"hints[{i}]": t for i, t in enumerate(walk.hints)}}
+    for name, text in want.items():
+        assert flat(held[name]) == flat(text), name
+
+
+@pytest.mark.parametrize("scenario", [s for s in correctness.all_scenarios()
+                                      if correctness_recordings.recorded_gpus(s.id)], ids=lambda s: s.id)
+def test_correctness_scenario_texts_are_filled_in_run(scenario, capsys, monkeypatch):
+    """A correctness scenario's texts as `coach run` prints them, the rubric too: no placeholder left,
+    each number the recording's."""
+    values = correctness_recordings.open_recording(scenario).values()
+    monkeypatch.setattr("sys.stdin", io.StringIO("an out-of-bounds read\n"))
+    code, out, err = run_cli(["run", scenario.id], capsys)
+    assert code == 0, err
+    assert not _LEFT_OVER.search(out), _LEFT_OVER.search(out).group(0)
+    shown = flat(out)
+    for name, text in _texts(scenario).items():
+        if text and not name.startswith("hints"):
+            assert flat(_LEFT_OVER.sub("[not recorded]", scenarios.render(text, values))) in shown, name
