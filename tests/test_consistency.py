@@ -332,3 +332,36 @@ def test_correctness_scenario_texts_are_filled_in_run(scenario, capsys, monkeypa
     for name, text in _texts(scenario).items():
         if text and not name.startswith("hints"):
             assert flat(_LEFT_OVER.sub("[not recorded]", scenarios.render(text, values))) in shown, name
+
+
+def test_quiz_ceilings_are_the_ones_coach_numbers_prints(capsys):
+    """A worked answer's measured ceiling (``h200.measured.<name>``) is the number `coach numbers`
+    prints for it, value and text: the calibration raised to the best recorded rate (design-01 said
+    4.19 TB/s read and 683 TFLOP/s where coach numbers says 4.27 and 692), and perf-07 names the
+    copy ceiling through its table rather than typing the calibration's 4.19."""
+    from coach.exercises.bank import load_bank
+
+    code, out, err = run_cli(["numbers", "--gpu", "h200", "--json"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+
+    def printed(key: str) -> dict:
+        return next(r for r in rows if r["origin"] == "measured" and f": {key}" in r["source"])
+
+    seen = set()
+    for q in load_bank().questions:
+        for n in q.numbers.values():
+            for ref in n.refs:
+                if ref.measured and ref.gpu == "h200" and n.is_hardware:
+                    row = printed(ref.field)
+                    assert n.value == pytest.approx(row["value"], rel=1e-12), (q.id, n.name)
+                    assert n.shown == row["shown"], (q.id, n.name)
+                    seen.add((q.id, ref.field))
+    assert ("design-01", "dram_read_bandwidth_bytes_per_s") in seen
+    assert ("design-01", "bf16_tensor_matmul_flop_per_s") in seen
+    assert ("perf-07", "dram_copy_bandwidth_bytes_per_s") in seen
+    for qid, key in (("perf-07", "dram_copy_bandwidth_bytes_per_s"), ("design-01", "dram_read_bandwidth_bytes_per_s"),
+                     ("design-01", "bf16_tensor_matmul_flop_per_s")):
+        code, out, err = run_cli(["quiz", "--id", qid, "--show"], capsys)
+        assert code == 0, err
+        assert printed(key)["shown"] in flat(out), (qid, key)
