@@ -154,10 +154,12 @@ def test_evidence_reads_the_same_in_diagnose_and_explain(sid, capsys):
 
 def test_a_measured_small_share_and_a_count_are_not_misread():
     """A share that was measured reads with its digits, never '0.0%' (scenario 07's DRAM throughput
-    is 7.8e-05% of peak); a count reads whole, not in exponent form; a missing value says so."""
+    is 7.8e-05% of peak); a count reads whole below a million, thousands separated, neither in exponent
+    form nor as '65.54k'; a missing value says so."""
     assert fmt_value(7.781e-05, "%") == "0.000078%" and fmt_value(0.01581, "%") == "0.016%"
     assert fmt_value(0.0, "%") == "0.0%" and fmt_value(92.74, "%") == "92.7%"
-    assert fmt_value(1377, "calls") == "1377 calls" and fmt_value(65536, "kernels") == "65.54k kernels"
+    assert fmt_value(1377, "calls") == "1,377 calls" and fmt_value(65536, "kernels") == "65,536 kernels"
+    assert fmt_value(58.72e6, "sector") == "58.72M sectors"
     assert fmt_value(None, "%") == "not in report"
 
 
@@ -365,3 +367,64 @@ def test_quiz_ceilings_are_the_ones_coach_numbers_prints(capsys):
         code, out, err = run_cli(["quiz", "--id", qid, "--show"], capsys)
         assert code == 0, err
         assert printed(key)["shown"] in flat(out), (qid, key)
+
+
+def test_a_count_reads_the_same_in_every_command(capsys):
+    """Scenario 13's 65,536 launches: one format (``fmt_count``) in coach run's evidence, the
+    diagnosis, coach explain, coach diff, the exercise and the dashboard's walkthrough (they said
+    65536, 65.54k and 6.554e+04)."""
+    from coach.app.pages.scenario import evidence_table_card
+
+    scenario = scenarios.find("13")
+    count = {e["name"]: e for e in recordings.open_recording(scenario).results["evidence"]}["kernels"]["slow"]
+    assert count == 65536
+    slow = str(traces_dir() / "h200" / scenario.id / "slow" / "nsys")
+    fixed = str(traces_dir() / "h200" / scenario.id / "fixed" / "nsys")
+    shown = {}
+    for name, argv in (("run", ["run", "13", "--no-interactive"]), ("diagnose", ["diagnose", slow]),
+                       ("explain", ["explain", slow]), ("diff", ["diff", slow, fixed])):
+        code, out, err = run_cli(argv, capsys)
+        assert code == 0, err
+        shown[name] = out
+    shown["exercise"] = "\n".join(p.prompt + "\n" + p.explain for p in build(scenario, others=[]).points)
+    shown["dashboard"] = str(evidence_table_card(from_scenario(scenario)))
+    for name, text in shown.items():
+        assert "65,536" in text, name
+        for other in ("65536", "65.54k", "6.554e+04", "6.55e+04"):
+            assert other not in text, (name, other)
+
+
+@pytest.mark.parametrize("sid", ["04", "05", "15", "18"])
+def test_a_share_reads_as_a_percentage_in_every_command(sid, capsys):
+    """A share of the evidence (warp cycles on long scoreboard, copies from pageable memory) is printed
+    as the percentage the narrative says ('88%'), not as '0.8809', in coach run, its --json unit, the
+    exercise and the dashboard."""
+    from coach.analyze.quantities import fmt_share
+    from coach.app.pages.scenario import evidence_table_card
+
+    scenario = scenarios.find(sid)
+    share = next(e for e in scenario.evidence if e.name.endswith("_share"))
+    item = {e["name"]: e for e in recordings.open_recording(scenario).results["evidence"]}[share.name]
+    assert share.unit == "fraction" and 0.0 <= item["slow"] <= 1.0
+    want = fmt_share(item["slow"])
+    code, out, err = run_cli(["run", sid, "--no-interactive"], capsys)
+    assert code == 0, err
+    assert f"{share.label} {want} {fmt_share(item['fixed'])}" in flat(out)
+    code, out, err = run_cli(["run", sid, "--json"], capsys)
+    assert {e["name"]: e for e in json.loads(out)["evidence"]}[share.name]["unit"] == "fraction"
+    meaning = build(scenario, others=[]).points[1].prompt
+    assert f"{share.label}: {want} in the slow version" in meaning
+    cells = re.findall(r"Td\(children='([^']*)'", str(evidence_table_card(from_scenario(scenario))))
+    assert want in cells and f"{item['slow']:.4g}" not in cells, cells
+
+
+@pytest.mark.parametrize("scenario", RECORDED, ids=lambda s: s.id)
+def test_run_evidence_prints_no_raw_float(scenario, capsys):
+    """Every value of coach run's evidence table is a count, a percentage or a number with at most
+    four significant digits, never a float's raw digits or an exponent."""
+    code, out, err = run_cli(["run", scenario.id, "--no-interactive"], capsys)
+    assert code == 0, err
+    evidence = out.split("Evidence (slow -> fixed")[1].split("Diagnosis of")[0]
+    assert not re.search(r"\de[+-]?\d", evidence), evidence
+    for number in re.findall(r"(?<![\w.])\d[\d,]*\.\d+", evidence):  # a decimal: at most four significant digits
+        assert len(number.replace(",", "").replace(".", "").lstrip("0")) <= 4, (number, evidence)

@@ -83,6 +83,7 @@ def as_document(scenario: Any, recording: Any, *, live: bool) -> dict[str, Any]:
     profile = recording.profile("slow", tool)
     findings = None if profile is None else analyse(profile)["findings"]
     keys = ("ms", "rate", "floor_ms", "pct_of_floor")
+    units = {e.name: e.unit for e in scenario.evidence}
     return {
         "scenario": scenario.id, "title": scenario.title, "level": scenario.level, "tool": _TOOL_NAMES[scenario.tool],
         "provenance": _provenance_line(results, live=live), "gpu": results.get("gpu"),
@@ -90,7 +91,9 @@ def as_document(scenario: Any, recording: Any, *, live: bool) -> dict[str, Any]:
         "symptom": _reflow(texts.symptom), "question": _reflow(texts.question),
         "rubric": {"strong": [_reflow(t) for t in texts.rubric.strong],
                    "red_flags": [_reflow(t) for t in texts.rubric.red_flags]},
-        "evidence": results.get("evidence") or [],
+        # each with the scenario's own unit (a share is a "fraction", printed as a percentage)
+        "evidence": [{**item, "unit": units.get(item.get("name"), item.get("unit", ""))}
+                     for item in results.get("evidence") or []],
         "expected_first_rule": scenario.first_rule, "bottleneck": scenario.bottleneck.value,
         "diagnosis": findings,
         "fix": {"summary": _reflow(texts.fix.summary), "details": _reflow(texts.fix.details),
@@ -149,7 +152,7 @@ def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: boo
                 console.print(f"  - {escape(_reflow(line))}")
 
     _section("Evidence (slow -> fixed, from the profiles)")
-    _evidence_table(results.get("evidence") or [])
+    _evidence_table(scenario, results.get("evidence") or [])
 
     _section("Diagnosis of the slow version")
     _diagnosis(scenario, recording)
@@ -199,18 +202,22 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
-def _evidence_table(items: list[dict[str, Any]]) -> None:
+def _evidence_table(scenario: Any, items: list[dict[str, Any]]) -> None:
     if not items:
         console.print("no evidence recorded")
         return
     from coach.cli.output import fit_table
+    from coach.recordings import fmt_evidence
+
+    units = {e.name: e.unit for e in scenario.evidence}  # the scenario's own units (a share is a "fraction")
 
     rows = []
     for item in items:
         moved = item.get("moved_as_expected")
         mark = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]n/a[/]"}[moved]
-        rows.append([item["label"], _fmt(item.get("slow"), item.get("unit", "")),
-                     _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark])
+        unit = units.get(item.get("name"), item.get("unit", ""))
+        rows.append([item["label"], fmt_evidence(item.get("slow"), unit), fmt_evidence(item.get("fixed"), unit),
+                     _ARROW[item["direction"]], mark])
     # names and values wrap at spaces only: a number and its unit may take two lines, never break
     fit_table(None, [("metric", "left"), ("slow", "left"), ("fixed", "left"), ("expected", "left"), ("", "left")],
               rows, names=(0, 1, 2, 3), wrap=True, name_min=1)

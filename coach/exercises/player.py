@@ -238,14 +238,16 @@ def _look_first(scenario: Scenario, rng: random.Random) -> DecisionPoint:
 
 
 def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+    from coach.recordings import fmt_evidence  # noqa: PLC0415 - the evidence as coach run prints it
+
     lines, moves = [], []
     for e in scenario.evidence:
         recorded = values.get(f"slow_{e.name}")
-        unit = f" {e.unit}" if e.unit else ""
         if isinstance(recorded, (int, float)):
-            seen = f"{recorded:.4g}{unit} in the slow version (recorded)"
+            seen = f"{fmt_evidence(recorded, e.unit)} in the slow version (recorded)"
         elif e.slow_range:
-            seen = f"expected between {e.slow_range[0]:g} and {e.slow_range[1]:g}{unit} in the slow version"
+            low, high = (fmt_evidence(x, e.unit) for x in e.slow_range)
+            seen = f"expected between {low} and {high} in the slow version"
         else:
             seen = "measured on the slow version"
         lines.append(f"- {e.label}: {seen}")
