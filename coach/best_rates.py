@@ -54,7 +54,8 @@ def read_file(path: Path) -> dict[str, Any]:
 def measured_ceiling(measurement: str, calibrated: float | None, best: dict[str, Any]) -> tuple[float | None, str]:
     """The measured ceiling of ``measurement``: the calibration's value, raised to the best recorded
     rate where one is higher (``best`` as ``read`` returns it), and a note saying which; "" when the
-    calibration stands."""
+    calibration stands. The note says where the value comes from, not the value itself: every page
+    prints the value beside it, so a caption says its ceiling once."""
     entry = (best.get("rates") or {}).get(measurement)
     value = entry.get("value") if isinstance(entry, dict) else None
     if not isinstance(value, (int, float)) or (calibrated is not None and value <= calibrated):
@@ -62,7 +63,7 @@ def measured_ceiling(measurement: str, calibrated: float | None, best: dict[str,
     where = entry.get("where", "a recording")
     unit = unit_of(measurement)
     cal = f"above the calibration's {_si(calibrated, unit)}" if calibrated else "no calibration"
-    return float(value), f"the best rate recorded on this GPU, {_si(value, unit)} ({where}; {cal})"
+    return float(value), f"the best rate recorded on this GPU ({where}; {cal})"
 
 
 def ceiling_for(gpu: str, measurement: str, calibrated: float | None, traces: Path | None = None) -> tuple[float | None, str]:

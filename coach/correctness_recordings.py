@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from coach import correctness
+from coach import correctness, scenarios
 from coach.capture.staging import staged_folder
 from coach.correctness import CorrectnessScenario
 from coach.errors import CoachError, InputError
@@ -277,6 +277,10 @@ class CorrectnessRecording:
 
     def values(self) -> dict[str, Any]:
         return values(self.scenario, self.results)
+
+    def filled(self) -> CorrectnessScenario:
+        """The scenario with its texts filled from this recording (``coach.scenarios.filled``)."""
+        return scenarios.filled(self.scenario, self.values())
 
 
 def recorded_gpus(scenario_id: str, traces: Path | None = None) -> list[str]:

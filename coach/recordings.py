@@ -406,11 +406,32 @@ def _results(scenario: Scenario, manifest: Mapping[str, Any], timings: dict[str,
     return results
 
 
+#: The unit of an evidence value that is a share, 0 to 1 (printed as a percentage).
+FRACTION = "fraction"
+
+
+def fmt_evidence(value: Any, unit: str, missing: str = "not recorded") -> str:
+    """A scenario's evidence value as every page prints it (``coach run``, the exercise, the import log,
+    the dashboard's walkthrough): a share (unit "fraction") as a percentage ("88%", as the narratives
+    say it; a percentage as "37.5%"), a whole number as the count it is (``fmt_count``: "65,536", never "6.554e+04" or
+    "65.54k"), other values to four significant digits or, from a thousand on, whole ("1,401"); the
+    scenario's unit after it."""
+    from coach.analyze.kernel_rules._common import fmt_count  # noqa: PLC0415 - the one format of a count
+    from coach.analyze.quantities import fmt_share  # noqa: PLC0415
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return missing
+    if unit == FRACTION:
+        return fmt_share(value)
+    text = fmt_count(value) if float(value).is_integer() else f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{text}%" if unit == "%" else f"{text} {unit}".strip()  # 37.5%, as coach prints every percentage
+
+
 def _describe(item: EvidenceValue) -> str:
     e = item.evidence
 
     def fmt(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.4g}{(' ' + e.unit) if e.unit else ''}"
+        return fmt_evidence(x, e.unit, "n/a")
 
     moved = {True: "as expected", False: "NOT as expected", None: "not measured"}[item.moved_as_expected]
     rng = {True: "", False: f"; slow value outside the expected {list(e.slow_range or [])}", None: ""}[item.slow_in_range]
@@ -469,6 +490,10 @@ class Recording:
 
     def values(self) -> dict[str, Any]:
         return placeholder_values(self.scenario, self.results)
+
+    def filled(self) -> Scenario:
+        """The scenario with its texts filled from this recording (``coach.scenarios.filled``)."""
+        return scenarios.filled(self.scenario, self.values())
 
     def ncu_report(self, variant: str) -> Path | None:
         """The full Nsight Compute report of ``variant`` as a ``.ncu-rep`` file (NVIDIA's ``ncu_report``

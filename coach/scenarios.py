@@ -21,7 +21,7 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -350,6 +350,32 @@ def render(text: str, values: Mapping[str, Any]) -> str:
             return str(values[name])
 
     return _PLACEHOLDER.sub(fill, text)
+
+
+#: What a placeholder reads as where its value is not recorded.
+NOT_RECORDED = "[not recorded]"
+
+
+def fill(text: str, values: Mapping[str, Any], missing: str = NOT_RECORDED) -> str:
+    """``render``, then every placeholder ``values`` cannot fill reads as ``missing``: a learner never
+    sees a format string."""
+    return _PLACEHOLDER.sub(missing, render(text, values))
+
+
+def filled(scenario: Any, values: Mapping[str, Any], missing: str = NOT_RECORDED) -> Any:
+    """``scenario`` (performance or correctness: both carry these fields) with every text a learner
+    reads filled from ``values`` (``coach.recordings.placeholder_values``, or a correctness recording's
+    values): the symptom, the question, the hints, the rubric and the fix. Every presenter (``coach
+    run``, its ``--json``, the dashboard's walkthrough, the exercises) prints these, not the templates."""
+    def text(t: str) -> str:
+        return fill(t, values, missing)
+
+    return replace(scenario, symptom=text(scenario.symptom), question=text(scenario.question),
+                   hints=tuple(text(h) for h in scenario.hints),
+                   rubric=Rubric(tuple(text(t) for t in scenario.rubric.strong),
+                                 tuple(text(t) for t in scenario.rubric.red_flags)),
+                   fix=replace(scenario.fix, summary=text(scenario.fix.summary), details=text(scenario.fix.details),
+                               wrong_fix=text(scenario.fix.wrong_fix), gain_misses=text(scenario.fix.gain_misses)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -345,7 +345,7 @@ AT_80 = [
     # a kernel's mangled name is one word wider than the table leaves: it folds, the times beside it
     # stay whole (they were squeezed to one character a line), and a change is signed in its unit
     (("diff", ROOT / "traces/h200/scenario-14/slow/nsys", ROOT / "traces/h200/scenario-14/fixed/nsys"),
-     ["1500 x, 9.88 ms", "-4.02 ms", "+2.63 ms", "-462.61 ms", "-61.41 ms"]),
+     ["1,500 x, 9.88 ms", "-4.02 ms", "+2.63 ms", "-462.61 ms", "-61.41 ms"]),
     (("check", UNSYNC / "unsync.sqlite", UNSYNC / "unsync.json"), ["52.8%", "bandwidth_bytes_per_s = 56.08 TB/s"]),
     (("ladder", "softmax"), ["646.6 us", "1,981", "4,004", "89.4"]),  # % of the best recorded copy rate, 4.48 TB/s
     (("run", "15", "--no-interactive"), ["47.38 ms", "6.81 ms", "6.96x", "54.55 GB/s"]),

@@ -39,7 +39,7 @@ def test_run_from_recording(traces, capsys):
     # evidence rows: label, slow, fixed, expected direction, verdict
     assert "global load sectors per request 32 4 down yes" in text
     assert "bytes read from DRAM 12.9 GB 3.22 GB down yes" in text
-    assert "DRAM throughput, % of peak 91 % 88 % about the same yes" in text
+    assert "DRAM throughput, % of peak 91% 88% about the same yes" in text
     assert "expected first finding: uncoalesced-global-access: matches" in text  # coach.analyze.diagnose
     assert "Store the particles as a structure of arrays" in text
     assert "speed-up 2.97x (meets the scenario's minimum of 2x)" in text

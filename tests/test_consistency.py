@@ -10,13 +10,14 @@ walkthrough) and compare.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
 import pytest
 from test_capture_support import flat, run_cli
 
-from coach import ladders, recordings, scenarios
+from coach import correctness, correctness_recordings, ladders, recordings, scenarios
 from coach.analyze.diagnose import diagnose
 from coach.analyze.diff import diff, fmt_value
 from coach.analyze.hardware import ceilings, get
@@ -153,10 +154,12 @@ def test_evidence_reads_the_same_in_diagnose_and_explain(sid, capsys):
 
 def test_a_measured_small_share_and_a_count_are_not_misread():
     """A share that was measured reads with its digits, never '0.0%' (scenario 07's DRAM throughput
-    is 7.8e-05% of peak); a count reads whole, not in exponent form; a missing value says so."""
+    is 7.8e-05% of peak); a count reads whole below a million, thousands separated, neither in exponent
+    form nor as '65.54k'; a missing value says so."""
     assert fmt_value(7.781e-05, "%") == "0.000078%" and fmt_value(0.01581, "%") == "0.016%"
     assert fmt_value(0.0, "%") == "0.0%" and fmt_value(92.74, "%") == "92.7%"
-    assert fmt_value(1377, "calls") == "1377 calls" and fmt_value(65536, "kernels") == "65.54k kernels"
+    assert fmt_value(1377, "calls") == "1,377 calls" and fmt_value(65536, "kernels") == "65,536 kernels"
+    assert fmt_value(58.72e6, "sector") == "58.72M sectors"
     assert fmt_value(None, "%") == "not in report"
 
 
@@ -211,3 +214,217 @@ def test_exercise_gain_names_the_speedup_diff_talk_quotes(sid, capsys):
     point = build(scenario, others=[]).points[3]
     assert f"The recording measured {values['speedup']:.2f}x" in point.explain
     assert f"Between the two profiles, which the model works from and `coach diff` compares, the fix measured {talk.group(1)}x" in point.explain
+
+
+def _times_said(number: str, text: str) -> int:
+    """How often ``number`` (as printed: "4.48", "692") stands alone in ``text``."""
+    return len(re.findall(rf"(?<![\d.]){re.escape(number)}(?![\d])", text))
+
+
+@pytest.mark.parametrize("name", [n for n in ladders.ladder_names()
+                                  if ladders.results_path(n, main=ladders.load_definition(n).main_size).is_file()])
+def test_ladder_caption_says_its_ceiling_once(name, capsys):
+    """A ladder's ceiling is printed once in each caption that names it: `coach ladder NAME`'s, NOTES.md's
+    results table and the Ladders page's (the CLI said '4.27 TB/s: the best rate recorded on this GPU,
+    4.27 TB/s (...)', the value and then the note that repeated it)."""
+    from coach.analyze.ladder_evidence import recorded, results_table
+    from coach.app.pages.ladders import rung_table
+
+    rec = recorded(name)
+    res = rec.results
+    compute = res.ceiling_unit == ladders.FLOPS
+    number = f"{res.ceiling_value / 1e12:.1f}" if compute else f"{res.ceiling_value / 1e12:.2f}"
+    code, out, err = run_cli(["ladder", name], capsys)
+    assert code == 0, err
+    caption = next(line for line in out.splitlines() if line.startswith("% of the measured"))
+    assert _times_said(number, caption) == 1, caption
+    notes = next(line for line in results_table(rec).splitlines() if line.startswith("Ceiling:"))
+    assert _times_said(number, notes) == 1, notes
+    page = flat(" ".join(str(c) for c in rung_table(rec, {}).children[1].children))
+    shown = re.search(r"Ceiling: .*?, (\S+) [TGP]?(?:FLOP|B)/s ?, measured", page)
+    assert shown and _times_said(shown.group(1), page) == 1, page
+
+
+def _floor_ceiling_measured(scenario) -> bool:
+    """Whether the ceiling that sets the scenario's floor is a measured one (not derived in its TOML)."""
+    m = scenario.model
+    return bool(m.flops_ceiling_name if (m.flops_s() or 0.0) > m.bytes_s("slow") else m.bytes_ceiling_name)
+
+
+@pytest.mark.parametrize("scenario", [s for s in RECORDED if _floor_ceiling_measured(s)], ids=lambda s: s.id)
+def test_run_floor_note_says_its_ceiling_once(scenario, capsys):
+    """`coach run`'s floor line names the measured ceiling it divides by once (it said 'at 4.48 TB/s
+    (measured: the best rate recorded on this GPU, 4.48 TB/s ...)'). A ceiling the scenario derives
+    (scenario 07's 16 x 132 x 1.98 GHz = 4.18e12 per second) ends its derivation with the result."""
+    code, out, err = run_cli(["run", scenario.id, "--no-interactive"], capsys)
+    assert code == 0, err
+    text = flat(out)
+    floor = re.search(r"floor: the least time the work can take.*?(?= Recorded on )", text)
+    assert floor, text[-800:]
+    at = re.search(r" at (\d[\d.]*) [TGPk]?(?:B/s| per second)", floor.group(0))
+    assert at, floor.group(0)
+    assert _times_said(at.group(1), floor.group(0)) == 1, floor.group(0)
+
+
+_LEFT_OVER = re.compile(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}")
+
+
+def _texts(scenario) -> dict[str, str]:
+    """The texts of a scenario a learner reads, by name (templates, with their placeholders)."""
+    return {"symptom": scenario.symptom, "question": scenario.question, "fix.summary": scenario.fix.summary,
+            "fix.details": scenario.fix.details, "fix.wrong_fix": scenario.fix.wrong_fix,
+            **{f"rubric.strong[{i}]": t for i, t in enumerate(scenario.rubric.strong)},
+            **{f"rubric.red_flags[{i}]": t for i, t in enumerate(scenario.rubric.red_flags)},
+            **{f"hints[{i}]": t for i, t in enumerate(scenario.hints)}}
+
+
+def test_some_scenario_rubric_names_a_recorded_number():
+    """The next test has something to catch: rubrics and hints hold placeholders (scenario 04's
+    '{slow_registers:.0f} registers'), which `coach run` and the walkthrough printed raw."""
+    held = {s.id for s in RECORDED for name, t in _texts(s).items()
+            if name.startswith(("rubric", "hints")) and scenarios.placeholders(t)}
+    assert {"scenario-04", "scenario-07", "scenario-08", "scenario-09"} <= held
+
+
+@pytest.mark.parametrize("scenario", RECORDED, ids=lambda s: s.id)
+def test_scenario_texts_are_filled_in_run_json_and_walkthrough(scenario, capsys, monkeypatch):
+    """Every text of a scenario (symptom, question, rubric, hints, fix), as `coach run` prints it (with
+    the rubric, after an answer), as `coach run --json` writes it and as the dashboard's walkthrough
+    holds it: no placeholder left, and each number the one the recording gives."""
+    values = recordings.open_recording(scenario).values()
+    want = {name: scenarios.render(t, values) for name, t in _texts(scenario).items() if t}
+    assert not any(_LEFT_OVER.search(t) for t in want.values()), "the recording fills every placeholder"
+    monkeypatch.setattr("sys.stdin", io.StringIO("the registers per thread\n"))
+    code, out, err = run_cli(["run", scenario.id], capsys)
+    assert code == 0, err
+    assert not _LEFT_OVER.search(out), _LEFT_OVER.search(out).group(0)
+    shown = flat(out)
+    for name, text in want.items():
+        if not name.startswith("hints"):  # coach run shows no hints
+            assert flat(text) in shown, name
+    code, out, err = run_cli(["run", scenario.id, "--json"], capsys)
+    assert code == 0, err
+    assert not _LEFT_OVER.search(out), _LEFT_OVER.search(out).group(0)
+    doc = json.loads(out)
+    assert flat(doc["symptom"]) == flat(want["symptom"]) and flat(doc["question"]) == flat(want["question"])
+    for key, rubric in (("strong", scenario.rubric.strong), ("red_flags", scenario.rubric.red_flags)):
+        assert [flat(t) for t in doc["rubric"][key]] == [flat(scenarios.render(t, values)) for t in rubric]
+    assert flat(doc["fix"]["summary"]) == flat(want["fix.summary"]) and flat(doc["fix"]["details"]) == flat(want["fix.details"])
+    walk = from_scenario(scenario)
+    held = {"symptom": walk.symptom, "question": walk.question, "fix.summary": walk.fix_summary,
+            "fix.details": walk.fix_details, "fix.wrong_fix": walk.wrong_fix,
+            **{f"rubric.strong[{i}]": t for i, t in enumerate(walk.strong)},
+            **{f"rubric.red_flags[{i}]": t for i, t in enumerate(walk.red_flags)},
+            **{f"hints[{i}]": t for i, t in enumerate(walk.hints)}}
+    for name, text in want.items():
+        assert flat(held[name]) == flat(text), name
+
+
+@pytest.mark.parametrize("scenario", [s for s in correctness.all_scenarios()
+                                      if correctness_recordings.recorded_gpus(s.id)], ids=lambda s: s.id)
+def test_correctness_scenario_texts_are_filled_in_run(scenario, capsys, monkeypatch):
+    """A correctness scenario's texts as `coach run` prints them, the rubric too: no placeholder left,
+    each number the recording's."""
+    values = correctness_recordings.open_recording(scenario).values()
+    monkeypatch.setattr("sys.stdin", io.StringIO("an out-of-bounds read\n"))
+    code, out, err = run_cli(["run", scenario.id], capsys)
+    assert code == 0, err
+    assert not _LEFT_OVER.search(out), _LEFT_OVER.search(out).group(0)
+    shown = flat(out)
+    for name, text in _texts(scenario).items():
+        if text and not name.startswith("hints"):
+            assert flat(_LEFT_OVER.sub("[not recorded]", scenarios.render(text, values))) in shown, name
+
+
+def test_quiz_ceilings_are_the_ones_coach_numbers_prints(capsys):
+    """A worked answer's measured ceiling (``h200.measured.<name>``) is the number `coach numbers`
+    prints for it, value and text: the calibration raised to the best recorded rate (design-01 said
+    4.19 TB/s read and 683 TFLOP/s where coach numbers says 4.27 and 692), and perf-07 names the
+    copy ceiling through its table rather than typing the calibration's 4.19."""
+    from coach.exercises.bank import load_bank
+
+    code, out, err = run_cli(["numbers", "--gpu", "h200", "--json"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+
+    def printed(key: str) -> dict:
+        return next(r for r in rows if r["origin"] == "measured" and f": {key}" in r["source"])
+
+    seen = set()
+    for q in load_bank().questions:
+        for n in q.numbers.values():
+            for ref in n.refs:
+                if ref.measured and ref.gpu == "h200" and n.is_hardware:
+                    row = printed(ref.field)
+                    assert n.value == pytest.approx(row["value"], rel=1e-12), (q.id, n.name)
+                    assert n.shown == row["shown"], (q.id, n.name)
+                    seen.add((q.id, ref.field))
+    assert ("design-01", "dram_read_bandwidth_bytes_per_s") in seen
+    assert ("design-01", "bf16_tensor_matmul_flop_per_s") in seen
+    assert ("perf-07", "dram_copy_bandwidth_bytes_per_s") in seen
+    for qid, key in (("perf-07", "dram_copy_bandwidth_bytes_per_s"), ("design-01", "dram_read_bandwidth_bytes_per_s"),
+                     ("design-01", "bf16_tensor_matmul_flop_per_s")):
+        code, out, err = run_cli(["quiz", "--id", qid, "--show"], capsys)
+        assert code == 0, err
+        assert printed(key)["shown"] in flat(out), (qid, key)
+
+
+def test_a_count_reads_the_same_in_every_command(capsys):
+    """Scenario 13's 65,536 launches: one format (``fmt_count``) in coach run's evidence, the
+    diagnosis, coach explain, coach diff, the exercise and the dashboard's walkthrough (they said
+    65536, 65.54k and 6.554e+04)."""
+    from coach.app.pages.scenario import evidence_table_card
+
+    scenario = scenarios.find("13")
+    count = {e["name"]: e for e in recordings.open_recording(scenario).results["evidence"]}["kernels"]["slow"]
+    assert count == 65536
+    slow = str(traces_dir() / "h200" / scenario.id / "slow" / "nsys")
+    fixed = str(traces_dir() / "h200" / scenario.id / "fixed" / "nsys")
+    shown = {}
+    for name, argv in (("run", ["run", "13", "--no-interactive"]), ("diagnose", ["diagnose", slow]),
+                       ("explain", ["explain", slow]), ("diff", ["diff", slow, fixed])):
+        code, out, err = run_cli(argv, capsys)
+        assert code == 0, err
+        shown[name] = out
+    shown["exercise"] = "\n".join(p.prompt + "\n" + p.explain for p in build(scenario, others=[]).points)
+    shown["dashboard"] = str(evidence_table_card(from_scenario(scenario)))
+    for name, text in shown.items():
+        assert "65,536" in text, name
+        for other in ("65536", "65.54k", "6.554e+04", "6.55e+04"):
+            assert other not in text, (name, other)
+
+
+@pytest.mark.parametrize("sid", ["04", "05", "15", "18"])
+def test_a_share_reads_as_a_percentage_in_every_command(sid, capsys):
+    """A share of the evidence (warp cycles on long scoreboard, copies from pageable memory) is printed
+    as the percentage the narrative says ('88%'), not as '0.8809', in coach run, its --json unit, the
+    exercise and the dashboard."""
+    from coach.analyze.quantities import fmt_share
+    from coach.app.pages.scenario import evidence_table_card
+
+    scenario = scenarios.find(sid)
+    share = next(e for e in scenario.evidence if e.name.endswith("_share"))
+    item = {e["name"]: e for e in recordings.open_recording(scenario).results["evidence"]}[share.name]
+    assert share.unit == "fraction" and 0.0 <= item["slow"] <= 1.0
+    want = fmt_share(item["slow"])
+    code, out, err = run_cli(["run", sid, "--no-interactive"], capsys)
+    assert code == 0, err
+    assert f"{share.label} {want} {fmt_share(item['fixed'])}" in flat(out)
+    code, out, err = run_cli(["run", sid, "--json"], capsys)
+    assert {e["name"]: e for e in json.loads(out)["evidence"]}[share.name]["unit"] == "fraction"
+    meaning = build(scenario, others=[]).points[1].prompt
+    assert f"{share.label}: {want} in the slow version" in meaning
+    cells = re.findall(r"Td\(children='([^']*)'", str(evidence_table_card(from_scenario(scenario))))
+    assert want in cells and f"{item['slow']:.4g}" not in cells, cells
+
+
+@pytest.mark.parametrize("scenario", RECORDED, ids=lambda s: s.id)
+def test_run_evidence_prints_no_raw_float(scenario, capsys):
+    """Every value of coach run's evidence table is a count, a percentage or a number with at most
+    four significant digits, never a float's raw digits or an exponent."""
+    code, out, err = run_cli(["run", scenario.id, "--no-interactive"], capsys)
+    assert code == 0, err
+    evidence = out.split("Evidence (slow -> fixed")[1].split("Diagnosis of")[0]
+    assert not re.search(r"\de[+-]?\d", evidence), evidence
+    for number in re.findall(r"(?<![\w.])\d[\d,]*\.\d+", evidence):  # a decimal: at most four significant digits
+        assert len(number.replace(",", "").replace(".", "").lstrip("0")) <= 4, (number, evidence)

@@ -51,7 +51,7 @@ import polars as pl
 from coach.analyze.diff import PROFILE_PAIR, Diff, Fix, fixes
 from coach.analyze.hardware import Ceilings, ceilings
 from coach.analyze.kernel_metrics import WARP_SIZE, with_derived
-from coach.analyze.kernel_rules._common import fmt_bytes, fmt_time
+from coach.analyze.kernel_rules._common import fmt_bytes, fmt_count, fmt_time
 from coach.analyze.quantities import Waves, fmt_waves, gpu_of, kernel_floor
 from coach.model import KernelProfile, Profile
 
@@ -328,8 +328,8 @@ def _launches(c: _Case) -> GainEstimate:
             else f"{cost * 1e6:.3g} us per launch (the before window over its launches)")
     t_b, t_a = max(lb * cost * 1e9, kb), max(la * cost * 1e9, ka)
     s = t_b / t_a
-    how = (f"a launch-bound loop takes its launches times the launch cost, {what}: {lb:.0f} launches "
-           f"({fmt_time(t_b)}) -> {la:.0f} ({fmt_time(t_a)}), or the kernels' own time where that is longer: {s:.3g}x")
+    how = (f"a launch-bound loop takes its launches times the launch cost, {what}: {fmt_count(lb)} launches "
+           f"({fmt_time(t_b)}) -> {fmt_count(la)} ({fmt_time(t_a)}), or the kernels' own time where that is longer: {s:.3g}x")
     window_a = c.value("window_ns")[1]
     check = (f"the fixed run spends {fmt_time(window_a / la)} of host time per launch, against the "
              f"{cost * 1e6:.3g} us of an empty launch" if window_a else "")

@@ -187,16 +187,8 @@ def side_by_side(slow: str, fixed: str) -> tuple[list[DiffLine], list[DiffLine]]
 # From a scenario folder and its recording
 # --------------------------------------------------------------------------------------------
 
-_LEFT_OVER = re.compile(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}")
 #: Shown for a number the text names that is not recorded yet.
 UNKNOWN = "…"
-
-
-def _text(template: str, values: dict[str, Any]) -> str:
-    from coach.scenarios import render
-
-    known = {k: v for k, v in values.items() if v not in ("", None)}
-    return _LEFT_OVER.sub(UNKNOWN, render(template, known)).strip()
 
 
 def _healthy(direction: str) -> str:
@@ -207,7 +199,7 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
     """The walkthrough of a ``coach.scenarios.Scenario``, listed without reading its profiles
     (``complete()`` reads them). Numbers the scenario's text names come from its recording under
     ``traces``; a scenario not recorded yet shows its words, with the numbers left out."""
-    from coach import recordings
+    from coach import recordings, scenarios
     from coach.errors import CoachError
 
     try:
@@ -215,6 +207,8 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
     except CoachError:
         rec = None
     values = rec.values() if rec is not None else recordings.placeholder_values(scn, {})
+    known = {k: v for k, v in values.items() if v not in ("", None)}
+    texts = scenarios.filled(scn, known, missing=UNKNOWN)  # every text with the recording's numbers in it
     results = rec.results if rec is not None else {}
     measured = {item["name"]: item for item in results.get("evidence") or []}
     evidence = tuple(
@@ -232,10 +226,10 @@ def from_scenario(scn: Any, traces: Path | None = None) -> Walkthrough:
         return None if v is None else float(v)
 
     walk = Walkthrough(
-        id=scn.id, title=scn.title, level=scn.level, symptom=_text(scn.symptom, values), question=scn.question,
-        bottleneck=str(scn.bottleneck), fix_summary=scn.fix.summary, fix_details=scn.fix.details,
-        wrong_fix=scn.fix.wrong_fix, hints=tuple(scn.hints), strong=tuple(scn.rubric.strong),
-        red_flags=tuple(scn.rubric.red_flags), evidence=evidence,
+        id=scn.id, title=scn.title, level=scn.level, symptom=texts.symptom.strip(), question=texts.question,
+        bottleneck=str(scn.bottleneck), fix_summary=texts.fix.summary, fix_details=texts.fix.details,
+        wrong_fix=texts.fix.wrong_fix, hints=texts.hints, strong=texts.rubric.strong,
+        red_flags=texts.rubric.red_flags, evidence=evidence,
         slow_time_ns=ms_to_ns("slow_ms"), fixed_time_ns=ms_to_ns("fixed_ms"),
         slow_rate=rate("slow_rate"), fixed_rate=rate("fixed_rate"),
         rate_label=scn.model.rate_label, rate_unit=scn.model.rate_unit,

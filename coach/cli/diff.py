@@ -189,17 +189,20 @@ def _timeline_tables(d: Any, top: int) -> None:
     def change(v: Any) -> str:  # a change of time, signed both ways: "+2.63 ms", "-4.02 ms"
         return ("+" if v is not None and v > 0 else "") + t(v)
 
-    kernels = [{**r, "before": f"{r['count_before']} x, {t(r['total_ns_before'])}",
-                "after": f"{r['count_after']} x, {t(r['total_ns_after'])}", "change": change(r["change_ns"])}
+    def n(v: Any) -> str:  # a count: 65,536
+        return fmt_value(v, "")
+
+    kernels = [{**r, "before": f"{n(r['count_before'])} x, {t(r['total_ns_before'])}",
+                "after": f"{n(r['count_after'])} x, {t(r['total_ns_after'])}", "change": change(r["change_ns"])}
                for r in d.kernels.head(top).to_dicts()]
     _table("Kernels by name", kernels, [("kernel", "name"), ("before", "before"), ("after", "after"), ("change", "change")])
-    nvtx = [{**r, "before": f"{r['count_before']} x, {t(r['wall_ns_before'])} (GPU {t(r['gpu_time_ns_before'])})",
-             "after": f"{r['count_after']} x, {t(r['wall_ns_after'])} (GPU {t(r['gpu_time_ns_after'])})",
+    nvtx = [{**r, "before": f"{n(r['count_before'])} x, {t(r['wall_ns_before'])} (GPU {t(r['gpu_time_ns_before'])})",
+             "after": f"{n(r['count_after'])} x, {t(r['wall_ns_after'])} (GPU {t(r['gpu_time_ns_after'])})",
              "change": change(r["change_ns"])} for r in d.nvtx.head(top).to_dicts()]
     _table("NVTX ranges (wall time, GPU time of the work launched inside)", nvtx,
            [("range", "text"), ("domain", "domain"), ("before", "before"), ("after", "after"), ("change", "change")])
-    copies = [{**r, "before": f"{r['count_before']} x, {fmt_value(r['bytes_before'], 'byte')}, {t(r['total_ns_before'])}, "
-                              f"{r['pageable_before']} pageable",
-               "after": f"{r['count_after']} x, {fmt_value(r['bytes_after'], 'byte')}, {t(r['total_ns_after'])}, "
-                        f"{r['pageable_after']} pageable"} for r in d.memcpy.to_dicts()]
+    copies = [{**r, "before": f"{n(r['count_before'])} x, {fmt_value(r['bytes_before'], 'byte')}, {t(r['total_ns_before'])}, "
+                              f"{n(r['pageable_before'])} pageable",
+               "after": f"{n(r['count_after'])} x, {fmt_value(r['bytes_after'], 'byte')}, {t(r['total_ns_after'])}, "
+                        f"{n(r['pageable_after'])} pageable"} for r in d.memcpy.to_dicts()]
     _table("Copies by kind", copies, [("kind", "kind"), ("before", "before"), ("after", "after")])

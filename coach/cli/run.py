@@ -75,26 +75,29 @@ def as_document(scenario: Any, recording: Any, *, live: bool) -> dict[str, Any]:
     """What the walk-through shows, as data: the same rendered texts, evidence, diagnosis and the
     before/after numbers (``coach.recordings.placeholder_values``, the numbers every page shows)."""
     from coach.cli.profile import analyse
-    from coach.scenarios import render
 
     values = recording.values()
+    texts = recording.filled()  # every text with the recording's numbers in it
     results = recording.results
     tool = {"ncu": "ncu", "nsys": "nsys", "kineto": "kineto"}[scenario.tool]
     profile = recording.profile("slow", tool)
     findings = None if profile is None else analyse(profile)["findings"]
     keys = ("ms", "rate", "floor_ms", "pct_of_floor")
+    units = {e.name: e.unit for e in scenario.evidence}
     return {
         "scenario": scenario.id, "title": scenario.title, "level": scenario.level, "tool": _TOOL_NAMES[scenario.tool],
         "provenance": _provenance_line(results, live=live), "gpu": results.get("gpu"),
         "recorded_at": results.get("recorded_at"),
-        "symptom": _reflow(render(scenario.symptom, values)), "question": scenario.question,
-        "rubric": {"strong": list(scenario.rubric.strong), "red_flags": list(scenario.rubric.red_flags)},
-        "evidence": results.get("evidence") or [],
+        "symptom": _reflow(texts.symptom), "question": _reflow(texts.question),
+        "rubric": {"strong": [_reflow(t) for t in texts.rubric.strong],
+                   "red_flags": [_reflow(t) for t in texts.rubric.red_flags]},
+        # each with the scenario's own unit (a share is a "fraction", printed as a percentage)
+        "evidence": [{**item, "unit": units.get(item.get("name"), item.get("unit", ""))}
+                     for item in results.get("evidence") or []],
         "expected_first_rule": scenario.first_rule, "bottleneck": scenario.bottleneck.value,
         "diagnosis": findings,
-        "fix": {"summary": _reflow(render(scenario.fix.summary, values)),
-                "details": _reflow(render(scenario.fix.details, values)),
-                "wrong_fix": _reflow(render(scenario.fix.wrong_fix, values)) if scenario.fix.wrong_fix else None},
+        "fix": {"summary": _reflow(texts.fix.summary), "details": _reflow(texts.fix.details),
+                "wrong_fix": _reflow(texts.fix.wrong_fix) if texts.fix.wrong_fix else None},
         "before_after": {v: {k: values.get(f"{v}_{k}") for k in keys} for v in ("slow", "fixed")},
         "rate_unit": scenario.model.rate_unit, "speedup": values.get("speedup"), "min_speedup": scenario.min_speedup,
         "narrative": str(scenario.narrative_path),
@@ -126,40 +129,39 @@ def _record_live(scenario: Any, stack: ExitStack) -> Any:
 
 
 def _walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool) -> None:
-    from coach.scenarios import render
-
     values = recording.values()
+    texts = recording.filled()  # every text with the recording's numbers in it
     results = recording.results
     where = _provenance_line(results, live=live)
     console.print(f"[bold]{scenario.id}: {escape(scenario.title)}[/]  [dim]({scenario.level}; {_TOOL_NAMES[scenario.tool]})[/]")
     console.print(f"[yellow]{escape(where)}[/]")
 
     _section("Symptom")
-    console.print(escape(_reflow(render(scenario.symptom, values))))
+    console.print(escape(_reflow(texts.symptom)))
 
     _section("Your move")
-    console.print(escape(scenario.question))
+    console.print(escape(_reflow(texts.question)))
     if interactive:
         answer = ask("your answer")
         if answer.strip():
             console.print("[dim]Compare your answer with what a strong one covers:[/]")
-            for line in scenario.rubric.strong:
-                console.print(f"  + {escape(line)}")
+            for line in texts.rubric.strong:
+                console.print(f"  + {escape(_reflow(line))}")
             console.print("[dim]and what would worry an interviewer:[/]")
-            for line in scenario.rubric.red_flags:
-                console.print(f"  - {escape(line)}")
+            for line in texts.rubric.red_flags:
+                console.print(f"  - {escape(_reflow(line))}")
 
     _section("Evidence (slow -> fixed, from the profiles)")
-    _evidence_table(results.get("evidence") or [])
+    _evidence_table(scenario, results.get("evidence") or [])
 
     _section("Diagnosis of the slow version")
     _diagnosis(scenario, recording)
 
     _section("The fix")
-    console.print(f"[bold]{escape(_reflow(render(scenario.fix.summary, values)))}[/]")
-    console.print(escape(_reflow(render(scenario.fix.details, values))))
-    if scenario.fix.wrong_fix:
-        console.print(f"[dim]What does not help:[/] {escape(_reflow(render(scenario.fix.wrong_fix, values)))}")
+    console.print(f"[bold]{escape(_reflow(texts.fix.summary))}[/]")
+    console.print(escape(_reflow(texts.fix.details)))
+    if texts.fix.wrong_fix:
+        console.print(f"[dim]What does not help:[/] {escape(_reflow(texts.fix.wrong_fix))}")
 
     _section("Before and after")
     _before_after(scenario, results, values)
@@ -200,18 +202,22 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
-def _evidence_table(items: list[dict[str, Any]]) -> None:
+def _evidence_table(scenario: Any, items: list[dict[str, Any]]) -> None:
     if not items:
         console.print("no evidence recorded")
         return
     from coach.cli.output import fit_table
+    from coach.recordings import fmt_evidence
+
+    units = {e.name: e.unit for e in scenario.evidence}  # the scenario's own units (a share is a "fraction")
 
     rows = []
     for item in items:
         moved = item.get("moved_as_expected")
         mark = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]n/a[/]"}[moved]
-        rows.append([item["label"], _fmt(item.get("slow"), item.get("unit", "")),
-                     _fmt(item.get("fixed"), item.get("unit", "")), _ARROW[item["direction"]], mark])
+        unit = units.get(item.get("name"), item.get("unit", ""))
+        rows.append([item["label"], fmt_evidence(item.get("slow"), unit), fmt_evidence(item.get("fixed"), unit),
+                     _ARROW[item["direction"]], mark])
     # names and values wrap at spaces only: a number and its unit may take two lines, never break
     fit_table(None, [("metric", "left"), ("slow", "left"), ("fixed", "left"), ("expected", "left"), ("", "left")],
               rows, names=(0, 1, 2, 3), wrap=True, name_min=1)

@@ -8,7 +8,6 @@ a scenario not recorded yet says so in one line.
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from coach.errors import CoachError
 
 #: Lines of the buggy report shown as evidence: its first record and the summary.
 EXCERPT_LINES = 14
-_PLACEHOLDER = re.compile(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}")
 
 
 def run(ident: str, *, live: bool, interactive: bool, gpu: str | None, traces: Path | None) -> None:
@@ -53,12 +51,9 @@ def _record_live(scenario: Any, tmp: Path) -> Any:
     return correctness_recordings.open_recording(scenario, tmp / "traces")
 
 
-def _fill(text: str, values: dict[str, Any]) -> str:
-    from coach.scenarios import render
-
-    filled = render(text, values)
-    filled = _PLACEHOLDER.sub("[not recorded]", filled)
-    return "\n\n".join(" ".join(p.split()) for p in filled.strip().split("\n\n"))
+def _reflow(text: str) -> str:
+    """Join the lines of each paragraph (the TOML text is wrapped by hand); the terminal wraps."""
+    return "\n\n".join(" ".join(p.split()) for p in text.strip().split("\n\n"))
 
 
 def _section(title: str) -> None:
@@ -124,7 +119,7 @@ def excerpt(text: str, limit: int = EXCERPT_LINES) -> list[str]:
 def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool) -> None:
     from coach.cli.profile import analyse, show_analysis
 
-    values = recording.values()
+    texts = recording.filled()  # every text with the recording's numbers in it
     results = recording.results
     runs = results.get("runs") or {}
     where = _provenance(results, live=live)
@@ -135,22 +130,22 @@ def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool
     console.print(f"[yellow]{escape(where)}[/]")
 
     _section("Symptom")
-    console.print(escape(_fill(scenario.symptom, values)))
+    console.print(escape(_reflow(texts.symptom)))
     for name in ("buggy", "fixed"):
         if name in runs:
             console.print(f"  [dim]{escape(_run_line(name, runs[name]))}[/]")
 
     _section("Your move")
-    console.print(escape(scenario.question))
+    console.print(escape(_reflow(texts.question)))
     if interactive:
         answer = ask("your answer")
         if answer.strip():
             console.print("[dim]Compare your answer with what a strong one covers:[/]")
-            for line in scenario.rubric.strong:
-                console.print(f"  + {escape(line)}")
+            for line in texts.rubric.strong:
+                console.print(f"  + {escape(_reflow(line))}")
             console.print("[dim]and what would worry an interviewer:[/]")
-            for line in scenario.rubric.red_flags:
-                console.print(f"  - {escape(line)}")
+            for line in texts.rubric.red_flags:
+                console.print(f"  - {escape(_reflow(line))}")
 
     buggy_tool = f"buggy-{scenario.tool}"
     _section(f"Evidence (compute-sanitizer {scenario.tool} on the buggy build)")
@@ -180,10 +175,10 @@ def walk_through(scenario: Any, recording: Any, *, live: bool, interactive: bool
         _planted(scenario, results.get("diagnosis") or {})
 
     _section("The fix")
-    console.print(f"[bold]{escape(_fill(scenario.fix.summary, values))}[/]")
-    console.print(escape(_fill(scenario.fix.details, values)))
-    if scenario.fix.wrong_fix:
-        console.print(f"[dim]What does not help:[/] {escape(_fill(scenario.fix.wrong_fix, values))}")
+    console.print(f"[bold]{escape(_reflow(texts.fix.summary))}[/]")
+    console.print(escape(_reflow(texts.fix.details)))
+    if texts.fix.wrong_fix:
+        console.print(f"[dim]What does not help:[/] {escape(_reflow(texts.fix.wrong_fix))}")
 
     _section("Before and after")
     _runs_table(scenario, runs)

@@ -22,9 +22,9 @@ from coach.analyze.findings import BugClass
 from coach.correctness import CorrectnessScenario
 from coach.errors import CoachError
 from coach.exercises.bank import Bank, load_bank
-from coach.exercises.player import DecisionPoint, Exercise, _extra, _extras, _mapping, _shuffle, _unfilled
+from coach.exercises.player import DecisionPoint, Exercise, _extra, _extras, _mapping, _shuffle
 from coach.exercises.rubric import resolve
-from coach.scenarios import render
+from coach.scenarios import fill
 
 TOPIC = "debugging"
 
@@ -82,17 +82,17 @@ def build(scenario: CorrectnessScenario, *, values: Mapping[str, Any] | None = N
     rng = random.Random(scenario.number)
     mapped, why = _mapping(scenario, extras, bank)
     default_why = f"The bug here is {CLASS_WORDS[scenario.error_class]}; this does not find or fix it."
-    strong = resolve(tuple(render(t, values) for t in scenario.rubric.strong), bank, red_flags=False, mapped=mapped,
+    strong = resolve(tuple(fill(t, values) for t in scenario.rubric.strong), bank, red_flags=False, mapped=mapped,
                      prefix=scenario.id, why=why)
-    flags = resolve(tuple(render(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True, mapped=mapped,
+    flags = resolve(tuple(fill(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True, mapped=mapped,
                     prefix=scenario.id, why=why, default_why=default_why)
     points = [_look_first(scenario, rng), _meaning(scenario, values, rng),
               _fix(scenario, values, others, rng, extras.get("fix_distractors", ())), _verify(scenario, rng)]
     points += [_extra(scenario, i, raw, bank) for i, raw in enumerate(extras.get("decision", []))]
     return Exercise(scenario_id=scenario.id, title=scenario.title, topic=TOPIC,
-                    intro=_unfilled(render(scenario.symptom, values)), points=tuple(points),
+                    intro=fill(scenario.symptom, values), points=tuple(points),
                     rubric_strong=tuple(strong), rubric_flags=tuple(flags),
-                    hints=tuple(_unfilled(render(h, values)) for h in scenario.hints))
+                    hints=tuple(fill(h, values) for h in scenario.hints))
 
 
 def recorded_values(scenario: CorrectnessScenario) -> dict[str, Any]:
@@ -150,11 +150,11 @@ def _fix(scenario: CorrectnessScenario, values: Mapping[str, Any], others: Seque
     from coach.exercises.player import _proposal
 
     def filled(text: str) -> str:
-        return _unfilled(render(text, values))
+        return fill(text, values)
 
     wrong_fix = filled(scenario.fix.wrong_fix) if scenario.fix.wrong_fix else ""
     wrong = list(distractors) or ([_proposal(wrong_fix)] if wrong_fix else [])
-    wrong += [_unfilled(o.fix.summary) for o in sorted(others, key=lambda o: o.number) if o.id != scenario.id][:2]
+    wrong += [fill(o.fix.summary, {}) for o in sorted(others, key=lambda o: o.number) if o.id != scenario.id][:2]
     choices, correct = _shuffle(filled(scenario.fix.summary), wrong[:3], rng)
     why = filled(scenario.fix.details).strip()
     if wrong_fix:

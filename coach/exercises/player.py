@@ -50,7 +50,7 @@ from coach.exercises.bank import RED_FLAG_PREFIX, Bank, load_bank
 from coach.exercises.grading import Concept, Grade, grade
 from coach.exercises.rubric import RubricLine, resolve, starts_with
 from coach.exercises.topics import BOTTLENECK_TOPICS
-from coach.scenarios import Scenario, all_scenarios, render
+from coach.scenarios import Scenario, all_scenarios, fill
 
 EXERCISE_FILE = "exercise.toml"
 EXERCISE_KEYS = frozenset({"rubric", "decision", "fix_distractors"})
@@ -194,17 +194,17 @@ def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others
     mapped, why = _mapping(scenario, extras, bank)
     default_why = (f"The evidence points to {BOTTLENECK_WORDS[scenario.bottleneck]}; this does not act on it, so "
                    "it would not remove the time the profile shows.")
-    strong = resolve(tuple(render(t, values) for t in scenario.rubric.strong), bank, red_flags=False,
+    strong = resolve(tuple(fill(t, values) for t in scenario.rubric.strong), bank, red_flags=False,
                      mapped=mapped, prefix=scenario.id, why=why)
-    flags = resolve(tuple(render(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True,
+    flags = resolve(tuple(fill(t, values) for t in scenario.rubric.red_flags), bank, red_flags=True,
                     mapped=mapped, prefix=scenario.id, why=why, default_why=default_why)
     points = [_look_first(scenario, rng), _meaning(scenario, values, rng),
               _fix(scenario, values, others, rng, extras.get("fix_distractors", ())), _gain(scenario, values, rng)]
     points += [_extra(scenario, i, raw, bank) for i, raw in enumerate(extras.get("decision", []))]
     return Exercise(scenario_id=scenario.id, title=scenario.title, topic=BOTTLENECK_TOPICS[scenario.bottleneck],
-                    intro=_unfilled(render(scenario.symptom, values)), points=tuple(points),
+                    intro=fill(scenario.symptom, values), points=tuple(points),
                     rubric_strong=tuple(strong), rubric_flags=tuple(flags),
-                    hints=tuple(_unfilled(render(h, values)) for h in scenario.hints))
+                    hints=tuple(fill(h, values) for h in scenario.hints))
 
 
 def recorded_values(scenario: Scenario) -> dict[str, Any]:
@@ -217,11 +217,6 @@ def recorded_values(scenario: Scenario) -> dict[str, Any]:
     except CoachError:
         values = placeholder_values(scenario, {})
     return {k: v for k, v in values.items() if v not in (None, "")}
-
-
-def _unfilled(text: str) -> str:
-    """Placeholders no recording could fill read as such, not as format strings."""
-    return re.sub(r"\{[a-z_][a-z0-9_]*(?::[^{}]*)?\}", "[not recorded]", text)
 
 
 def _shuffle(correct: str, wrong: Sequence[str], rng: random.Random) -> tuple[tuple[str, ...], int]:
@@ -243,14 +238,16 @@ def _look_first(scenario: Scenario, rng: random.Random) -> DecisionPoint:
 
 
 def _meaning(scenario: Scenario, values: Mapping[str, Any], rng: random.Random) -> DecisionPoint:
+    from coach.recordings import fmt_evidence  # noqa: PLC0415 - the evidence as coach run prints it
+
     lines, moves = [], []
     for e in scenario.evidence:
         recorded = values.get(f"slow_{e.name}")
-        unit = f" {e.unit}" if e.unit else ""
         if isinstance(recorded, (int, float)):
-            seen = f"{recorded:.4g}{unit} in the slow version (recorded)"
+            seen = f"{fmt_evidence(recorded, e.unit)} in the slow version (recorded)"
         elif e.slow_range:
-            seen = f"expected between {e.slow_range[0]:g} and {e.slow_range[1]:g}{unit} in the slow version"
+            low, high = (fmt_evidence(x, e.unit) for x in e.slow_range)
+            seen = f"expected between {low} and {high} in the slow version"
         else:
             seen = "measured on the slow version"
         lines.append(f"- {e.label}: {seen}")
@@ -278,7 +275,7 @@ def _fix(scenario: Scenario, values: Mapping[str, Any], others: Sequence[Scenari
     file's, the scenario's own tempting wrong fix, the fixes of scenarios whose bottleneck is a near
     miss of this one (same topic, or a neighbouring class), then the generic tempting fixes of the class."""
     def filled(text: str) -> str:
-        return _unfilled(render(text, values))
+        return fill(text, values)
 
     wrong_fix = filled(scenario.fix.wrong_fix) if scenario.fix.wrong_fix else ""
     wrong = list(distractors) or ([_proposal(wrong_fix)] if wrong_fix else [])
@@ -287,7 +284,7 @@ def _fix(scenario: Scenario, values: Mapping[str, Any], others: Sequence[Scenari
     related = [o for o in others if o.id != scenario.id and o.bottleneck is not scenario.bottleneck
                and (BOTTLENECK_TOPICS[o.bottleneck] == topic or o.bottleneck in near)]
     wrong += list(_TEMPTING.get(scenario.bottleneck, ()))
-    wrong += [_unfilled(o.fix.summary) for o in sorted(related, key=lambda o: o.number)]
+    wrong += [fill(o.fix.summary, {}) for o in sorted(related, key=lambda o: o.number)]
     wrong += list(_FIX_DISTRACTORS)
     choices, correct = _shuffle(filled(scenario.fix.summary), wrong[:3], rng)
     why = filled(scenario.fix.details).strip()

@@ -10,9 +10,10 @@ A question of the bank may carry a table of numbers, each an arithmetic expressi
     floor = { value = "weights / (8 * hbm)", unit = "s" }
 
 Names are numbers defined above them; ``<gpu>.<field>`` is a field of ``coach.analyze.hardware``
-(a GPU id with ``_`` for ``-``), ``<gpu>.measured.<name>`` a ceiling measured on that GPU and stored
-in hardware/measured/ (never the user's own calibration: the answer key is the same on every
-machine). ``ceil``, ``floor``, ``min``, ``max``, ``round`` and ``sqrt`` are allowed. A field that the
+(a GPU id with ``_`` for ``-``), ``<gpu>.measured.<name>`` the ceiling measured on that GPU: the
+calibration stored in hardware/measured/, raised to the best rate recorded on the GPU as
+``coach.analyze.hardware.measured_ceiling`` gives it to every page (never the user's own
+calibration: the answer key is the same on every machine). ``ceil``, ``floor``, ``min``, ``max``, ``round`` and ``sqrt`` are allowed. A field that the
 tables mark missing is an error, never a guess.
 
 In the text, ``{name}`` is the number as ``coach numbers`` prints it (``coach.reference.numbers.shown``:
@@ -102,7 +103,10 @@ def _hardware(chain: list[str], expression: str) -> HardwareRef:
         m = hardware.catalog().measured.get(gpu.id)
         if m is None or rest[1] not in m.values:
             raise WorkedError(f"{expression!r}: hardware/measured/ has no '{rest[1]}' for {gpu.id}")
-        return HardwareRef(gpu.id, rest[1], m.values[rest[1]], True, m.describe())
+        # the measured ceiling as every page prints it: the calibration raised to the best rate recorded
+        # on the GPU (``coach numbers``, the ladders and the scenarios' floors use the same function)
+        value, raised = hardware.measured_ceiling(gpu, m, rest[1])
+        return HardwareRef(gpu.id, rest[1], value, True, m.describe() + (f"; raised to {raised}" if raised else ""))
     raise WorkedError(f"{expression!r}: write a hardware value as gpu.field or gpu.measured.name")
 
 
@@ -207,7 +211,7 @@ def _cited(values: Mapping[str, Number]) -> list[str]:
         for r in n.refs:
             gpu = hardware.get(r.gpu)
             if r.measured:
-                doc = f"hardware/measured/: {cat.measured[gpu.id].describe()}"
+                doc = f"hardware/measured/: {r.source}"
             else:
                 src = gpu.source(r.field).source
                 doc = cat.sources.get(src, {}).get("title", src) if src else "device attributes"

@@ -30,7 +30,7 @@ NOT_IN_REPORT = "not in report"
 
 
 def fmt_value(value: float | None, unit: str) -> str:
-    """A value with its unit, readable: 1.18 ms, 4.29 GB, 4.21 TB/s, 58.72M sectors, 32.0 sector/request;
+    """A value with its unit, readable: 1.18 ms, 4.29 GB, 4.21 TB/s, 65,536 kernels, 58.72M sectors, 32 sector/request;
     "not in report" for a value the profile lacks (never 0). The one format of a measured value in
     ``coach diff``, ``coach diagnose``'s evidence and ``coach explain``'s numbers."""
     if value is None:
@@ -50,9 +50,7 @@ def fmt_value(value: float | None, unit: str) -> str:
         return fmt_pct(value)
     if unit in COUNTED:
         return f"{fmt_count(value)} {unit if value == 1 else COUNTED[unit]}"
-    if float(value).is_integer() and abs(value) < 1e4:  # a count in another unit: 1377 calls, not 1.38e+03
-        return f"{value:.0f} {unit}".strip()
-    if abs(value) >= 1e4:  # 65.54k kernels, 3.10M FLOP/byte
+    if float(value).is_integer() or abs(value) >= 1e4:  # a count in another unit: 1,377 calls, 65,536 kernels, 3.10M FLOP/byte
         return f"{fmt_count(value)} {unit}".strip()
     return f"{value:.3g} {unit}".strip()
 

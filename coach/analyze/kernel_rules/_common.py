@@ -190,9 +190,12 @@ def fmt_rate(bytes_per_s: float | None) -> str:
 
 
 def fmt_count(x: float | None) -> str:
+    """A count, the one format of a count everywhere coach prints one: exact, thousands separated,
+    below a million ("65,536"), where a reader compares it digit for digit with the program's own
+    loop counts; above, two decimals of M or G ("58.72M"), the digits a profile's counts carry."""
     if x is None:
         return MISSING
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+    for unit, size in (("G", 1e9), ("M", 1e6)):
         if abs(x) >= size:
             return f"{x / size:.2f}{unit}"
-    return f"{x:.0f}"
+    return f"{x:,.0f}"

@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
+from coach.analyze.kernel_rules._common import fmt_count
 from coach.analyze.timeline import TimelineAnalysis, derived, launch_bound_launches, launch_bound_stretches
 from coach.analyze.timeline_rules._shared import ns, reportable, share_pct
 from coach.analyze.timeline_rules.host_sync import returned_into, sync_points
@@ -76,18 +77,18 @@ def _device_finding(a: TimelineAnalysis, device: int, bound: pl.DataFrame) -> Fi
     top = stretches.sort("kernels", descending=True).row(0, named=True)
     rate = stats["launches_per_s"]
     message = (
-        f"On GPU {device}, {kernels} kernels in {stretches.height} stretch(es) ran shorter than their own launch call and "
+        f"On GPU {device}, {fmt_count(kernels)} kernels in {stretches.height} stretch(es) ran shorter than their own launch call and "
         "started only when it arrived, none of them right after a host synchronisation: median kernel "
         f"{ns(bound['dur_ns'].median())} against a median launch call of {ns(bound['launch_ns'].median())}. "
         f"The stretches cover {ns(span_ns)} "
         f"({share_pct(span_ns, a.window_ns):.1f}% of the window) and the GPU was busy only {busy_pct:.1f}% of them. "
-        f"The longest has {top['kernels']} kernels, mostly {top['top_kernel']}"
+        f"The longest has {fmt_count(top['kernels'])} kernels, mostly {top['top_kernel']}"
         + (f"; over the whole window the host issued {rate:,.0f} launches per second." if rate else ".")
     )
     return Finding(
         rule_id=SPEC.id,
         category=SPEC.category,
-        title=f"GPU {device} launch-bound: {kernels} kernels shorter than their launch",
+        title=f"GPU {device} launch-bound: {fmt_count(kernels)} kernels shorter than their launch",
         message=message,
         next_step=("Issue fewer launches: capture the stretch in a CUDA graph (torch.cuda.graph, or torch.compile with "
                    "mode='reduce-overhead'), fuse the small element-wise kernels (torch.compile, one Triton kernel), or "

@@ -24,6 +24,7 @@ from coach.app.context import Context
 from coach.app.source_view import source_panel, where_line
 from coach.app.theme import fit
 from coach.app.walkthrough import ANSWER_STEP, STEPS, UNKNOWN, Walkthrough, side_by_side
+from coach.recordings import fmt_evidence
 
 PREFIX = "/scenario/"
 PATH = "/scenario"
@@ -183,7 +184,9 @@ def slow_source(ctx: Context, w: Walkthrough) -> list[Any]:
 
 
 def evidence_table_card(w: Walkthrough) -> list[Any]:
-    rows = [[e.label, html.Code(e.metric), quantity(e.slow, e.unit), quantity(e.fixed, e.unit), e.healthy or fmt.MISSING]
+    # a scenario's evidence in its own units, as coach run prints it; two reports' numbers in the analysis's
+    show = (lambda v, unit: fmt_evidence(v, unit, fmt.MISSING)) if w.scenario else quantity
+    rows = [[e.label, html.Code(e.metric), show(e.slow, e.unit), show(e.fixed, e.unit), e.healthy or fmt.MISSING]
             for e in w.evidence]
     return [card(
         html.P("The numbers that decide it, highlighted; the fixed version shows what healthy looks like.",
