@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -127,3 +128,135 @@ def test_a_metrics_only_pair_checks_the_coalescing_it_measured(text_dir, tmp_pat
     assert checks["load_sectors_per_request"]["met"] is True
     assert (checks["load_sectors_per_request"]["before"], checks["load_sectors_per_request"]["after"]) == (32.0, 4.0)
     assert checks["duration_ns"]["met"] is None and checks["excess_load_sectors"]["met"] is None
+
+
+# --------------------------------------------------------------------------------------------
+# Rule results: the OPT / WRN / INF paragraphs under each section
+# --------------------------------------------------------------------------------------------
+
+#: Real ncu 2025.3.1 terminal output of one launch on an H200 (kernels/scan/trial-2026-12-03-rung10/README.txt):
+#: an NVTX stack and a clock warning between the launch line and its first section, estimates on their own
+#: line, results of one section parted by a dashed line, a URL cut where its line ends.
+REAL_2025_TEXT = Path(__file__).resolve().parent.parent / "kernels" / "scan" / "trial-2026-12-03-rung10" / "r10stalls.txt"
+RULE_COLUMNS = ["launch_id", "rule_id", "rule_name", "section_id", "severity", "message", "speedup_type", "speedup_pct"]
+AS_CSV = [c for c in RULE_COLUMNS if c != "rule_name"]  # the CSV export names a rule by its id alone
+
+
+def test_a_real_2025_text_report_gives_its_rule_results_with_their_estimates():
+    assert detect(REAL_2025_TEXT) == "ncu-text"  # the NVTX stack keeps "Section:" 7 lines below the launch line
+    p = load(REAL_2025_TEXT)
+    assert p.launches["duration_ns"].to_list() == [200930.0]
+    rules = p.rules.select(RULE_COLUMNS[:5] + RULE_COLUMNS[6:]).rows()
+    assert rules == [
+        (0, "SOLBottleneck", "Bottleneck", "SpeedOfLight", "warning", None, None),
+        (0, "UncoalescedGlobalAccess", "Uncoalesced Global Accesses", "SourceCounters", "warning", "global", 1.793),
+        (0, "UncoalescedSharedAccess", "Uncoalesced Shared Accesses", "SourceCounters", "warning", "global", 10.49),
+    ]
+    shared = p.rules["message"][2]
+    # the paragraph's lines joined by a space, the URL ncu cut at the line's end joined back whole
+    assert shared.startswith("This kernel has uncoalesced shared accesses resulting in a total of 2097152 excessive "
+                             "wavefronts (10% of the total 20101673 wavefronts).")
+    assert "Guide (https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#shared-memory-in-matrix-" \
+           "multiplication-c-ab) has an example" in shared
+    assert "  " not in shared and p.source.meta.get("rules_unrecognised") is None
+
+
+def test_text_rule_results_equal_the_csv_export_and_the_report_they_were_printed_from(text_dir, csv_profile,
+                                                                                    strided_ncu_rep):
+    """The 2025 layout prints details.csv's 18 results with "Est. Speedup" / "Est. Local Speedup" lines; read
+    back, they are the CSV's rows exactly, and the .ncu-rep's (whose links ncu_report gives as @url:...@ markup)."""
+    text = load(text_dir / "details_2025_layout_synthetic.txt").rules
+    assert text.height == 18
+    assert text.select(AS_CSV).equals(csv_profile.rules.select(AS_CSV))
+    rep = load(strided_ncu_rep).rules.filter(pl.col("message").fill_null("") != "")  # less a result with no message
+    keys = ["launch_id", "rule_id", "rule_name", "section_id", "severity", "message", "speedup_type"]
+    assert sorted(text.select(keys).rows()) == sorted(rep.select(keys).rows())
+    both = text.join(rep, on=keys, nulls_equal=True)
+    assert both.height == 18 and (both["speedup_pct"] - both["speedup_pct_right"]).abs().max() < 0.005  # CSV: 2 decimals
+    assert both["speedup_pct"].is_null().eq(both["speedup_pct_right"].is_null()).all()
+
+
+def test_rule_results_of_versions_without_estimates_have_none(text_dir, csv_profile):
+    """2019.x-2021.1 layout: a result right under the table's closing dashes, no estimate line."""
+    old = load(text_dir / "details_2020_layout_synthetic.txt").rules
+    assert old.select(AS_CSV[:5]).equals(csv_profile.rules.select(AS_CSV[:5]))
+    assert old["speedup_pct"].is_null().all() and old["speedup_type"].is_null().all()
+
+
+def test_every_rule_result_in_the_recorded_reports_is_recognised_by_its_wording(data_dir):
+    """The wording table names every message of the repository's H200 .ncu-rep reports (ncu 2025.3.1)
+    as the report itself names it: rule id, rule name and section."""
+    from coach.ingest.ncu_text import name_rules  # noqa: PLC0415
+
+    reports = sorted(data_dir.rglob("*.ncu-rep"))
+    assert len(reports) >= 5
+    real = pl.concat([load(r).rules for r in reports]).filter(pl.col("message").fill_null("") != "")
+    named = name_rules(real.select("message"))
+    assert real.height > 50 and real["rule_id"].n_unique() >= 12
+    assert named.select("rule_id", "rule_name", "section_id").equals(real.select("rule_id", "rule_name", "section_id"))
+
+
+@pytest.mark.parametrize(("message", "rule_id"), [
+    # synthetic: the wording of NVIDIA's own rule files (sections/*.py) and of public ncu text, numbers filled in
+    ("This kernel grid is too small to fill the available resources on this device, resulting in only 0.4 full waves "
+     "across all SMs. Look at Launch Statistics for more details.", "SOLBottleneck"),
+    ("This kernel exhibits low compute throughput and memory bandwidth utilization relative to the peak performance "
+     "of this device.", "SOLBottleneck"),
+    ("The ratio of peak float (fp32) to double (fp64) performance on this device is 32:1.", "SOLFPRoofline"),
+    ("The grid for this launch is configured to execute only 16 blocks, which is less than the GPU's 132 "
+     "multiprocessors.", "LaunchConfiguration"),
+    ("Threads are executed in groups of 32 threads called warps. This kernel launch is configured to execute 100 "
+     "threads per block.", "LaunchConfiguration"),
+    ("This kernel's theoretical occupancy (33.3%) is limited by the number of required registers.", "Occupancy"),
+    ("On average each warp of this kernel spends 12.5 cycles being stalled waiting for sibling warps at a CTA "
+     "barrier.", "CPIStallBarrier"),
+    ("On average, each warp of this kernel spends 20.1 cycles being stalled waiting for a scoreboard dependency on an "
+     "MIO operation (not to TEX or L1).", "CPIStall"),
+    ("The memory access pattern for global loads from DRAM might not be optimal.", "MemoryCacheAccessPattern"),
+    ("FP64 is the highest-utilized pipeline (91.0%) based on active cycles.", "HighPipeUtilization"),
+    ("System memory backs 45.0% of the data in the L2 cache that was requested by L1TEX and had cache misses in L2.",
+     "MemoryApertureUsage"),
+    ("The optional metric dram__cycles_active.avg could not be found.", None),
+])
+def test_older_and_rarer_wordings_name_their_rule(message, rule_id):
+    from coach.ingest.ncu_text import name_rules  # noqa: PLC0415
+
+    assert name_rules(pl.DataFrame({"message": [message]}))["rule_id"].to_list() == [rule_id]
+
+
+# synthetic: a 2025-layout launch whose sections print results without a table above them, one result of a
+# rule coach does not know (ncu's note on a missing optional metric) and one with a local estimate
+_UNTABLED = """\
+[77] app@127.0.0.1
+  k(float *) (4, 1, 1)x(128, 1, 1), Context 1, Stream 7, Device 0, CC 9.0
+    Section: GPU Speed Of Light Throughput
+    ----------------------- ----------- ------------
+    Metric Name             Metric Unit Metric Value
+    ----------------------- ----------- ------------
+    Duration                         us         3.10
+    ----------------------- ----------- ------------
+
+    OPT   This kernel grid is too small to fill the available resources on this device, resulting in only 0.0 full
+          waves across all SMs. Look at Launch Statistics for more details.
+
+    Section: GPU and Memory Workload Distribution
+    WRN   The optional metric dram__cycles_active.avg could not be found. Collecting it as an additional metric could
+          enable the rule to provide more guidance.
+
+    Section: Memory Workload Analysis Tables
+    OPT   Est. Local Speedup: 84.6%
+          The memory access pattern for global loads from DRAM might not be optimal. On average, only 4.9 of the 32
+          bytes transmitted per sector are utilized by each thread.
+"""
+
+
+def test_results_without_a_table_and_unknown_rules_are_kept(tmp_path):
+    path = tmp_path / "untabled.txt"
+    path.write_text(_UNTABLED)
+    p = load(path)
+    assert p.rules.select("rule_id", "severity", "speedup_type", "speedup_pct").rows() == [
+        ("SOLBottleneck", "warning", None, None), (None, "warning", None, None),
+        ("MemoryCacheAccessPattern", "warning", "local", 84.6)]
+    assert p.source.meta["rules_unrecognised"] == 1
+    assert p.metrics.height == 1  # the results are not read as table rows
+    assert all("None" not in (f.differs_from_ncu or "") for f in diagnose(p))

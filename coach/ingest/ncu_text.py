@@ -32,26 +32,54 @@ of the same summary (``Source.meta["summary"]`` says so). With ``--details-all``
 metric names (``gpu__time_duration.sum``), read as such.
 
 Only a section's first table is read: ``--print-details all`` adds chart tables after it ("GPU
-Throughput Chart", "Achieved Traffic") that repeat numbers of the first. Rule results (the
-``OPT``/``INF``/``WRN`` paragraphs) carry no rule name in this form and are not read; the
-measurements are. Lines that are neither (``==PROF==`` lines, the program's own output, shell
-prompts, ``...`` where someone cut the paste short) are skipped.
+Throughput Chart", "Achieved Traffic") that repeat numbers of the first.
+
+Rule results are the paragraphs under a section, one per result, each opened by its type (``OPT``,
+``WRN``, ``INF``, ``ERR``) and, since 2023, a first line with Nsight Compute's estimate::
+
+    OPT   Est. Speedup: 77.39%
+          This kernel has uncoalesced global accesses resulting in a total of 58720256 excessive sectors
+          (78% of the total 75497472 sectors). ...
+    ----- --------------------------------------------------------------------------------------------
+    OPT   Est. Local Speedup: 95.24%
+          All compute pipelines are under-utilized. ...
+
+"Est. Speedup" is a global estimate (of the kernel's whole time), "Est. Local Speedup" a local one,
+as the CSV export's "Estimated Speedup Type" column gives them. The text form prints no rule name:
+the rule is recognised by the opening words of its message, from ``ncu_text_rules.csv`` (one
+pattern per wording, first match wins, each with where the wording was seen); a paragraph that
+matches none is kept with no rule id (``Source.meta["rules_unrecognised"]`` counts them). Lines are
+joined with a space, except after a line that is one word as long as the paragraph's longest line:
+a word longer than a line (a URL), which ncu cuts where the line ends.
+
+Lines that are none of these (``==PROF==`` lines, the program's own output, shell prompts, ``...``
+where someone cut the paste short) are skipped; so are terminal colour codes, a UTF-8 or UTF-16
+byte-order mark and CRLF line ends. A file that ends inside a table (a paste or a log cut short)
+is read up to the last whole row, and ``Source.meta["truncated"]`` says where it was cut.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import polars as pl
 
 from coach.errors import InputError
 from coach.ingest import ncu_csv
+from coach.ingest.ncu_common import RULE_TYPE_SEVERITY
 from coach.ingest.text import as_utf8
 from coach.model import KernelProfile, Source, make_kernel_profile
 
 #: How much of a file is searched for a launch header and a section when telling the format.
 _SNIFF_BYTES = 1 << 20
+#: How many lines under a launch header its first "Section:" line may come (an NVTX stack of a deep
+#: range nesting and ncu's warnings come first).
+_SECTION_WITHIN = 64
+
+#: Which rule a paragraph is, by its opening words: rule_id, rule_name, section_id, pattern, says, seen_in.
+RULES_TABLE = Path(__file__).with_name("ncu_text_rules.csv")
 
 _PROCESS = re.compile(r"^\s*\[(?P<pid>\d+)\]\s+(?P<name>.+?)@(?P<host>\S+)\s*$")
 # 2021.2 and later: "name (gx, gy, gz)x(bx, by, bz), Context 1, Stream 7[, Device 0, CC 8.0]"
@@ -71,22 +99,34 @@ _SUMMARY_HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum
 _SECTION = re.compile(r"^\s*Section: (?P<name>.+?)\s*$")
 _DASHES = re.compile(r"^\s*-+(?: -+)+\s*$")
 _HEADER_ROW = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
+# a rule result's first line: its type, three spaces or more, then its text (the estimate, since 2023)
+_RULE = re.compile(r"^(?P<lead>\s*(?P<kind>OPT|WRN|INF|ERR|OK) {3,})(?P<text>\S.*?)\s*$")
+_ESTIMATE = re.compile(r"^Est\. (?P<local>Local )?Speedup: (?P<pct>[\d.,]+)%\s*(?P<rest>.*)$")
+# terminal colour and cursor codes (CSI and OSC sequences), as a log of a colouring terminal keeps them
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+# lines ncu itself writes (==PROF==, ==WARNING==, ==ERROR==), wherever the two streams interleaved them
+_TOOL_LINE = re.compile(r"^\s*==[A-Z]+==")
 
 _COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
 
 
 def looks_like(path: Path) -> bool:
-    """Whether ``path`` holds an ncu text report: a launch header and a "Section:" line under it."""
+    """Whether ``path`` holds an ncu text report: a launch header and a "Section:" line under it, before
+    the next launch header (an NVTX push/pop stack and a clock warning may stand between them)."""
     try:
         with Path(path).open("rb") as fh:
-            text = as_utf8(fh.read(_SNIFF_BYTES)).decode("utf-8", errors="replace")
+            lines = _lines(fh.read(_SNIFF_BYTES))
     except OSError:
         return False
-    lines = text.splitlines()
+    launch_lines = (_LAUNCH, _LAUNCH_OLD, _SUMMARY_LAUNCH, _SUMMARY_LAUNCH_CC)
     for i, line in enumerate(lines):
-        if any(p.match(line) for p in (_LAUNCH, _LAUNCH_OLD, _SUMMARY_LAUNCH, _SUMMARY_LAUNCH_CC)):
-            return any(_SECTION.match(nxt) for nxt in lines[i + 1:i + 4])
+        if any(p.match(line) for p in launch_lines):
+            for nxt in lines[i + 1:i + 1 + _SECTION_WITHIN]:
+                if _SECTION.match(nxt):
+                    return True
+                if any(p.match(nxt) for p in launch_lines):
+                    break
     return False
 
 
@@ -97,97 +137,166 @@ def read(path: Path) -> KernelProfile:
     if size > ncu_csv.MAX_CSV_BYTES:
         raise InputError(path, f"is {size / 2**20:,.0f} MiB; coach reads ncu reports up to "
                                f"{ncu_csv.MAX_CSV_BYTES / 2**20:,.0f} MiB (profile fewer launches with -k/-c)")
-    text = as_utf8(path.read_bytes()).decode("utf-8", errors="replace")
-    rows, launches, summary = _rows(text)
-    if launches == 0:
+    raw = path.read_bytes()
+    parsed = _Parsed.of(_lines(raw), cut_mid_line=not raw.rstrip(b"\0").endswith((b"\n", b"\n\0")))
+    if parsed.launches == 0:
         raise InputError(path, "holds no profiled kernel launches (no line like 'kernel(...) (grid)x(block), Context 1, "
                                "Stream 7')")
-    if not rows:
+    if not parsed.rows:
         raise InputError(path, "names kernel launches but holds no section table under them (was the output cut "
                                "before the tables?)")
-    df = pl.DataFrame(rows, schema=dict.fromkeys(_COLUMNS, pl.Utf8), orient="row")
+    df = pl.DataFrame(parsed.rows, schema=dict.fromkeys(_COLUMNS, pl.Utf8), orient="row")
     tables = ncu_csv.details_tables(path, df)
     meta: dict[str, object] = {"page": "text"}
-    if summary:
+    if parsed.summary:
         meta["summary"] = ("one launch per kernel: each metric is the average over the kernel's invocations "
                            "(ncu --print-summary)")
     unread = tables.pop("unread_sections", None)
     if unread:
         meta["unread_sections"] = unread
     measured = df.select(pl.col("ID").n_unique()).item()
-    if measured < launches:
-        meta["launches_without_tables"] = launches - measured
+    if measured < parsed.launches:
+        meta["launches_without_tables"] = parsed.launches - measured
+    if parsed.truncated:
+        meta["truncated"] = parsed.truncated
+    rules = _rules(parsed.rules)
+    if rules is not None:
+        tables["rules"] = rules
+        unknown = rules.select(pl.col("rule_id").is_null().sum()).item()
+        if unknown:
+            meta["rules_unrecognised"] = unknown
     source = Source(path=str(path), format="ncu-text", tool="Nsight Compute", meta=meta)
     return make_kernel_profile(source, **tables)
 
 
-def _rows(text: str) -> tuple[list[tuple[str | None, ...]], int, bool]:
-    """(one tuple of ``_COLUMNS`` per metric row, the number of launches, whether it is a summary)."""
-    rows: list[tuple[str | None, ...]] = []
-    process: tuple[str | None, str | None, str | None] = (None, None, None)
-    launch: tuple[str | None, ...] | None = None
-    launches = 0
-    section: str | None = None
-    device: str | None = None
-    summary_ids: dict[tuple[str, str, str, str | None], str] = {}  # a summary's kernel -> its launch ID
-    lines = [line.expandtabs(8).rstrip() for line in text.splitlines()]
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if m := _PROCESS.match(line):
-            process = (m["pid"], m["name"], m["host"])
-            continue
-        if m := _DEVICE.match(line):
-            device = m["dev"]
-            continue
-        if m := _SUMMARY_LAUNCH.match(line):  # one table per section follows; the kernel's rows are one launch
-            key = (m["name"], m["block"], m["grid"], device)
-            if key not in summary_ids:
-                summary_ids[key] = str(launches)
-                launches += 1
-            launch = (summary_ids[key], *process, m["name"], None, None, None, None, device, None)
-            section = None
-            continue
-        if m := _SUMMARY_LAUNCH_CC.match(line):
-            key = (m["name"], m["block"], m["grid"], m["dev"])
-            if key not in summary_ids:
-                summary_ids[key] = str(launches)
-                launches += 1
-            launch = (summary_ids[key], *process, m["name"], None, None, _paren(m["block"]), _paren(m["grid"]),
-                      m["dev"], m["cc"])
-            section = None
-            continue
-        if (m := _LAUNCH.match(line)) or (m := _LAUNCH_OLD.match(line)):
-            groups = m.groupdict()
-            launch = (str(launches), *process, m["name"], m["ctx"], m["stream"],
-                      _paren(groups.get("block")), _paren(groups.get("grid")), groups.get("dev"), groups.get("cc"))
-            launches += 1
-            section = None
-            continue
-        if m := _SECTION.match(line):
-            section = m["name"] if launch is not None else None
-            continue
-        if section is not None and launch is not None and _SUMMARY_HEADER.match(line) and i < len(lines) \
-                and _DASHES.match(lines[i]):
-            table, i = _summary_table(lines, i)
-            rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
-            section = None
-            continue
-        if section is None or launch is None or not _DASHES.match(line):
-            continue
-        table, i = _table(lines, i - 1)
-        rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
-        section = None  # later tables of the section are charts of the same numbers
-    return rows, launches, bool(summary_ids)  # (either summary launch line makes it a summary)
+def _lines(raw: bytes) -> list[str]:
+    """The report's lines as text: UTF-16 (PowerShell's ``>``) transcoded, a byte-order mark, colour
+    codes and ncu's own ``==PROF==`` lines dropped, tabs expanded, trailing line ends removed (CR too)."""
+    text = as_utf8(raw).decode("utf-8", errors="replace").lstrip("\ufeff")
+    text = _ANSI.sub("", text) if "\x1b" in text else text
+    return [line.expandtabs(8).rstrip("\r\n") for line in text.splitlines() if not _TOOL_LINE.match(line)]
+
+
+class _Parsed:
+    """What one pass over the lines finds: one tuple of ``_COLUMNS`` per metric row, one dict per rule
+    paragraph, the number of launches, whether it is a summary, and where a cut file ends (or None)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str | None, ...]] = []
+        self.rules: list[dict[str, str | None]] = []
+        self.launches = 0
+        self.summary = False
+        self.truncated: str | None = None
+
+    @classmethod
+    def of(cls, lines: list[str], *, cut_mid_line: bool) -> _Parsed:
+        out = cls()
+        out._read(lines, cut_mid_line)
+        return out
+
+    def _read(self, lines: list[str], cut_mid_line: bool) -> None:
+        process: tuple[str | None, str | None, str | None] = (None, None, None)
+        launch: tuple[str | None, ...] | None = None
+        section: str | None = None  # the section whose first table is still to come
+        under: str | None = None  # the section the lines belong to (its rule paragraphs follow its table)
+        device: str | None = None
+        summary_ids: dict[tuple[str, str, str, str | None], str] = {}  # a summary's kernel -> its launch ID
+        i = 0
+        while i < len(lines):
+            line = lines[i].rstrip()
+            i += 1
+            if m := _PROCESS.match(line):
+                process = (m["pid"], m["name"], m["host"])
+                continue
+            if m := _DEVICE.match(line):
+                device = m["dev"]
+                continue
+            if m := _SUMMARY_LAUNCH.match(line):  # one table per section follows; the kernel's rows are one launch
+                key = (m["name"], m["block"], m["grid"], device)
+                if key not in summary_ids:
+                    summary_ids[key] = str(self.launches)
+                    self.launches += 1
+                launch = (summary_ids[key], *process, m["name"], None, None, None, None, device, None)
+                section = under = None
+                continue
+            if m := _SUMMARY_LAUNCH_CC.match(line):
+                key = (m["name"], m["block"], m["grid"], m["dev"])
+                if key not in summary_ids:
+                    summary_ids[key] = str(self.launches)
+                    self.launches += 1
+                launch = (summary_ids[key], *process, m["name"], None, None, _paren(m["block"]), _paren(m["grid"]),
+                          m["dev"], m["cc"])
+                section = under = None
+                continue
+            if (m := _LAUNCH.match(line)) or (m := _LAUNCH_OLD.match(line)):
+                groups = m.groupdict()
+                launch = (str(self.launches), *process, m["name"], m["ctx"], m["stream"],
+                          _paren(groups.get("block")), _paren(groups.get("grid")), groups.get("dev"), groups.get("cc"))
+                self.launches += 1
+                section = under = None
+                continue
+            if m := _SECTION.match(line):
+                section = under = m["name"] if launch is not None else None
+                continue
+            if launch is None or under is None:
+                continue
+            if m := _RULE.match(line):
+                i = self._rule(lines, i - 1, m, launch[0], under)
+                continue
+            if section is not None and _SUMMARY_HEADER.match(line) and i < len(lines) and _DASHES.match(lines[i]):
+                table, i, closed = _summary_table(lines, i)
+                self._table(launch, section, table, closed, i >= len(lines) and cut_mid_line)
+                section = None
+                continue
+            if section is None or not _DASHES.match(line):
+                continue
+            table, i, closed = _table(lines, i - 1)
+            self._table(launch, section, table, closed, cut_mid_line)
+            section = None  # later tables of the section are charts of the same numbers
+        self.summary = bool(summary_ids)  # (either summary launch line makes it a summary)
+
+    def _table(self, launch: tuple[str | None, ...], section: str, table: list[tuple[str, str, str]], closed: bool,
+               cut_mid_line: bool) -> None:
+        if not closed:  # the file ends inside the table: its last line may be cut inside a value
+            if cut_mid_line and table:
+                table = table[:-1]
+            self.truncated = (f"the file ends inside the '{section}' table of launch {launch[0]} ({launch[4]}); "
+                              f"what comes before the cut is read, anything after it is missing")
+        self.rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
+
+    def _rule(self, lines: list[str], at: int, first: re.Match[str], launch_id: str | None, section: str) -> int:
+        """Read the rule paragraph whose first line is ``lines[at]``; the index after it."""
+        col = len(first["lead"])
+        raw = [lines[at]]
+        i = at + 1
+        while i < len(lines) and lines[i][:col].strip() == "" and lines[i][col:].strip() \
+                and not _DASHES.match(lines[i]):
+            raw.append(lines[i])
+            i += 1
+        if i < len(lines) and _DASHES.match(lines[i]) and i + 1 < len(lines) and _RULE.match(lines[i + 1]):
+            i += 1  # the line between two results of one section
+        estimate = _ESTIMATE.match(first["text"])
+        texts = [estimate["rest"] if estimate else first["text"], *(r[col:].strip() for r in raw[1:])]
+        # a word longer than a line (a URL) fills a line of its own and goes on in the next one
+        width = max(len(t) for t in texts)
+        message = texts[0]
+        for before, text in zip(texts, texts[1:]):
+            message += text if not message or (len(before) == width and " " not in before) else " " + text
+        self.rules.append({
+            "launch_id": launch_id, "kind": first["kind"], "section": section, "message": " ".join(message.split()),
+            "speedup_type": None if not estimate else "local" if estimate["local"] else "global",
+            "speedup_pct": estimate["pct"].replace(",", "") if estimate else None,
+        })
+        return i
 
 
 def _paren(dims: str | None) -> str | None:
     return f"({dims})" if dims else None
 
 
-def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
-    """The (name, unit, value) rows of the table whose top dashed line is ``lines[at]``, and the index after it."""
+def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, bool]:
+    """The (name, unit, value) rows of the table whose top dashed line is ``lines[at]``, the index after
+    it, and whether its closing dashed line was there (False: the file ends inside the table)."""
     starts = [m.start() for m in re.finditer(r"-+", lines[at])]
     i = at + 1
     summary = False  # a --print-summary table: Minimum, Maximum, Average after the unit; the average is read
@@ -196,7 +305,7 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
         i += 2
     out: list[tuple[str, str, str]] = []
     while i < len(lines) and not _DASHES.match(lines[i]):
-        line = lines[i]
+        line = lines[i].rstrip()
         i += 1
         if not line.strip():
             continue
@@ -207,20 +316,48 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
             out.append((cells[0], cells[1], " ".join(cells[2:])))
         elif len(cells) == 2:
             out.append((cells[0], "", cells[1]))
-    return out, i + 1
+    return out, i + 1, i < len(lines)
 
 
-def _summary_table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int]:
+def _summary_table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, bool]:
     """(name, unit, average) rows of a --print-summary table whose dashed line (under its header row)
-    is ``lines[at]``; the table ends at a blank line or a line that is not a row of it."""
+    is ``lines[at]``; the table ends at a blank line or a line that is not a row of it (False as the
+    third value where the file ends first)."""
     starts = [m.start() for m in re.finditer(r"-+", lines[at])]
     i = at + 1
     out: list[tuple[str, str, str]] = []
     while i < len(lines) and lines[i].strip() and not _DASHES.match(lines[i]):
-        line = lines[i]
+        line = lines[i].rstrip()
         if _SECTION.match(line) or _SUMMARY_LAUNCH.match(line) or len(starts) < 5:
             break
         cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line) + 1])]
         out.append((cells[0], cells[1], cells[4]))
         i += 1
-    return out, i
+    return out, i, i < len(lines)
+
+
+@cache
+def rule_patterns() -> pl.DataFrame:
+    """``ncu_text_rules.csv`` in its order (the first pattern that matches a message names its rule)."""
+    return pl.read_csv(RULES_TABLE, infer_schema=False).with_row_index("order")
+
+
+def name_rules(messages: pl.DataFrame) -> pl.DataFrame:
+    """``messages`` (a ``message`` column) with the ``rule_id``, ``rule_name`` and ``section_id`` of the
+    first pattern of ``ncu_text_rules.csv`` that opens each message (null where none does)."""
+    indexed = messages.with_row_index("_paragraph")
+    named = (indexed.select("_paragraph", "message").join(rule_patterns(), how="cross")
+             .filter(pl.col("message").str.contains("^(?:" + pl.col("pattern") + ")"))
+             .sort("order").unique("_paragraph", keep="first")
+             .select("_paragraph", "rule_id", "rule_name", "section_id"))
+    return indexed.join(named, on="_paragraph", how="left").sort("_paragraph").drop("_paragraph")
+
+
+def _rules(found: list[dict[str, str | None]]) -> pl.DataFrame | None:
+    """The rule paragraphs as the ``rules`` table, each named by the first pattern its message matches."""
+    if not found:
+        return None
+    return name_rules(pl.DataFrame(found, schema=dict.fromkeys(found[0], pl.Utf8))).select(
+        pl.col("launch_id").cast(pl.Int64), "rule_id", "rule_name", "section_id",
+        pl.col("kind").replace_strict(RULE_TYPE_SEVERITY, default=pl.col("kind").str.to_lowercase()).alias("severity"),
+        "message", "speedup_type", pl.col("speedup_pct").cast(pl.Float64, strict=False))
