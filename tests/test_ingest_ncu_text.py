@@ -260,3 +260,113 @@ def test_results_without_a_table_and_unknown_rules_are_kept(tmp_path):
     assert p.source.meta["rules_unrecognised"] == 1
     assert p.metrics.height == 1  # the results are not read as table rows
     assert all("None" not in (f.differs_from_ncu or "") for f in diagnose(p))
+
+
+# --------------------------------------------------------------------------------------------
+# Text as it arrives: Windows encodings, terminal codes, interleaved output, cut and broken files.
+# Every variant below is synthetic: the 2025-layout report of tests/data/ncu_text, re-encoded or cut here.
+# --------------------------------------------------------------------------------------------
+
+
+def _same_profile(a, b) -> None:
+    assert _same_metrics(a, b).height == 0
+    assert a.launches.equals(b.launches)
+    assert a.rules.equals(b.rules)
+
+
+@pytest.fixture(scope="module")
+def report_text(text_dir) -> str:
+    return (text_dir / "details_2025_layout_synthetic.txt").read_text()
+
+
+@pytest.fixture(scope="module")
+def text_profile(text_dir):
+    return load(text_dir / "details_2025_layout_synthetic.txt")
+
+
+@pytest.mark.parametrize("variant", ["utf16_crlf", "crlf", "utf8_bom"])
+def test_windows_encodings_and_line_ends_read_as_the_original(tmp_path, report_text, text_profile, variant):
+    """PowerShell's `ncu ... > log.txt` writes UTF-16 LE with a byte-order mark and CRLF line ends;
+    Notepad's "UTF-8 with BOM" a UTF-8 byte-order mark."""
+    path = tmp_path / f"{variant}.txt"
+    crlf = report_text.replace("\n", "\r\n")
+    path.write_bytes({"utf16_crlf": b"\xff\xfe" + crlf.encode("utf-16-le"), "crlf": crlf.encode(),
+                      "utf8_bom": b"\xef\xbb\xbf" + report_text[report_text.index("[490]"):].encode()}[variant])
+    assert detect(path) == "ncu-text"
+    p = load(path)
+    _same_profile(p, text_profile)
+    if variant == "utf8_bom":  # the process line right after the mark is read, not lost to it
+        assert p.launches["process_name"].unique().to_list() == ["copy_strided_vs_coalesced"]
+
+
+def test_terminal_colour_codes_are_dropped(tmp_path, report_text, text_profile):
+    coloured = (report_text.replace("Section:", "\x1b[1mSection:\x1b[0m").replace("    OPT ", "    \x1b[33mOPT\x1b[0m ")
+                .replace("copy_strided", "\x1b[32mcopy_strided\x1b[m").replace("80.39", "\x1b[1;31m80.39\x1b[0m"))
+    assert coloured.count("\x1b[") > 50
+    path = tmp_path / "coloured.log"
+    path.write_text("\x1b]0;ncu\x07" + coloured)  # and a window title set on the way
+    assert detect(path) == "ncu-text"
+    _same_profile(load(path), text_profile)
+
+
+def test_prof_lines_and_program_output_between_the_report_lines_are_skipped(tmp_path, report_text, text_profile):
+    """A live run kept with 2>&1: ncu's ==PROF== lines land anywhere, even inside a table or a rule
+    paragraph; the program's own lines come between launches."""
+    lines = report_text.splitlines()
+    prof = "==PROF== Profiling \"copy_coalesced\" - 1: 0%....50%....100% - 40 passes"
+    mixed = []
+    for i, line in enumerate(lines):
+        mixed.append(line)
+        if i % 7 == 3:
+            mixed.append(prof)
+        if line.startswith("  copy_coalesced"):  # the second launch's header: the program speaks before it
+            mixed[-1:-1] = ["step 1: 0.198 ms", "checksum ok (2 kernels)"]
+    assert sum(line == prof for line in mixed) > 40
+    path = tmp_path / "live.txt"
+    path.write_text("\n".join(mixed) + "\n")
+    _same_profile(load(path), text_profile)
+
+
+def test_a_file_cut_inside_a_table_reads_its_whole_rows_and_says_where_it_was_cut(tmp_path, report_text, text_profile):
+    at = report_text.index("    Memory Throughput                          Tbyte/s")  # launch 0's Memory Workload Analysis
+    cut = report_text[: at + len("    Memory Throughput                          Tbyte/s         3.")]  # inside "3.87"
+    path = tmp_path / "cut.txt"
+    path.write_text(cut)
+    p = load(path)
+    assert p.launches.height == 1 and p.launches["kernel_name"].to_list() == ["copy_strided"]
+    assert "'Memory Workload Analysis' table of launch 0 (copy_strided" in p.source.meta["truncated"]
+    sections = p.metrics.join(text_profile.metrics, on=["launch_id", "metric"], how="inner")
+    assert sections.height == p.metrics.height  # every value read is one the whole file holds
+    assert (sections["value"] == sections["value_right"]).all()
+    whole = path.with_name("cut_at_line_end.txt")
+    whole.write_text(report_text[: report_text.index("\n", at) + 1])  # cut after that row's line end: the row is whole
+    q = load(whole)
+    # the row cut inside "3.87" is the one left out: read whole, it adds one value, 3.87 TB/s
+    extra = q.metrics.join(p.metrics, on=["launch_id", "metric"], how="anti")
+    assert extra.height == 1 and extra["value"].to_list() == [pytest.approx(3.87e12)] and "truncated" in q.source.meta
+
+
+def test_coach_load_and_diagnose_say_a_file_is_cut_short(tmp_path, report_text):
+    path = tmp_path / "cut.txt"
+    path.write_text(report_text[: len(report_text) // 3])
+    for command in ("load", "diagnose"):
+        done = subprocess.run([sys.executable, "-m", "coach", command, str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "cut short" in " ".join(done.stdout.split()), done.stdout
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"", "is empty"),
+    (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8, "holds binary data, not text"),
+    (b"NVR\x00" + b"\x07" * 100, "truncated or damaged"),  # a report saved under a .txt name
+    (b"\xff\xfe" + "notes about the run\r\n".encode("utf-16-le"), "is not a profile coach reads"),
+])
+@pytest.mark.parametrize("command", ["load", "diagnose"])
+def test_an_unreadable_txt_fails_in_one_line_naming_the_file_and_why(tmp_path, content, reason, command):
+    path = tmp_path / "report.txt"
+    path.write_bytes(content)
+    done = subprocess.run([sys.executable, "-m", "coach", command, str(path)], capture_output=True, text=True)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and reason in lines[0], done.stderr
+    assert "Traceback" not in done.stderr

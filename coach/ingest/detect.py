@@ -79,6 +79,9 @@ def detect(path: str | Path) -> Format:
     if is_utf16(head):  # saved on Windows through PowerShell's redirection
         head = as_utf8(head[: len(head) // 2 * 2])
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if _binary(head, text):
+        raise InputError(p, "holds binary data, not text (NUL bytes or invalid UTF-8 in its first 4 KiB), and no "
+                            f"report format coach knows by its first bytes: {_READS}")
     sanitizer = _sanitizer_format(text)
     if sanitizer is not None:
         return sanitizer
@@ -110,8 +113,20 @@ def detect(path: str | Path) -> Format:
         raise InputError(p, 'is a CSV of Nsight Compute metrics without ncu\'s "ID" column (a summary or a trimmed copy '
                             "of ncu's CSV): coach reads the export as ncu writes it (ncu --csv --page details or --page "
                             "raw, or the .ncu-rep), whose ID column tells the launches apart")
-    raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
-                        "or PyTorch-profiler JSON)")
+    raise InputError(p, f"is not a profile coach reads (expected {_READS.removeprefix('coach reads ')})")
+
+
+#: What coach reads, for the message on a file it cannot tell
+_READS = ("coach reads .ncu-rep, ncu CSV or text output, nsys .sqlite/.nsys-rep, PyTorch-profiler JSON or "
+          "compute-sanitizer output")
+#: More than this share of a text's first 4 KiB undecodable as UTF-8 makes it binary
+_INVALID_SHARE = 0.05
+
+
+def _binary(head: bytes, text: str) -> bool:
+    """Whether the first bytes are not text: a NUL byte, or much that is not UTF-8 (a cut multi-byte
+    character at the end of the 4 KiB does not count)."""
+    return b"\x00" in head or text[:-4].count("\ufffd") > _INVALID_SHARE * max(1, len(text))
 
 
 #: "** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):", the title nsys profile --stats=true prints above each table

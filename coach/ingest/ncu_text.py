@@ -260,8 +260,8 @@ class _Parsed:
         if not closed:  # the file ends inside the table: its last line may be cut inside a value
             if cut_mid_line and table:
                 table = table[:-1]
-            self.truncated = (f"the file ends inside the '{section}' table of launch {launch[0]} ({launch[4]}); "
-                              f"what comes before the cut is read, anything after it is missing")
+            self.truncated = (f"it ends inside the '{section}' table of launch {launch[0]} ({launch[4]}); the rows "
+                              f"before the cut are read, what came after them is missing")
         self.rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
 
     def _rule(self, lines: list[str], at: int, first: re.Match[str], launch_id: str | None, section: str) -> int:
