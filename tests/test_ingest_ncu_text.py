@@ -370,3 +370,29 @@ def test_an_unreadable_txt_fails_in_one_line_naming_the_file_and_why(tmp_path, c
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and reason in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_log_of_a_run_that_wrote_its_report_elsewhere_names_the_report(data_dir):
+    """Real: what ncu printed while recording tests/data/wild_ncu (ncu 2025.3.1, -o)."""
+    log = data_dir / "wild_logs" / "ncu-memory_patterns.basic.log"
+    with pytest.raises(InputError) as info:
+        load(log)
+    msg = str(info.value)
+    assert "\n" not in msg and "wrote its report to a file (/tmp/rec/wild/ncu/memory_patterns.basic.ncu-rep)" in msg
+
+
+@pytest.mark.parametrize(("log", "reason"), [
+    # synthetic: ncu's own wording of the two commonest empty runs, as public logs quote it
+    ("==PROF== Connected to process 664418 (/work/app)\nresult 79.0\n==ERROR== ERR_NVGPUCTRPERM - The user does not "
+     "have permission to access NVIDIA GPU Performance Counters on the target device 0.\n"
+     "==WARNING== No kernels were profiled.\n", "ncu reported: ERR_NVGPUCTRPERM - The user does not have permission"),
+    ("==PROF== Connected to process 664418 (/work/app)\n==PROF== Disconnected from process 664418\n"
+     "==WARNING== No kernels were profiled.\nAvailable Kernels:\n1. wmma_cxx_kernel\n2. wmma_inline_ptx_stub\n",
+     "profiled no kernel"),
+])
+def test_the_log_of_a_run_that_profiled_nothing_says_what_ncu_said(tmp_path, log, reason):
+    path = tmp_path / "ncu.log"
+    path.write_text(log)
+    with pytest.raises(InputError) as info:
+        load(path)
+    assert "\n" not in str(info.value) and reason in str(info.value)

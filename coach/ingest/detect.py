@@ -96,6 +96,8 @@ def detect(path: str | Path) -> Format:
         return "ncu-csv"
     if ncu_text.looks_like(p):
         return "ncu-text"
+    if (why := ncu_text.run_log_reason(p)) is not None:
+        raise InputError(p, why)
     if _NVPROF_TEXT.search(head):
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
                             "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "

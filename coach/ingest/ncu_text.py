@@ -130,6 +130,42 @@ def looks_like(path: Path) -> bool:
     return False
 
 
+# what ncu prints of a run beside (or instead of) a report
+_REPORT_WRITTEN = re.compile(r"^==PROF== Report: (?P<path>\S.*?)\s*$", re.MULTILINE)
+_NCU_ERROR = re.compile(r"^==ERROR== (?P<what>\S.*?)\s*$", re.MULTILINE)
+_NO_KERNELS = re.compile(r"^==WARNING== No kernels were profiled", re.MULTILINE)
+_NCU_LINE = re.compile(r"^==(?:PROF|ERROR|WARNING)== ", re.MULTILINE)
+#: an ncu message quoted in an error is cut to this many characters
+_QUOTE_CHARS = 240
+
+
+def run_log_reason(path: Path) -> str | None:
+    """Why ``path``, ncu's own lines of a run without a report among them, holds no profile (None when
+    it has no ``==PROF==`` / ``==ERROR==`` / ``==WARNING==`` line): the report ncu wrote elsewhere
+    (``-o``), the error it stopped on, or a filter that matched no kernel."""
+    try:
+        with Path(path).open("rb") as fh:
+            text = as_utf8(fh.read(_SNIFF_BYTES)).decode("utf-8", errors="replace").lstrip("\ufeff")
+    except OSError:
+        return None
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    if not _NCU_LINE.search(text):
+        return None
+    if m := _REPORT_WRITTEN.search(text):
+        return (f"is the log of an ncu run that wrote its report to a file ({m['path']}), not the report: pass that "
+                "file, or print it with ncu --import FILE --page details")
+    if m := _NCU_ERROR.search(text):
+        what = m["what"] if len(m["what"]) <= _QUOTE_CHARS else m["what"][:_QUOTE_CHARS].rstrip() + "..."
+        return f"is the log of an ncu run that profiled nothing; ncu reported: {what}"
+    if _NO_KERNELS.search(text):
+        listed = "; ncu lists the kernels it saw under 'Available Kernels:'" if "Available Kernels:" in text else ""
+        return ("is the log of an ncu run that profiled no kernel (\"No kernels were profiled\"): check the kernel "
+                f"filter (-k, --kernel-name-base){listed}, or add --target-processes all where the kernels run in a "
+                "child process")
+    return ("holds ncu's progress lines (==PROF==) but no report: ncu printed none (it was run with -o, --csv to "
+            "another file, or the output was cut before the first launch)")
+
+
 def read(path: Path) -> KernelProfile:
     """Read an ncu text report into a ``KernelProfile`` (see the module doc)."""
     path = Path(path)
