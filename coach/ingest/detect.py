@@ -96,7 +96,7 @@ def detect(path: str | Path) -> Format:
         return "ncu-csv"
     if ncu_text.looks_like(p):
         return "ncu-text"
-    if (why := ncu_text.run_log_reason(p)) is not None:
+    if (why := ncu_text.other_page_reason(p) or ncu_text.run_log_reason(p)) is not None:
         raise InputError(p, why)
     if _NVPROF_TEXT.search(head):
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "

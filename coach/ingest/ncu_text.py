@@ -94,11 +94,18 @@ _SUMMARY_LAUNCH = re.compile(r"^\s*(?P<name>\S.*?), Block Size (?P<block>\d+), G
 # --print-summary of 2023 and later: "name (gx, gy, gz)x(bx, by, bz), Device 0, CC 8.6, Invocations 1"
 _SUMMARY_LAUNCH_CC = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), "
                                 r"Device (?P<dev>\d+), CC (?P<cc>\d+\.\d+), Invocations (?P<n>\d+)\s*$")
-_DEVICE = re.compile(r"^\s*Device (?P<dev>\d+)\s*$")
+_DEVICE = re.compile(r"^\s*Device (?P<dev>\d+)(?:, CC (?P<cc>\d+\.\d+))?\s*$")
+# --print-summary per-gpu of 2025: "name (gx, gy, gz)x(bx, by, bz), Invocations 1" under "Device 0, CC 9.0"
+_SUMMARY_LAUNCH_GPU = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\), "
+                                 r"Invocations (?P<n>\d+)\s*$")
 _SUMMARY_HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
 _SECTION = re.compile(r"^\s*Section: (?P<name>.+?)\s*$")
 _DASHES = re.compile(r"^\s*-+(?: -+)+\s*$")
 _HEADER_ROW = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
+# "Table Name : GPU Throughput": a table of a section's body (--print-details body|all), charts of its numbers
+_BODY_TABLE = re.compile(r"^\s*Table Name : ")
+# --print-metric-name label-name: "Duration (gpu__time_duration.sum)"; the metric's own name is read
+_LABEL_NAME = re.compile(r"^.+ \((?P<metric>[a-z0-9]+__[A-Za-z0-9_.]+)\)$")
 # a rule result's first line: its type, three spaces or more, then its text (the estimate, since 2023)
 _RULE = re.compile(r"^(?P<lead>\s*(?P<kind>OPT|WRN|INF|ERR|OK) {3,})(?P<text>\S.*?)\s*$")
 _ESTIMATE = re.compile(r"^Est\. (?P<local>Local )?Speedup: (?P<pct>[\d.,]+)%\s*(?P<rest>.*)$")
@@ -112,19 +119,20 @@ _COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Con
 
 
 def looks_like(path: Path) -> bool:
-    """Whether ``path`` holds an ncu text report: a launch header and a "Section:" line under it, before
-    the next launch header (an NVTX push/pop stack and a clock warning may stand between them)."""
+    """Whether ``path`` holds an ncu text report: a launch header and a "Section:" line (or the raw page's
+    table) under it, before the next launch header (an NVTX push/pop stack and a clock warning may stand
+    between them)."""
     try:
         with Path(path).open("rb") as fh:
             lines = _lines(fh.read(_SNIFF_BYTES))
     except OSError:
         return False
-    launch_lines = (_LAUNCH, _LAUNCH_OLD, _SUMMARY_LAUNCH, _SUMMARY_LAUNCH_CC)
+    launch_lines = (_LAUNCH, _LAUNCH_OLD, _SUMMARY_LAUNCH, _SUMMARY_LAUNCH_CC, _SUMMARY_LAUNCH_GPU)
     for i, line in enumerate(lines):
         if any(p.match(line) for p in launch_lines):
-            for nxt in lines[i + 1:i + 1 + _SECTION_WITHIN]:
-                if _SECTION.match(nxt):
-                    return True
+            for k, nxt in enumerate(lines[i + 1:i + 1 + _SECTION_WITHIN], i + 1):
+                if _SECTION.match(nxt) or (_HEADER_ROW.match(nxt) and k + 1 < len(lines) and _DASHES.match(lines[k + 1])):
+                    return True  # (the raw page: its table right under the launch line)
                 if any(p.match(nxt) for p in launch_lines):
                     break
     return False
@@ -137,6 +145,37 @@ _NO_KERNELS = re.compile(r"^==WARNING== No kernels were profiled", re.MULTILINE)
 _NCU_LINE = re.compile(r"^==(?:PROF|ERROR|WARNING)== ", re.MULTILINE)
 #: an ncu message quoted in an error is cut to this many characters
 _QUOTE_CHARS = 240
+
+
+# the pages of `ncu --import R` that hold no metrics per launch, by their first lines (text or --csv)
+_SESSION_PAGE = re.compile(r'^Launch Settings\s*\n(?:-+ -+\s*\n)?"?Launch Attribute"?')
+_SOURCE_PAGE = re.compile(r'^(?:-+ -+[- ]*\n)?"?(?P<what>Kernel Name|File Name)"?[ ,]+\S.*\n(?:-+ -+[- ]*\n)?'
+                          r'"?(?:Address|Line No)"?[ ,]+"?Source"?')
+_SUMMARY_NOTE = re.compile(r"^\s*Note: The shown averages are calculated as the arithmetic mean")
+_USE_DETAILS = "print the details page instead (ncu --import REPORT.ncu-rep --page details), or pass the .ncu-rep"
+
+
+def other_page_reason(path: Path) -> str | None:
+    """Why ``path`` is a page of an ncu report that holds no metrics per kernel launch (the session or
+    the source page, or a summary with no kernel in it), or None."""
+    try:
+        with Path(path).open("rb") as fh:
+            text = "\n".join(_lines(fh.read(_SNIFF_BYTES))).lstrip("\n")
+    except OSError:
+        return None
+    if _SESSION_PAGE.match(text):
+        return ("is the session page of an ncu report (--page session: launch settings, session, process and device "
+                f"attributes), which holds no metrics per kernel; {_USE_DETAILS}")
+    if m := _SOURCE_PAGE.match(text):
+        what = "SASS by address" if m["what"] == "Kernel Name" else "CUDA source by line"
+        return (f"is the source page of an ncu report (--page source: {what}, with the counters of each line where "
+                f"the report has them), which holds no metrics per kernel; {_USE_DETAILS} (coach source shows a "
+                ".ncu-rep's counters by line)")
+    if _SUMMARY_NOTE.match(text):
+        return ("holds only the note ncu prints under a --print-summary, no kernel (per-nvtx of a report without "
+                "NVTX ranges prints nothing else); print the report per kernel (--print-summary per-kernel) or its "
+                "details page (--page details)")
+    return None
 
 
 def run_log_reason(path: Path) -> str | None:
@@ -175,6 +214,10 @@ def read(path: Path) -> KernelProfile:
                                f"{ncu_csv.MAX_CSV_BYTES / 2**20:,.0f} MiB (profile fewer launches with -k/-c)")
     raw = path.read_bytes()
     parsed = _Parsed.of(_lines(raw), cut_mid_line=not raw.rstrip(b"\0").endswith((b"\n", b"\n\0")))
+    if parsed.body_only_sections and not parsed.rows:
+        raise InputError(path, "holds only the sections' body tables (charts and breakdowns, as --print-details body "
+                               "prints them), not the header tables with each section's metrics: print the report "
+                               "with --print-details header (the default) or all")
     if parsed.launches == 0:
         raise InputError(path, "holds no profiled kernel launches (no line like 'kernel(...) (grid)x(block), Context 1, "
                                "Stream 7')")
@@ -223,6 +266,7 @@ class _Parsed:
         self.launches = 0
         self.summary = False
         self.truncated: str | None = None
+        self.body_only_sections = 0  # sections whose tables were all of their body (--print-details body)
 
     @classmethod
     def of(cls, lines: list[str], *, cut_mid_line: bool) -> _Parsed:
@@ -236,6 +280,7 @@ class _Parsed:
         section: str | None = None  # the section whose first table is still to come
         under: str | None = None  # the section the lines belong to (its rule paragraphs follow its table)
         device: str | None = None
+        device_cc: str | None = None
         summary_ids: dict[tuple[str, str, str, str | None], str] = {}  # a summary's kernel -> its launch ID
         i = 0
         while i < len(lines):
@@ -245,7 +290,16 @@ class _Parsed:
                 process = (m["pid"], m["name"], m["host"])
                 continue
             if m := _DEVICE.match(line):
-                device = m["dev"]
+                device, device_cc = m["dev"], m["cc"]
+                continue
+            if m := _SUMMARY_LAUNCH_GPU.match(line):  # per-gpu: the device and its CC on the line above
+                key = (m["name"], m["block"], m["grid"], device)
+                if key not in summary_ids:
+                    summary_ids[key] = str(self.launches)
+                    self.launches += 1
+                launch = (summary_ids[key], *process, m["name"], None, None, _paren(m["block"]), _paren(m["grid"]),
+                          device, device_cc)
+                section = under = None
                 continue
             if m := _SUMMARY_LAUNCH.match(line):  # one table per section follows; the kernel's rows are one launch
                 key = (m["name"], m["block"], m["grid"], device)
@@ -274,7 +328,17 @@ class _Parsed:
             if m := _SECTION.match(line):
                 section = under = m["name"] if launch is not None else None
                 continue
+            if launch is not None and under is None and _HEADER_ROW.match(line) and i < len(lines) \
+                    and _DASHES.match(lines[i]):  # the raw page: every metric by its name, in one table a launch
+                table, i, closed = _open_table(lines, i)
+                self._table(launch, "", table, closed, i >= len(lines) and cut_mid_line)
+                continue
             if launch is None or under is None:
+                continue
+            if _BODY_TABLE.match(line):
+                if section is not None:
+                    self.body_only_sections += 1
+                section = None
                 continue
             if m := _RULE.match(line):
                 i = self._rule(lines, i - 1, m, launch[0], under)
@@ -298,7 +362,8 @@ class _Parsed:
                 table = table[:-1]
             self.truncated = (f"it ends inside the '{section}' table of launch {launch[0]} ({launch[4]}); the rows "
                               f"before the cut are read, what came after them is missing")
-        self.rows.extend((*launch, section, name, unit, value) for name, unit, value in table)
+        self.rows.extend((*launch, section, m["metric"] if (m := _LABEL_NAME.match(name)) else name, unit, value)
+                         for name, unit, value in table)
 
     def _rule(self, lines: list[str], at: int, first: re.Match[str], launch_id: str | None, section: str) -> int:
         """Read the rule paragraph whose first line is ``lines[at]``; the index after it."""
@@ -309,6 +374,7 @@ class _Parsed:
                 and not _DASHES.match(lines[i]):
             raw.append(lines[i])
             i += 1
+        focus, i = _focus_metrics(lines, i, col)
         if i < len(lines) and _DASHES.match(lines[i]) and i + 1 < len(lines) and _RULE.match(lines[i + 1]):
             i += 1  # the line between two results of one section
         estimate = _ESTIMATE.match(first["text"])
@@ -319,11 +385,43 @@ class _Parsed:
         for before, text in zip(texts, texts[1:]):
             message += text if not message or (len(before) == width and " " not in before) else " " + text
         self.rules.append({
-            "launch_id": launch_id, "kind": first["kind"], "section": section, "message": " ".join(message.split()),
+            "launch_id": launch_id, "kind": first["kind"], "section": section, "message": message,
             "speedup_type": None if not estimate else "local" if estimate["local"] else "global",
-            "speedup_pct": estimate["pct"].replace(",", "") if estimate else None,
+            "speedup_pct": estimate["pct"].replace(",", "") if estimate else None, "focus_metrics": focus,
         })
         return i
+
+
+def _focus_metrics(lines: list[str], at: int, col: int) -> tuple[list[dict[str, object]] | None, int]:
+    """The "Key Performance Indicators" table that ``--print-rule-details`` prints under a result (at
+    its text's column, after a blank line), as focus metrics (name, value, guidance), and the index after
+    it; (None, ``at``) where there is none. A name too long for its column goes on in the next line, cut
+    anywhere; the guidance is wrapped between words."""
+    j = at
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    if j + 3 >= len(lines) or not lines[j][col:].startswith("> ") or not _DASHES.match(lines[j + 1]):
+        return None, at
+    starts = [m.start() for m in re.finditer(r"-+", lines[j + 1])]
+    out: list[dict[str, object]] = []
+    j += 4  # the title, dashes, the header row, dashes
+    while j < len(lines) and lines[j].strip() and lines[j][:col].strip() == "":
+        line = lines[j].rstrip()
+        name, value, info = ([line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line) + 1])] + ["", ""])[:3]
+        if not value and out:
+            out[-1]["name"] = f"{out[-1]['name']}{name}"
+            out[-1]["info"] = f"{out[-1]['info']} {info}".strip()
+        else:
+            out.append({"name": name, "value": _number(value), "info": info})
+        j += 1
+    return out, j
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
 
 
 def _paren(dims: str | None) -> str | None:
@@ -353,6 +451,21 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, 
         elif len(cells) == 2:
             out.append((cells[0], "", cells[1]))
     return out, i + 1, i < len(lines)
+
+
+def _open_table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, bool]:
+    """(name, unit, value) rows of the raw page's table, whose dashed line (under its header row) is
+    ``lines[at]``; it ends at a blank line (False as the third value where the file ends first)."""
+    starts = [m.start() for m in re.finditer(r"-+", lines[at])]
+    i = at + 1
+    out: list[tuple[str, str, str]] = []
+    while i < len(lines) and lines[i].strip() and not _DASHES.match(lines[i]):
+        line = lines[i].rstrip()
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line) + 1])]
+        if len(cells) >= 3:
+            out.append((cells[0], cells[1], " ".join(cells[2:])))
+        i += 1
+    return out, i, i < len(lines)
 
 
 def _summary_table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, bool]:
@@ -393,7 +506,9 @@ def _rules(found: list[dict[str, str | None]]) -> pl.DataFrame | None:
     """The rule paragraphs as the ``rules`` table, each named by the first pattern its message matches."""
     if not found:
         return None
-    return name_rules(pl.DataFrame(found, schema=dict.fromkeys(found[0], pl.Utf8))).select(
+    focus = pl.List(pl.Struct({"name": pl.Utf8, "value": pl.Float64, "info": pl.Utf8}))
+    schema = {**dict.fromkeys(found[0], pl.Utf8), "focus_metrics": focus}
+    return name_rules(pl.DataFrame(found, schema=schema)).select(
         pl.col("launch_id").cast(pl.Int64), "rule_id", "rule_name", "section_id",
         pl.col("kind").replace_strict(RULE_TYPE_SEVERITY, default=pl.col("kind").str.to_lowercase()).alias("severity"),
-        "message", "speedup_type", pl.col("speedup_pct").cast(pl.Float64, strict=False))
+        "message", "speedup_type", pl.col("speedup_pct").cast(pl.Float64, strict=False), "focus_metrics")
