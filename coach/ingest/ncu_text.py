@@ -26,13 +26,21 @@ numbered in order as ncu numbers them in its CSV ID column.
 invocations (``name, Block Size 256, Grid Size 8192, 3 invocations``, under a ``Device 0`` line), with
 ``Minimum``, ``Maximum`` and ``Average`` columns after the unit and the header row above the dashes
 (2023 and later: ``name (grid)x(block), Device 0, CC 8.6, Invocations 1`` and the header row between
-dashed lines, as in the details report);
+dashed lines, as in the details report; per-gpu of 2025: ``Device 0, CC 9.0`` on a line of its own and
+``name (grid)x(block), Invocations 1`` under it);
 each kernel is then one "launch" holding the averages, as ``coach.ingest.ncu_csv`` reads the CSV form
-of the same summary (``Source.meta["summary"]`` says so). With ``--details-all`` the labels are raw
-metric names (``gpu__time_duration.sum``), read as such.
+of the same summary (``Source.meta["summary"]`` says so). With ``--details-all`` (before 2023) or
+``--print-metric-name name`` the labels are raw metric names (``gpu__time_duration.sum``), read as such;
+``--print-metric-name label-name`` prints ``Duration (gpu__time_duration.sum)``, read by the name in
+parentheses; ``--print-metric-instances values`` a value followed by its instances', ``262,144 (262,144)``,
+of which the value is read. The raw page (``--page raw``) is one table a launch, every metric by its
+name, right under the launch line.
 
-Only a section's first table is read: ``--print-details all`` adds chart tables after it ("GPU
-Throughput Chart", "Achieved Traffic") that repeat numbers of the first.
+Only a section's first table is read: ``--print-details all`` adds its body after it, chart tables
+under ``Table Name : ...`` ("GPU Throughput Chart", "Achieved Traffic") that repeat or break down
+the numbers of the first, which are skipped; a print of the bodies alone (``--print-details body``)
+is refused, as are the pages that hold no metrics per launch (``--page session``, ``--page source``,
+a summary with no kernel in it): ``other_page_reason`` says which page it is and what to print.
 
 Rule results are the paragraphs under a section, one per result, each opened by its type (``OPT``,
 ``WRN``, ``INF``, ``ERR``) and, since 2023, a first line with Nsight Compute's estimate::
@@ -45,7 +53,8 @@ Rule results are the paragraphs under a section, one per result, each opened by 
           All compute pipelines are under-utilized. ...
 
 "Est. Speedup" is a global estimate (of the kernel's whole time), "Est. Local Speedup" a local one,
-as the CSV export's "Estimated Speedup Type" column gives them. The text form prints no rule name:
+as the CSV export's "Estimated Speedup Type" column gives them. ``--print-rule-details`` adds a "Key
+Performance Indicators" table under a result, read as its focus metrics. The text form prints no rule name:
 the rule is recognised by the opening words of its message, from ``ncu_text_rules.csv`` (one
 pattern per wording, first match wins, each with where the wording was seen); a paragraph that
 matches none is kept with no rule id (``Source.meta["rules_unrecognised"]`` counts them). Lines are
@@ -106,6 +115,8 @@ _HEADER_ROW = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Metric Value\s*$")
 _BODY_TABLE = re.compile(r"^\s*Table Name : ")
 # --print-metric-name label-name: "Duration (gpu__time_duration.sum)"; the metric's own name is read
 _LABEL_NAME = re.compile(r"^.+ \((?P<metric>[a-z0-9]+__[A-Za-z0-9_.]+)\)$")
+# --print-metric-instances values: "262,144 (262,144)", the value then its instances' values; the value is read
+_WITH_INSTANCES = re.compile(r"^(?P<value>[-+]?[\d,.]+(?:[eE][-+]?\d+)?) \([^()]*\)$")
 # a rule result's first line: its type, three spaces or more, then its text (the estimate, since 2023)
 _RULE = re.compile(r"^(?P<lead>\s*(?P<kind>OPT|WRN|INF|ERR|OK) {3,})(?P<text>\S.*?)\s*$")
 _ESTIMATE = re.compile(r"^Est\. (?P<local>Local )?Speedup: (?P<pct>[\d.,]+)%\s*(?P<rest>.*)$")
@@ -362,7 +373,8 @@ class _Parsed:
                 table = table[:-1]
             self.truncated = (f"it ends inside the '{section}' table of launch {launch[0]} ({launch[4]}); the rows "
                               f"before the cut are read, what came after them is missing")
-        self.rows.extend((*launch, section, m["metric"] if (m := _LABEL_NAME.match(name)) else name, unit, value)
+        self.rows.extend((*launch, section, m["metric"] if (m := _LABEL_NAME.match(name)) else name, unit,
+                          v["value"] if (v := _WITH_INSTANCES.match(value)) else value)
                          for name, unit, value in table)
 
     def _rule(self, lines: list[str], at: int, first: re.Match[str], launch_id: str | None, section: str) -> int:
