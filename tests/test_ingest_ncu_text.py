@@ -396,3 +396,14 @@ def test_the_log_of_a_run_that_profiled_nothing_says_what_ncu_said(tmp_path, log
     with pytest.raises(InputError) as info:
         load(path)
     assert "\n" not in str(info.value) and reason in str(info.value)
+
+
+@pytest.mark.parametrize("log", ["nsys-healthy_gemm.log", "nsys-setup_allocs_once.log"])
+def test_the_log_of_an_nsys_run_names_its_report_even_after_a_json_line(data_dir, log):
+    """Real: what nsys printed while recording tests/data/wild_nsys (the Python programs print one JSON
+    line first, which made the log pass for a JSON trace)."""
+    with pytest.raises(InputError) as info:
+        load(data_dir / "wild_logs" / log)
+    msg = str(info.value)
+    stem = log.removeprefix("nsys-").removesuffix(".log")
+    assert "\n" not in msg and f"wrote its report to a file (/tmp/rec/wild/nsys/{stem}.nsys-rep)" in msg

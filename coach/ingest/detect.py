@@ -90,6 +90,9 @@ def detect(path: str | Path) -> Format:
     # ncu's text report opens with "[pid] process@host" when saved with --log-file: a "[" that is not JSON
     if _NCU_TEXT_PROCESS.match(text) and ncu_text.looks_like(p):
         return "ncu-text"
+    nsys_log = _nsys_run_log(p)
+    if nsys_log is not None:  # (before JSON: a program's own first line may be a JSON object)
+        raise InputError(p, nsys_log)
     if _looks_like_json(text):
         return "kineto-json"
     if ncu_header_offset(p) is not None:
@@ -116,6 +119,26 @@ def detect(path: str | Path) -> Format:
                             "of ncu's CSV): coach reads the export as ncu writes it (ncu --csv --page details or --page "
                             "raw, or the .ncu-rep), whose ID column tells the launches apart")
     raise InputError(p, f"is not a profile coach reads (expected {_READS.removeprefix('coach reads ')})")
+
+
+#: What nsys profile prints as it writes its report: "Generating '/tmp/nsys-report-53df.qdstrm'", then
+#: "Generated:" and the report's path on the next line
+_NSYS_GENERATING = re.compile(r"^Generating '[^'\n]*\.qdstrm'", re.MULTILINE)
+_NSYS_GENERATED = re.compile(r"^Generated:\s*\n\s*(?P<path>\S.*?\.(?:nsys-rep|qdrep))\s*$", re.MULTILINE)
+#: how much of a log is searched for them (nsys's progress bar fills a line per report)
+_LOG_BYTES = 1 << 20
+
+
+def _nsys_run_log(p: Path) -> str | None:
+    """Why ``p``, the terminal output of an ``nsys profile`` run, is not its report (None if it is not one)."""
+    with p.open("rb") as fh:
+        text = as_utf8(fh.read(_LOG_BYTES)).decode("utf-8", errors="replace").replace("\r\n", "\n")
+    if not _NSYS_GENERATING.search(text):
+        return None
+    done = _NSYS_GENERATED.search(text)
+    where = f"wrote its report to a file ({done['path']})" if done else "was writing its report to a file"
+    return (f"is the log of an nsys profile run that {where}, not the report: pass that file, or its SQLite export "
+            "(nsys export --type sqlite FILE.nsys-rep)")
 
 
 #: What coach reads, for the message on a file it cannot tell
