@@ -73,10 +73,19 @@ def summarize_kernels(profile: KernelProfile, top: int = TOP) -> dict[str, Any]:
         "launches": profile.launches.height,
         "kernels": kernels,
     }
-    unread = profile.source.meta.get("unread_sections")
-    if unread:
-        out["notes"] = [f"Sections coach does not read: {', '.join(unread)}; their values are kept in the metric "
-                        "table, and no finding uses them."]
+    meta = profile.source.meta
+    notes = []
+    if meta.get("truncated"):
+        notes.append(f"The file is cut short: {meta['truncated']}.")
+    if meta.get("unread_sections"):
+        notes.append(f"Sections coach does not read: {', '.join(meta['unread_sections'])}; their values are kept in "
+                     "the metric table, and no finding uses them.")
+    if meta.get("rules_unrecognised"):
+        n = meta["rules_unrecognised"]
+        notes.append(f"{n} of Nsight Compute's rule results {'is' if n == 1 else 'are'} not recognised by its wording "
+                     "(kept without a rule id).")
+    if notes:
+        out["notes"] = notes
     return out
 
 

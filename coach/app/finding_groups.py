@@ -171,14 +171,15 @@ def render_groups(groups: Sequence[Group], source: Callable[[Group], Any] | None
 
 def rules_summary(rules: pl.DataFrame, launches: pl.DataFrame) -> html.Table:
     """Nsight Compute's own rule results, one row per rule and kernel: how many launches raised it,
-    the median and largest estimated speed-up, and the message of the launch with the largest."""
+    the median and largest estimated speed-up, and the message of the launch with the largest (a
+    text report's paragraphs whose rule is not recognised form one row per kernel)."""
     named = rules.join(launches.select("launch_id", "kernel_name"), on="launch_id", how="left")
     grouped = (named.sort("speedup_pct", descending=True, nulls_last=True)
                .group_by("kernel_name", "rule_id", maintain_order=True)
                .agg(pl.len().alias("n"), pl.col("launch_id").first(), pl.col("title").first(),
                     pl.col("speedup_pct").median().alias("median"), pl.col("speedup_pct").max().alias("max"),
                     pl.col("message").first()))
-    body = [[k or fmt.MISSING, rid, title or fmt.MISSING, f"{n:,}", fmt.pct(med, 2), fmt.pct(mx, 2), lid, msg]
+    body = [[k or fmt.MISSING, rid or "not recognised", title or fmt.MISSING, f"{n:,}", fmt.pct(med, 2), fmt.pct(mx, 2), lid, msg]
             for k, rid, n, lid, title, med, mx, msg in grouped.select(
                 "kernel_name", "rule_id", "n", "launch_id", "title", "median", "max", "message").iter_rows()]
     return plain_table(["kernel", "rule", "title", "launches", "median speed-up", "largest", "in launch", "message"],

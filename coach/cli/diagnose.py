@@ -133,7 +133,10 @@ def _report(profile, findings: list, pattern: re.Pattern[str] | None, top: int) 
     if top:
         for g in groups.values():
             g["findings"] = g["findings"][:top]
-    return {"path": str(profile.source.path), "kind": profile.kind, "kernels": list(groups.values())}
+    out = {"path": str(profile.source.path), "kind": profile.kind, "kernels": list(groups.values())}
+    if profile.source.meta.get("truncated"):  # a text report cut short: what is missing was not diagnosed
+        out["truncated"] = profile.source.meta["truncated"]
+    return out
 
 
 def _print_report(report: dict[str, Any]) -> None:
@@ -141,6 +144,8 @@ def _print_report(report: dict[str, Any]) -> None:
     from rich.panel import Panel  # noqa: PLC0415
 
     console.print(f"[bold]{report['path']}[/]  ({report['kind']})")
+    if report.get("truncated"):
+        console.print(f"  [yellow]note:[/] the file is cut short: {escape(report['truncated'])}", highlight=False)
     if not report["kernels"]:  # a timeline on which no rule fired and none said what it could not check
         console.print("  nothing found: no rule fired on this profile")
     for k in report["kernels"]:

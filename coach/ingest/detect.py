@@ -79,6 +79,9 @@ def detect(path: str | Path) -> Format:
     if is_utf16(head):  # saved on Windows through PowerShell's redirection
         head = as_utf8(head[: len(head) // 2 * 2])
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if _binary(head, text):
+        raise InputError(p, "holds binary data, not text (NUL bytes or invalid UTF-8 in its first 4 KiB), and no "
+                            f"report format coach knows by its first bytes: {_READS}")
     sanitizer = _sanitizer_format(text)
     if sanitizer is not None:
         return sanitizer
@@ -87,12 +90,17 @@ def detect(path: str | Path) -> Format:
     # ncu's text report opens with "[pid] process@host" when saved with --log-file: a "[" that is not JSON
     if _NCU_TEXT_PROCESS.match(text) and ncu_text.looks_like(p):
         return "ncu-text"
+    nsys_log = _nsys_run_log(p)
+    if nsys_log is not None:  # (before JSON: a program's own first line may be a JSON object)
+        raise InputError(p, nsys_log)
     if _looks_like_json(text):
         return "kineto-json"
     if ncu_header_offset(p) is not None:
         return "ncu-csv"
     if ncu_text.looks_like(p):
         return "ncu-text"
+    if (why := ncu_text.other_page_reason(p) or ncu_text.run_log_reason(p)) is not None:
+        raise InputError(p, why)
     if _NVPROF_TEXT.search(head):
         raise InputError(p, "is output of nvprof, the profiler before Nsight Compute and Nsight Systems, which coach "
                             "does not read: profile with ncu (kernels) or nsys (timeline), or nsys import the nvprof "
@@ -110,8 +118,40 @@ def detect(path: str | Path) -> Format:
         raise InputError(p, 'is a CSV of Nsight Compute metrics without ncu\'s "ID" column (a summary or a trimmed copy '
                             "of ncu's CSV): coach reads the export as ncu writes it (ncu --csv --page details or --page "
                             "raw, or the .ncu-rep), whose ID column tells the launches apart")
-    raise InputError(p, "is not a profile coach reads (expected .ncu-rep, ncu CSV, nsys .sqlite/.nsys-rep, "
-                        "or PyTorch-profiler JSON)")
+    raise InputError(p, f"is not a profile coach reads (expected {_READS.removeprefix('coach reads ')})")
+
+
+#: What nsys profile prints as it writes its report: "Generating '/tmp/nsys-report-53df.qdstrm'", then
+#: "Generated:" and the report's path on the next line
+_NSYS_GENERATING = re.compile(r"^Generating '[^'\n]*\.qdstrm'", re.MULTILINE)
+_NSYS_GENERATED = re.compile(r"^Generated:\s*\n\s*(?P<path>\S.*?\.(?:nsys-rep|qdrep))\s*$", re.MULTILINE)
+#: how much of a log is searched for them (nsys's progress bar fills a line per report)
+_LOG_BYTES = 1 << 20
+
+
+def _nsys_run_log(p: Path) -> str | None:
+    """Why ``p``, the terminal output of an ``nsys profile`` run, is not its report (None if it is not one)."""
+    with p.open("rb") as fh:
+        text = as_utf8(fh.read(_LOG_BYTES)).decode("utf-8", errors="replace").replace("\r\n", "\n")
+    if not _NSYS_GENERATING.search(text):
+        return None
+    done = _NSYS_GENERATED.search(text)
+    where = f"wrote its report to a file ({done['path']})" if done else "was writing its report to a file"
+    return (f"is the log of an nsys profile run that {where}, not the report: pass that file, or its SQLite export "
+            "(nsys export --type sqlite FILE.nsys-rep)")
+
+
+#: What coach reads, for the message on a file it cannot tell
+_READS = ("coach reads .ncu-rep, ncu CSV or text output, nsys .sqlite/.nsys-rep, PyTorch-profiler JSON or "
+          "compute-sanitizer output")
+#: More than this share of a text's first 4 KiB undecodable as UTF-8 makes it binary
+_INVALID_SHARE = 0.05
+
+
+def _binary(head: bytes, text: str) -> bool:
+    """Whether the first bytes are not text: a NUL byte, or much that is not UTF-8 (a cut multi-byte
+    character at the end of the 4 KiB does not count)."""
+    return b"\x00" in head or text[:-4].count("\ufffd") > _INVALID_SHARE * max(1, len(text))
 
 
 #: "** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):", the title nsys profile --stats=true prints above each table

@@ -21,6 +21,7 @@ prints for the same enums.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -80,6 +81,19 @@ RULE_SEVERITY: dict[int, str] = {0: "ok", 1: "info", 2: "warning", 3: "warning",
 RULE_TYPE_SEVERITY: dict[str, str] = {"OK": "ok", "INF": "info", "OPT": "warning", "WRN": "warning", "ERR": "error"}
 #: ``ncu_report`` speed-up estimate types (SpeedupType_UNKNOWN = 0, LOCAL = 1, GLOBAL = 2)
 SPEEDUP_TYPE: dict[int, str] = {1: "local", 2: "global"}
+
+# Links in a rule message as ``ncu_report`` gives it: "@url:Profiling Guide:https://...@" and
+# "@section:SourceCounters:Source Counters@"; the CSV and text pages print them as "Profiling Guide
+# (https://...)" and "Source Counters".
+_URL_MARKUP = re.compile(r"@url:([^:@]*):([^@]*)@")
+_SECTION_MARKUP = re.compile(r"@section:[^:@]*:([^@]*)@")
+
+
+def plain_rule_message(message: str | None) -> str | None:
+    """A rule message with its links written out as ncu's CSV and text pages print them."""
+    if not message or "@" not in message:
+        return message
+    return _SECTION_MARKUP.sub(r"\1", _URL_MARKUP.sub(r"\1 (\2)", message))
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ import polars as pl
 from coach.errors import InputError, ToolError
 from coach.ingest.cubin_lines import report_line_maps
 from coach.ingest.ncu_source import SourceTables
-from coach.ingest.ncu_common import RULE_SEVERITY, SPEEDUP_TYPE, canonical_metrics, devices, launch_config, to_base_units
+from coach.ingest.ncu_common import (RULE_SEVERITY, SPEEDUP_TYPE, canonical_metrics, devices, launch_config,
+                                     plain_rule_message, to_base_units)
 from coach.model import KernelProfile, Source, make_kernel_profile
 
 _FIRST_RECORD = 10  # magic b"NVR\0" and a 6-byte header come first
@@ -319,7 +320,7 @@ def _rules(action, launch_id: int) -> list[dict[str, Any]]:
             "section_id": r.get("section_identifier"),
             "severity": RULE_SEVERITY.get(msg.get("type"), str(msg.get("type"))),
             "title": msg.get("title"),
-            "message": msg.get("message"),
+            "message": plain_rule_message(msg.get("message")),
             "speedup_type": SPEEDUP_TYPE.get(speed.get("type")) if speed else None,
             "speedup_pct": speed.get("speedup") if speed else None,
             "focus_metrics": [

@@ -206,7 +206,8 @@ SYMPTOM_RULES = {"IssueSlotUtilization", "HighPipeUtilization", "CPIStall", "Ach
 
 def _compare_with_ncu(top: Finding, ncu_rules: tuple[dict[str, Any], ...]) -> Finding:
     """Say where Nsight Compute's own guidance leads elsewhere than our top finding."""
-    warnings = [r for r in ncu_rules if r.get("severity") in ("warning", "error")]
+    # (a result whose rule is not known, from a text report, cannot be named or matched)
+    warnings = [r for r in ncu_rules if r.get("severity") in ("warning", "error") and r.get("rule_id")]
     if not warnings:
         return top
     first = warnings[0]

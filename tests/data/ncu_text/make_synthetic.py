@@ -83,15 +83,27 @@ def render(*, old: bool, summary: bool = False) -> str:
                 chart = [m for m in metrics if m[0] in ("Memory Throughput", "Compute (SM) Throughput")]
                 lines += ["", "    GPU Throughput Chart", "    Table Name : GPU Throughput",
                           *_table([(n.replace(" Throughput", " [%]"), u, v) for n, u, v in chart], header=True)]
-            for r in sec_rows:
-                if not r["Rule Name"] or not r["Rule Description"]:
-                    continue
-                wrapped = textwrap.wrap(r["Rule Description"], RULE_WIDTH)
-                kind = {"OPTIMIZATION": "OPT", "WARNING": "WRN", "INFO": "INF"}.get(r["Rule Type"], r["Rule Type"][:3])
-                lines += ["", f"    {kind:<5} {wrapped[0]}", *(f"          {w}" for w in wrapped[1:])]
+            rules = [r for r in sec_rows if r["Rule Name"] and r["Rule Description"]]
+            for k, r in enumerate(rules):
+                # 2019.x-2021.1: a table's first result under its closing dashes, the next after a blank line;
+                # later: a blank line, then a dashed line between two results
+                lines += ([] if k == 0 else [""]) if old else [""] if k == 0 else [f"    {'-' * 5} {'-' * RULE_WIDTH}"]
+                lines += _rule(r, old=old)
             if metrics:
                 lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _rule(r: dict[str, str], *, old: bool) -> list[str]:
+    """A rule result as ncu prints it: its type, then its message wrapped at RULE_WIDTH. 2023 and later
+    put the estimate first ("Est. Speedup" for a global one, "Est. Local Speedup" for a local one), pad
+    every line to the full width, and cut a word longer than a line (a URL) where the line ends."""
+    wrapped = textwrap.wrap(r["Rule Description"], RULE_WIDTH, break_on_hyphens=False)
+    if not old and r["Estimated Speedup"]:
+        local = " Local" if r["Estimated Speedup Type"] == "local" else ""
+        wrapped = [f"Est.{local} Speedup: {r['Estimated Speedup']}%", *wrapped]
+    lines = [f"    {r['Rule Type']:<5} {wrapped[0]}", *(f"          {w}" for w in wrapped[1:])]
+    return lines if old else [f"{line:<{10 + RULE_WIDTH}}" for line in lines]
 
 
 # what a `ncu --metrics A,B` run prints: one "Command line profiler metrics" table per launch
