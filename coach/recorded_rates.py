@@ -55,15 +55,18 @@ DATASHEET_FIELD = {
 #: The DRAM ceilings, by the traffic each measures.
 COPY = "dram_copy_bandwidth_bytes_per_s"
 READ = "dram_read_bandwidth_bytes_per_s"
-#: Write shares of DRAM traffic (written over read plus written bytes) that make a copy's mix: the
-#: calibration's copy is half and half; a kernel writing a third of its bytes (read two arrays, write
-#: one) turns the bus around as often as makes no difference, one writing a tenth does not.
+#: Write shares of DRAM traffic (written over read plus written bytes) that count as a copy's mix.
+#: The calibration's copy writes half its bytes; the bounds take in a kernel that reads two arrays and
+#: writes one (a third written) and leave out one that writes a tenth, whose traffic is mostly reads.
 COPY_WRITE_SHARE = (0.30, 0.70)
 #: Below this write share the traffic is reads: a reduction writes its partial sums (528 floats per
 #: GiB read in kernels/reduction rung 04), a GEMV its output vector.
 READ_ONLY_WRITE_SHARE = 0.05
+_KINDS = "a copy ceiling counts a mix of reads and writes, the read ceiling reads alone"
 #: What an Nsight Compute DRAM rate needs to count toward either DRAM ceiling.
-NEEDS_SPLIT = "not checked: needs dram__bytes_read.sum and dram__bytes_write.sum (a copy ceiling counts a mix of reads and writes, the read ceiling reads alone)"
+NEEDS_SPLIT = f"not checked: needs dram__bytes_read.sum and dram__bytes_write.sum ({_KINDS})"
+#: What a scenario's rate needs to count toward either DRAM ceiling.
+NEEDS_WRITTEN = f"not checked: needs the model's written_bytes ({_KINDS})"
 
 
 def dram_kind(write_share: float | None) -> str | None:
@@ -186,7 +189,7 @@ def _scenario_bytes_rate(m: scenarios.Model, variant: str, seconds: float, where
     share = m.write_share(variant)
     kind = dram_kind(share)
     if share is None:
-        return {**row, "why": "not checked: needs the model's written_bytes (a copy ceiling counts a mix of reads and writes, the read ceiling reads alone)"}
+        return {**row, "why": NEEDS_WRITTEN}
     if kind is None:
         return {**row, "why": _neither(share, "the model's bytes")}
     return {**row, "measurement": kind}
@@ -234,10 +237,12 @@ def profile_rates(profile: Any, where: str) -> list[dict[str, Any]]:
 
     copy = fastest(wide.filter(pl.col("kind") == COPY), "dram_bandwidth_bytes_per_s")
     if copy:
-        rows.append({"measurement": COPY, "value": float(copy[1]), "where": f"{where} {copy[0]}, {copy[2]:.0%} of its DRAM bytes written"})
+        rows.append({"measurement": COPY, "value": float(copy[1]),
+                     "where": f"{where} {copy[0]}, {copy[2]:.0%} of its DRAM bytes written"})
     read_only = fastest(wide.filter(pl.col("kind") == READ), "dram_read_bandwidth_bytes_per_s")
     if read_only:
-        rows.append({"measurement": READ, "value": float(read_only[1]), "where": f"{where} {read_only[0]}, {read_only[2]:.1%} of its DRAM bytes written"})
+        rows.append({"measurement": READ, "value": float(read_only[1]),
+                     "where": f"{where} {read_only[0]}, {read_only[2]:.1%} of its DRAM bytes written"})
     fp32 = wide.filter(pl.col("fp32_flop_per_s").is_not_null()).sort("fp32_flop_per_s", descending=True).head(1)
     if fp32.height:
         rows.append({"measurement": "fp32_simt_matmul_flop_per_s", "value": float(fp32["fp32_flop_per_s"][0]),
@@ -246,7 +251,9 @@ def profile_rates(profile: Any, where: str) -> list[dict[str, Any]]:
     if other:
         name, value, share = other
         why = NEEDS_SPLIT if share is None else _neither(share, "its DRAM bytes")
-        rows.append({"measurement": COPY, "value": float(value), "where": f"{where} {name}", "why": why})
+        # not a calibration measurement's rate: the kernel's DRAM bytes, read and written, per second
+        rows.append({"measurement": "dram_bandwidth_bytes_per_s", "value": float(value), "where": f"{where} {name}",
+                     "why": why})
     return rows
 
 
