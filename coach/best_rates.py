@@ -11,11 +11,15 @@ of each kind is the larger of the calibration and the best rate recorded, and it
 
     {"coach_best_rates": 1, "gpu": "h200",
      "rates": {"dram_copy_bandwidth_bytes_per_s": {"value": 4.49e12, "where": "..."}, ...},
-     "rejected": [{"measurement": ..., "value": ..., "where": ..., "why": ...}]}
+     "rejected": [{"measurement": ..., "value": ..., "where": ..., "why": ...}],
+     "not_used": [{"measurement": ..., "value": ..., "where": ..., "why": ...}]}
 
 It is written by ``coach.recordings.write_best_rates`` when recordings are imported, and a test
 checks that it agrees with the traces. A rate above the datasheet's peak is not folded in (it can
-only be a miscount) but listed under ``rejected``, which the same test requires to be empty.
+only be a miscount) but listed under ``rejected``, which the same test requires to be empty. A DRAM
+rate whose traffic is not known to be of the ceiling's kind (a copy's mix of reads and writes, or
+reads alone: ``coach.recorded_rates``) is not folded in either, but listed under ``not_used`` with
+what it needs.
 
 This module needs only the standard library: scenarios and ladders read it on the GPU machine too.
 """
@@ -45,10 +49,11 @@ def read_file(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {"rates": {}, "rejected": []}
+        return {"rates": {}, "rejected": [], "not_used": []}
     if not isinstance(doc, dict) or doc.get("coach_best_rates") != BEST_RATES_FORMAT:
-        return {"rates": {}, "rejected": []}
-    return {"rates": dict(doc.get("rates") or {}), "rejected": list(doc.get("rejected") or []), "gpu": doc.get("gpu")}
+        return {"rates": {}, "rejected": [], "not_used": []}
+    return {"rates": dict(doc.get("rates") or {}), "rejected": list(doc.get("rejected") or []),
+            "not_used": list(doc.get("not_used") or []), "gpu": doc.get("gpu")}
 
 
 def measured_ceiling(measurement: str, calibrated: float | None, best: dict[str, Any]) -> tuple[float | None, str]:

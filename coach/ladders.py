@@ -441,7 +441,7 @@ def _gpu_folder(path: Path) -> Path | None:
 def _best_rates_beside(path: Path) -> dict[str, Any]:
     """The best-rates file of the traces GPU folder a results file lives in (``<traces>/<gpu>/best-rates.json``)."""
     gpu = _gpu_folder(path)
-    return best_rates.read_file(gpu / best_rates.BEST_RATES_FILE) if gpu else {"rates": {}, "rejected": []}
+    return best_rates.read_file(gpu / best_rates.BEST_RATES_FILE) if gpu else {"rates": {}, "rejected": [], "not_used": []}
 
 
 def _calibration_beside(path: Path, name: str) -> float | None:

@@ -8,9 +8,23 @@ Three kinds of recording measure a rate of the same kind as a calibration ceilin
 - a scenario variant (``traces/<gpu>/scenario-*/results.json``): its model's rate that fits the
   ceiling it names (useful bytes, or FLOPs, per unit of work over the median time per unit);
 - a kernel profiled by Nsight Compute (every saved kernel profile under ``traces/<gpu>``): DRAM
-  bytes read and written over its duration (against the copy ceiling, which also counts read plus
-  written bytes), DRAM bytes read alone (against the read ceiling), and FP32 FLOPs on the FMA pipe
-  (against the FP32 matmul ceiling).
+  bytes over its duration, and FP32 FLOPs on the FMA pipe (against the FP32 matmul ceiling).
+
+The two DRAM ceilings are different programs: the copy ceiling reads and writes (half and half),
+the read ceiling only reads. Traffic of reads alone needs no read/write turnarounds on the DRAM bus
+and can run faster than any copy, so a read-only kernel's rate says nothing of what a copy can do.
+A DRAM rate therefore counts toward one of them only where its traffic is known to be of that kind:
+
+- toward the copy ceiling (read plus written bytes over the time) where writes are a real share of
+  the traffic, ``COPY_WRITE_SHARE``;
+- toward the read ceiling (bytes read over the time) where the traffic is reads all but
+  ``READ_ONLY_WRITE_SHARE``.
+
+A kernel's split is what Nsight Compute counted (dram__bytes_read.sum and dram__bytes_write.sum, or
+their sectors); a scenario's is its model's ``written_bytes`` over its ``useful_bytes``; a ladder's
+ceiling is named by its work model (a ladder naming the copy ceiling reads and writes each element
+once, tests/test_recorded_rates.py checks its declared size). A rate whose split is unknown, or fits
+neither kind, is not used: it is listed under ``not_used``, with what it needs.
 
 A rate above the GPU's datasheet peak of the same kind is a miscount, not a measurement: it is kept
 out of the ceiling and listed as rejected.
@@ -38,26 +52,63 @@ DATASHEET_FIELD = {
     "bf16_tensor_matmul_flop_per_s": "peak_bf16_tensor_flop_per_s",
     "fp8_tensor_matmul_flop_per_s": "peak_fp8_tensor_flop_per_s",
 }
-#: Nsight Compute's per-launch rates, by measurement: the derived column of coach.analyze.kernel_metrics.
-NCU_RATES = {
-    "dram_copy_bandwidth_bytes_per_s": "dram_bandwidth_bytes_per_s",
-    "dram_read_bandwidth_bytes_per_s": "dram_read_bandwidth_bytes_per_s",
-    "fp32_simt_matmul_flop_per_s": "fp32_flop_per_s",
-}
+#: The DRAM ceilings, by the traffic each measures.
+COPY = "dram_copy_bandwidth_bytes_per_s"
+READ = "dram_read_bandwidth_bytes_per_s"
+#: Write shares of DRAM traffic (written over read plus written bytes) that count as a copy's mix.
+#: The calibration's copy writes half its bytes; the bounds take in a kernel that reads two arrays and
+#: writes one (a third written) and leave out one that writes a tenth, whose traffic is mostly reads.
+COPY_WRITE_SHARE = (0.30, 0.70)
+#: Below this write share the traffic is reads: a reduction writes its partial sums (528 floats per
+#: GiB read in kernels/reduction rung 04), a GEMV its output vector.
+READ_ONLY_WRITE_SHARE = 0.05
+_KINDS = "a copy ceiling counts a mix of reads and writes, the read ceiling reads alone"
+#: What an Nsight Compute DRAM rate needs to count toward either DRAM ceiling.
+NEEDS_SPLIT = f"not checked: needs dram__bytes_read.sum and dram__bytes_write.sum ({_KINDS})"
+#: What a scenario's rate needs to count toward either DRAM ceiling.
+NEEDS_WRITTEN = f"not checked: needs the model's written_bytes ({_KINDS})"
+
+
+def dram_kind(write_share: float | None) -> str | None:
+    """The DRAM ceiling (``COPY`` or ``READ``) traffic with ``write_share`` counts toward; None where
+    the share is unknown or fits neither."""
+    if write_share is None:
+        return None
+    if COPY_WRITE_SHARE[0] <= write_share <= COPY_WRITE_SHARE[1]:
+        return COPY
+    if write_share < READ_ONLY_WRITE_SHARE:
+        return READ
+    return None
+
+
+def _neither(write_share: float, whose: str) -> str:
+    lo, hi = COPY_WRITE_SHARE
+    return (f"not used: writes are {write_share:.0%} of {whose}, neither a copy's mix ({lo:.0%}-{hi:.0%}) "
+            f"nor reads alone (under {READ_ONLY_WRITE_SHARE:.0%})")
+
+
+SCHEMA = {"measurement": pl.Utf8, "value": pl.Float64, "where": pl.Utf8, "why": pl.Utf8}
+
+
+def recorded(gpu: str, traces: Path | None = None) -> pl.DataFrame:
+    """Every recorded rate on ``gpu``: measurement, value, where, and why it is not used (null where
+    it counts toward ``measurement``)."""
+    base = (Path(traces) if traces is not None else traces_dir()) / gpu
+    rows = [*_ladder_rates(base), *_scenario_rates(base, gpu, traces), *_ncu_rates(base)]
+    return pl.DataFrame([{"why": None, **r} for r in rows], schema=SCHEMA)
 
 
 def candidates(gpu: str, traces: Path | None = None) -> pl.DataFrame:
-    """Every recorded rate on ``gpu``: measurement, value, where."""
-    base = (Path(traces) if traces is not None else traces_dir()) / gpu
-    rows = [*_ladder_rates(base), *_scenario_rates(base, gpu, traces), *_ncu_rates(base)]
-    return pl.DataFrame(rows, schema={"measurement": pl.Utf8, "value": pl.Float64, "where": pl.Utf8})
+    """Every recorded rate on ``gpu`` that counts toward a ceiling: measurement, value, where."""
+    return recorded(gpu, traces).filter(pl.col("why").is_null()).drop("why")
 
 
 def collect(gpu: str, traces: Path | None = None) -> dict[str, Any]:
     """The best-rates document for ``gpu`` (see ``coach.best_rates``)."""
     from coach.analyze import hardware  # noqa: PLC0415 - the datasheet, for the sanity bound
 
-    found = candidates(gpu, traces).filter(pl.col("measurement").is_in(list(DATASHEET_FIELD)))
+    every = recorded(gpu, traces)
+    found = every.filter(pl.col("why").is_null() & pl.col("measurement").is_in(list(DATASHEET_FIELD)))
     try:
         entry = hardware.get(gpu)
     except CoachError:  # a GPU the tables lack, or a data folder without them: no datasheet to bound by
@@ -68,6 +119,7 @@ def collect(gpu: str, traces: Path | None = None) -> dict[str, Any]:
     best = (judged.filter("ok").sort("value", descending=True).group_by("measurement", maintain_order=True).first()
             .sort("measurement"))
     rejected = judged.filter(~pl.col("ok")).sort("measurement", "value")
+    unused = every.filter(pl.col("why").is_not_null()).sort("measurement", "value", "where", descending=[False, True, False])
     return {
         "coach_best_rates": best_rates.BEST_RATES_FORMAT,
         "gpu": gpu,
@@ -76,6 +128,8 @@ def collect(gpu: str, traces: Path | None = None) -> dict[str, Any]:
         "rejected": [{"measurement": r["measurement"], "value": r["value"], "where": r["where"],
                       "why": f"above the datasheet's {r['limit']:.4g}: a miscount, not a measurement"}
                      for r in rejected.iter_rows(named=True)],
+        "not_used": [{"measurement": r["measurement"], "value": r["value"], "where": r["where"], "why": r["why"]}
+                     for r in unused.iter_rows(named=True)],
     }
 
 
@@ -89,6 +143,8 @@ def write(gpu: str, traces: Path | None = None) -> Path:
 
 
 def _ladder_rates(base: Path) -> Iterator[dict[str, Any]]:
+    # A ladder's rates count toward the ceiling it names: the one its work model's traffic is of
+    # (kernels/<ladder>/ladder.toml's size says what is read and what written).
     for path in sorted((base / "ladders").rglob("results*.json")):
         try:
             res = ladders.load_results(path)
@@ -119,14 +175,27 @@ def _scenario_rates(base: Path, gpu: str, traces: Path | None) -> Iterator[dict[
             seconds = t_ms * 1e-3
             where = f"{scn.id} {variant}, the model's work over its median time per {scn.unit or 'run'}"
             if m.bytes_ceiling_name:
-                yield {"measurement": m.bytes_ceiling_name, "value": m.useful(variant) / seconds, "where": where}
+                yield _scenario_bytes_rate(m, variant, seconds, where)
             flops = m.value(m.flops)
             if m.flops_ceiling_name and flops:
                 yield {"measurement": m.flops_ceiling_name, "value": flops / seconds, "where": where}
 
 
+def _scenario_bytes_rate(m: scenarios.Model, variant: str, seconds: float, where: str) -> dict[str, Any]:
+    """A scenario's useful bytes per second, toward the DRAM ceiling its model's traffic is of."""
+    row = {"measurement": m.bytes_ceiling_name, "value": m.useful(variant) / seconds, "where": where}
+    if m.bytes_ceiling_name not in (COPY, READ):
+        return row
+    share = m.write_share(variant)
+    kind = dram_kind(share)
+    if share is None:
+        return {**row, "why": NEEDS_WRITTEN}
+    if kind is None:
+        return {**row, "why": _neither(share, "the model's bytes")}
+    return {**row, "measurement": kind}
+
+
 def _ncu_rates(base: Path) -> Iterator[dict[str, Any]]:
-    from coach.analyze.kernel_metrics import with_derived  # noqa: PLC0415
     from coach.ingest import load  # noqa: PLC0415
 
     for meta in sorted(base.rglob("coach-profile.json")):
@@ -136,13 +205,67 @@ def _ncu_rates(base: Path) -> Iterator[dict[str, Any]]:
             continue
         if kind != "kernel-profile":
             continue
-        profile = load(meta.parent)
-        wide = with_derived(profile.launches, profile.devices).with_columns(
-            fp32_flop_per_s=pl.when(pl.col("duration_ns") > 0).then(pl.col("fp32_flop") / (pl.col("duration_ns") * 1e-9)))
-        rel = meta.parent.relative_to(base)
-        for measurement, column in NCU_RATES.items():
-            best = wide.select("kernel_name", column).drop_nulls().sort(column, descending=True).head(1)
-            if best.height:
-                name, value = best.row(0)
-                yield {"measurement": measurement, "value": float(value),
-                       "where": f"Nsight Compute, {rel} {name}"}
+        yield from profile_rates(load(meta.parent), f"Nsight Compute, {meta.parent.relative_to(base)}")
+
+
+#: Canonical columns a saved profile's launches may lack where it was read before the mapping
+#: (coach/ingest/ncu_metrics.csv) derived them: taken again from its long metrics table.
+_REDERIVED = ("duration_ns", "dram_bytes", "dram_read_bytes", "dram_write_bytes")
+
+
+def profile_rates(profile: Any, where: str) -> list[dict[str, Any]]:
+    """The rates one kernel profile records, as rows of ``recorded``: its fastest DRAM rate of each
+    kind (copy, read) among the launches whose read/write split is known to be of that kind, its
+    fastest FP32 rate, and its fastest DRAM rate that counts toward neither (with why)."""
+    from coach.analyze.kernel_metrics import ratio, with_derived  # noqa: PLC0415
+
+    launches = _with_metric_columns(profile)
+    seconds = pl.col("duration_ns") * 1e-9
+    read, written = pl.col("dram_read_bytes"), pl.col("dram_write_bytes")
+    wide = with_derived(launches, profile.devices).with_columns(
+        fp32_flop_per_s=ratio(pl.col("fp32_flop"), seconds),
+        dram_write_share=ratio(written, read + written),
+    ).with_columns(
+        kind=pl.when(pl.col("dram_write_share").is_between(*COPY_WRITE_SHARE)).then(pl.lit(COPY))
+        .when(pl.col("dram_write_share") < READ_ONLY_WRITE_SHARE).then(pl.lit(READ)),
+    )
+    rows: list[dict[str, Any]] = []
+
+    def fastest(frame: pl.DataFrame, column: str) -> tuple[Any, ...] | None:
+        best = frame.filter(pl.col(column).is_not_null()).sort(column, descending=True).head(1)
+        return best.select("kernel_name", column, "dram_write_share").row(0) if best.height else None
+
+    copy = fastest(wide.filter(pl.col("kind") == COPY), "dram_bandwidth_bytes_per_s")
+    if copy:
+        rows.append({"measurement": COPY, "value": float(copy[1]),
+                     "where": f"{where} {copy[0]}, {copy[2]:.0%} of its DRAM bytes written"})
+    read_only = fastest(wide.filter(pl.col("kind") == READ), "dram_read_bandwidth_bytes_per_s")
+    if read_only:
+        rows.append({"measurement": READ, "value": float(read_only[1]),
+                     "where": f"{where} {read_only[0]}, {read_only[2]:.1%} of its DRAM bytes written"})
+    fp32 = wide.filter(pl.col("fp32_flop_per_s").is_not_null()).sort("fp32_flop_per_s", descending=True).head(1)
+    if fp32.height:
+        rows.append({"measurement": "fp32_simt_matmul_flop_per_s", "value": float(fp32["fp32_flop_per_s"][0]),
+                     "where": f"{where} {fp32['kernel_name'][0]}"})
+    other = fastest(wide.filter(pl.col("kind").is_null()), "dram_bandwidth_bytes_per_s")
+    if other:
+        name, value, share = other
+        why = NEEDS_SPLIT if share is None else _neither(share, "its DRAM bytes")
+        # not a calibration measurement's rate: the kernel's DRAM bytes, read and written, per second
+        rows.append({"measurement": "dram_bandwidth_bytes_per_s", "value": float(value), "where": f"{where} {name}",
+                     "why": why})
+    return rows
+
+
+def _with_metric_columns(profile: Any) -> pl.DataFrame:
+    """``profile.launches`` with ``_REDERIVED`` filled from its metrics table where null."""
+    launches = profile.launches
+    metrics = getattr(profile, "metrics", None)
+    if metrics is None or metrics.height == 0 or "launch_id" not in launches.columns:
+        return launches
+    from coach.ingest.ncu_common import canonical_metrics  # noqa: PLC0415
+
+    again = canonical_metrics(metrics).select("launch_id", *[pl.col(c).alias(f"{c}__again") for c in _REDERIVED])
+    return (launches.join(again, on="launch_id", how="left", maintain_order="left")
+            .with_columns(pl.coalesce(c, f"{c}__again").alias(c) for c in _REDERIVED)
+            .drop(f"{c}__again" for c in _REDERIVED))

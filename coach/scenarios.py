@@ -152,6 +152,9 @@ class Model:
     flops_source: str = ""  # where the arithmetic ceiling comes from
     bytes_ceiling_name: str | None = None  # the calibration measurement the bandwidth ceiling is, if measured
     flops_ceiling_name: str | None = None
+    #: variant -> the bytes of its useful bytes that are written (the rest are read); "slow" stands for
+    #: every variant not named; empty where the model does not say
+    written_by_variant: Mapping[str, str] = field(default_factory=dict)
 
     def value(self, expr: str) -> float:
         return evaluate(expr, self.sizes)
@@ -159,6 +162,14 @@ class Model:
     def useful(self, variant: str = "slow") -> float:
         """The fewest bytes ``variant``'s work must move, per unit of work."""
         return self.value(self.useful_by_variant.get(variant, self.useful_bytes))
+
+    def write_share(self, variant: str = "slow") -> float | None:
+        """The share of ``variant``'s useful bytes that are written (``written_bytes`` over
+        ``useful_bytes``); None where the model does not say. It decides which DRAM ceiling a rate of
+        this work can stand for: a copy's mix of reads and writes, or reads alone."""
+        expr = self.written_by_variant.get(variant, self.written_by_variant.get("slow"))
+        useful = self.useful(variant)
+        return None if expr is None or useful <= 0 else self.value(expr) / useful
 
     def bytes_s(self, variant: str = "slow") -> float:
         """The useful bytes over the bandwidth ceiling."""
@@ -632,6 +643,19 @@ def _model(f: _Fields) -> Model:
         useful = by_variant["slow"]
     else:
         useful = expr(f, "useful_bytes")
+    written: dict[str, str] = {}
+    raw_written = f.data.get("written_bytes")
+    if isinstance(raw_written, dict):
+        written_t = f.table("written_bytes")
+        for variant in written_t.data:
+            if variant not in VARIANTS:
+                raise written_t.error(variant, f"is not a variant (one of {', '.join(VARIANTS)})")
+            written[variant] = expr(written_t, variant)
+        if "slow" not in written:
+            raise written_t.error("slow", "is missing (the slow variant's written bytes)")
+        written_t.done()
+    elif raw_written is not None:
+        written["slow"] = expr(f, "written_bytes")
     flops = expr(f, "flops")
     flop_unit = f.text("flop_unit", "FLOP", required=False) or "FLOP"
     bytes_per_s, bytes_src = _ceiling(f, "bytes_per_s", required=True)
@@ -649,7 +673,8 @@ def _model(f: _Fields) -> Model:
     return Model(bound=bound, sizes=sizes, useful_bytes=useful, flops=flops, moved_bytes=moved,
                  bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source, useful_by_variant=by_variant,
                  flop_unit=flop_unit, bytes_source=bytes_src or given, flops_source=flops_src or given,
-                 bytes_ceiling_name=_measured_name(f, "bytes_per_s"), flops_ceiling_name=_measured_name(f, "flop_per_s"))
+                 bytes_ceiling_name=_measured_name(f, "bytes_per_s"), flops_ceiling_name=_measured_name(f, "flop_per_s"),
+                 written_by_variant=written)
 
 
 def _measured_name(f: _Fields, key: str) -> str | None:
