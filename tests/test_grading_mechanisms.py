@@ -87,3 +87,54 @@ def test_a_reordered_match_must_hold_what_makes_the_claim_wrong():
     is when threads of one warp take different branches" is the truth; "blocks" would make it wrong."""
     assert "rf-divergence-blocks" not in _flags("exec-03", "Divergence is when threads of the same warp take "
                                                            "different branches, and each path runs in turn.")
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers held against the worked answer's (coach.exercises.figures)
+# --------------------------------------------------------------------------------------------
+
+def _wrong_numbers(item: str, text: str) -> list[str]:
+    return [h.quote for h in load_bank().question(item).grade(text).flags if h.concept.id.startswith("wrong-number")]
+
+
+@pytest.mark.parametrize("item, text, quote", [
+    # off by ten: the worked answer reads 68.7 GB at 4.19 TB/s in 16.4 ms
+    ("design-04", "The batch holds 68.7 GB of KV cache; at the measured 4.19 TB/s reading it takes about 1.6 ms.",
+     "about 1.6 ms"),
+    # a counted thing: a 64 x 256 FP32 accumulator is 128 registers per thread, not 32
+    ("hop-05", "The 64 x 256 FP32 accumulator is 64 x 256 / 128 = 32 registers per thread.", "32 registers"),
+    # a symbol glued to numbers the worked answer glues too: MFU counts 6ND
+    ("train-04", "The recompute is one extra forward, 8ND in all, so I would count 12ND in MFU.", "12nd"),
+    # a bare number after a colon takes the counted thing named before it: "Sectors per request, ...: 4 is ideal"
+    ("nw-14", "For 32-bit loads the ideal is 32 sectors per request.", "32 sectors"),
+    # number words and hyphens read as digits and units: "sixteen KB" would be wrong too
+    ("tvc-09", "Per stage (128*64 + 64*128) elements of BF16 make 16 KB.", "16 kb"),
+])
+def test_a_number_off_by_a_factor_is_a_wrong_claim(item, text, quote):
+    g = load_bank().question(item).grade(text)
+    assert quote in _wrong_numbers(item, text) and g.verdict == "fail"
+    line = next(x for x in g.feedback() if x.startswith("! red flag: a number off by a factor"))
+    assert f'"{quote}"' in line and "worked answer has" in line  # names the number said and the right one
+
+
+@pytest.mark.parametrize("item, text", [
+    # the right numbers, rounded or in other units
+    ("design-04", "The batch holds 68.7 GB of KV cache; at the measured 4.19 TB/s reading it takes about 16 ms."),
+    ("design-04", "Per token it is 128 KiB of K and V, so the batch's 64 GiB take about 16 ms at 4.19 TB/s."),
+    ("hb-06", "A100 reads about 2.0 TB/s and H100 3.35 TB/s, so about 1.6x."),  # 2.0 TB/s is the datasheet's 2,039 GB/s
+    # a number denied, or only supposed, is not asserted
+    ("hop-05", "The 64 x 256 FP32 accumulator is not 32 registers per thread: it takes 128."),
+    ("hop-05", "If the accumulator were 64 x 64 it would be 32 registers per thread; 64 x 256 takes 128."),
+    # an ordinal is no number of a glued symbol; a product is no ratio
+    ("train-04", "Recomputation is a 2nd forward: 8ND in all, while MFU still counts 6ND."),
+    ("hop-05", "M is 64 per warpgroup: a 64 x 256 tile of FP32 takes 128 registers per thread."),
+    # a number in a context the worked answer has no number for is left alone
+    ("design-04", "Our previous model served 12 ms per step, so the budget is tight."),
+])
+def test_a_right_or_unasserted_number_is_not(item, text):
+    assert not _wrong_numbers(item, text)
+
+
+def test_a_number_the_question_gives_is_not_wrong():
+    """perf-08 gives 264 and 270 tiles; the worked answer's waves are 2 and 3: repeating the question is right."""
+    assert not _wrong_numbers("perf-08", "264 tiles fill two waves of 132 SMs, and 270 tiles need three waves.")

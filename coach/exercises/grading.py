@@ -56,6 +56,10 @@ A claim counts only where a sentence *asserts* it:
 * **Quantities.** A concept with a ``quantity`` (value, unit, relative tolerance) is found where the
   answer states that number in a compatible unit: "265 blocks", "~57 KB", "1.4x" (see
   ``coach.exercises.quantity.mentions``).
+* **Wrong numbers.** Graded with the worked answer (``reference``), a number the answer asserts for
+  the same quantity as one of the worked answer's (the same unit or counted thing, and the same
+  words around it) that is off by a factor is a red flag naming both numbers: "at 4.19 TB/s that is
+  about 1.6 ms" where the worked answer has 16.4 ms (``coach.exercises.figures``).
 
 The score is the signals found minus the red flags shown; the ``verdict`` is ``pass`` (no red flag,
 no contradiction, at least ``PASS_SHARE`` of the signals), ``fail``, or ``unsure`` where the answer
@@ -1300,11 +1304,14 @@ def _ids(c: Concept) -> set[str]:
 
 
 def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept],
-          *, classic: bool = True) -> Grade:
+          *, classic: bool = True, reference: str = "", given: str = "") -> Grade:
     """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states.
 
     With ``classic``, the bank's classic misconceptions (red flags marked ``universal``: "higher
-    occupancy is always better", "just cast to FP8") are red flags of every rubric too."""
+    occupancy is always better", "just cast to FP8") are red flags of every rubric too. With a
+    ``reference`` (the worked answer) and what the question ``given``s, a number the answer states
+    that is off by a factor from the worked one of the same quantity is a red flag too
+    (``coach.exercises.figures``)."""
     own = tuple(red_flags)
     if classic:
         named = set().union(*(_ids(c) for c in own)) if own else set()
@@ -1340,8 +1347,23 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
             continue
         shown.append(m)
         flags.append(Hit(c, m.quote, m.loose))
+    flags += _wrong_numbers(answer, reference, given, analysis.listed)
     return Grade(tuple(found), tuple(missed), tuple(flags), contradicted=tuple(contra), listed=tuple(listed),
                  words=len(answer.split()))
+
+
+def _wrong_numbers(answer: str, reference: str, given: str, listed: frozenset[int]) -> list[Hit]:
+    """A red flag for each number of ``answer`` off by a factor from the worked answer's."""
+    if not reference:
+        return []
+    from coach.exercises.figures import wrong_numbers  # noqa: PLC0415 - figures reads this module's sentences
+
+    out = []
+    for i, (stated, worked, clause) in enumerate(wrong_numbers(answer, reference, given=given, listed=listed)):
+        c = Concept(f"wrong-number-{i + 1}", f"a number off by a factor ({worked.quote} in the worked answer)",
+                    f'The worked answer has {worked.quote} for it: "{clause}".', (stated.quote,), loose_label=False)
+        out.append(Hit(c, stated.quote))
+    return out
 
 
 def self_mark(concepts: tuple[Concept, ...] | list[Concept], ask, show=print) -> list[str] | None:
