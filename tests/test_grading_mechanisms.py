@@ -138,3 +138,48 @@ def test_a_right_or_unasserted_number_is_not(item, text):
 def test_a_number_the_question_gives_is_not_wrong():
     """perf-08 gives 264 and 270 tiles; the worked answer's waves are 2 and 3: repeating the question is right."""
     assert not _wrong_numbers("perf-08", "264 tiles fill two waves of 132 SMs, and 270 tiles need three waves.")
+
+
+# --------------------------------------------------------------------------------------------
+# A short misconception in another order; a claim with its reason
+# --------------------------------------------------------------------------------------------
+
+def test_a_three_word_misconception_whole_and_close_is_read_in_any_order():
+    """"Padding is always the fix" said as "the fix is padding in all cases": every word, next to each other."""
+    assert "rf-padding-always" in _flags("smem-04", "For column reads the fix is padding in all cases.")
+
+
+def test_three_words_apart_or_denied_are_not_the_misconception():
+    # "a block can wait for the block before it" is not "waiting blocks are handed out before ..."
+    assert "rf-blocks-ordered" not in _flags("stream-07", "Give the small stream a higher priority so its waiting "
+                                                          "blocks are handed out before the big kernel's blocks.")
+    assert "rf-padding-always" not in _flags("smem-04", "Padding is not always the fix: swizzling keeps alignment.")
+    # three words the model answer itself uses ("pin every host buffer" lost its "every" as framing)
+    # say nothing in another order: "copies it on the host into a pinned staging buffer"
+    assert "rf-pin-everything" not in _flags("stream-09", "From pageable memory the driver copies the data on the "
+                                                          "host into a pinned staging buffer first.")
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # the claim in one clause, the words that make it wrong in its reason
+    ("train-07", "Nothing else is needed: upgrading will fix it, since a faster GPU raises MFU directly.",
+     "rf-faster-gpu-helps"),
+    # ", so it ..." refers back to the claim before (the comma and the "so" are one cut, not an empty claim)
+    ("exec-05", "L1 is a separate 256 KB cache next to shared memory, so it costs the L1 nothing.", "rf-l1-separate"),
+])
+def test_a_claim_and_its_reason_are_one_argument(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+def test_a_denied_reason_denies_the_argument():
+    assert "rf-faster-gpu-helps" not in _flags("train-07", "Upgrading will not fix it, since a faster GPU does not "
+                                                           "remove the idle gaps.")
+
+
+def test_reasons_and_consequences_join_their_claim():
+    from coach.exercises.grading import _sentences
+
+    (s,) = _sentences("Since blocks are launched in order, block t-1 is running, so it is safe.")
+    assert len({w.argument for w in s.words}) == 1
+    (s,) = _sentences("Blocks run in any order, and block t-1 may not be running.")
+    assert len({w.argument for w in s.words}) == 2

@@ -312,6 +312,9 @@ class _Word:
     #: index of the claim the word belongs to: its clause, or the clause before where its own clause
     #: goes on about the same subject ("local memory, which is on chip", "ring is optimal, so it's ...")
     claim: int = 0
+    #: index of the argument the word belongs to: its claim with the reasons and consequences said
+    #: for it ("X will fix it, since Y", "since X, Y", "X, so Y")
+    argument: int = 0
 
 
 @dataclass(frozen=True)
@@ -348,6 +351,7 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
         # an aside in brackets does not end the clause around it: "cudaMalloc (and so torch.empty) returns ..."
         cuts = [m.start() for m in _CLAUSE_END.finditer(spaced) if not _in_brackets(part, m.start())]
         claims = _claims(spaced, cuts)
+        arguments = _arguments(spaced, cuts, claims)
         words, every = [], []
         for m in _WORD.finditer(spaced):
             raw = m.group()
@@ -358,7 +362,8 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
             # and "in-place" say "chip" and "place" as plainly as "on chip" does
             head = re.search(r"([a-z0-9]+)[-_/]$", part[:m.start()])
             joined = head is not None and head.group(1) not in _STOPWORDS
-            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined, claims[clause])
+            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined, claims[clause],
+                      arguments[clause])
             every.append(w)
             if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
                 words.append(w)
@@ -381,9 +386,38 @@ def _claims(text: str, cuts: list[int]) -> list[int]:
     out: list[int] = []
     condition = False  # the clause before is a condition ("if X, Y" is one claim)
     for i in range(len(bounds) - 1):
-        ws = [w for w in re.findall(r"[a-z]+", text[bounds[i]:bounds[i + 1]]) if w not in _CONJUNCTIONS]
+        words = re.findall(r"[a-z0-9]+", text[bounds[i]:bounds[i + 1]])
+        ws = [w for w in words if w not in _CONJUNCTIONS]
+        if out and not words:  # nothing between two cuts (", so it is"): no clause of its own
+            out.append(out[-1])
+            continue
         out.append(out[-1] if out and ws and (ws[0] in _REFERRING or condition) else i)
         condition = bool(ws) and ws[0] in _CONDITIONS
+    return out
+
+
+#: A clause that starts with one of these gives the reason for a claim: of the clause before, or
+#: of the one after where it opens the sentence ("since blocks start in order, block t-1 is running").
+_REASONS = frozenset("because since as".split())
+#: A clause that starts with one of these is a consequence of the clause before.
+_CONSEQUENCES = frozenset("so therefore hence thus".split())
+
+
+def _arguments(text: str, cuts: list[int], claims: list[int]) -> list[int]:
+    """For each clause, the index of the argument it belongs to: its claim, joined with the clauses
+    that give a reason for it or draw a consequence from it."""
+    bounds = [0, *cuts, len(text)]
+    firsts = [next(iter(re.findall(r"[a-z0-9]+", text[bounds[i]:bounds[i + 1]])), "") for i in range(len(bounds) - 1)]
+    out = list(claims)
+    opening = [f for f in firsts if f][:1] == ["because"] or [f for f in firsts if f][:1] == ["since"]
+    seen_main = False  # a clause of the sentence other than an opening reason
+    for i in range(1, len(out)):
+        if not firsts[i] or firsts[i] in _REASONS or firsts[i] in _CONSEQUENCES or claims[i] == claims[i - 1] or (
+                opening and not seen_main):
+            seen_main = seen_main or bool(firsts[i] and firsts[i] not in _REASONS and claims[i] != claims[i - 1])
+            out[i] = out[i - 1]
+        else:
+            seen_main = True
     return out
 
 
@@ -822,11 +856,16 @@ def _loose_in(sent, k, cue, negs, scoped, need, required, span, min_words, stric
     # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
     # only with its head
     idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
-    if strict and not negs and len(cue) >= 4:
+    # (a cue of three words, in any order, only where a word of it is one the model answers do not
+    # use, or a word that carries a misconception's claim: "always", "gpu")
+    if strict and not negs and (len(cue) >= 4 or (len(cue) == 3 and (required or _CLAIM_WORDS & set(cue)))):
         # enough of a misconception's words (every one that makes it wrong among them), close
         # together in one affirmative claim, state it in whatever order: "an op's CPU time is the time
-        # its kernel took on the GPU", "doubling the FLOP rate is what decode needs", a passive
-        whole = _whole_claim(sent, idx, cue, 2 * len(cue), need, required)
+        # its kernel took on the GPU", "doubling the FLOP rate is what decode needs", a passive; a
+        # cue of three words only whole and close together ("padding is the fix in every case")
+        short = len(cue) == 3
+        whole = _whole_claim(sent, idx, cue, len(cue) if short else 2 * len(cue),
+                             sum(_weight(s) for s in cue) if short else need, required)
         if whole is not None:
             lo, hi = min(w.start for w in whole), max(w.end for w in whole)
             neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
@@ -858,11 +897,12 @@ def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: in
     stem of ``required``, within ``span`` words, if any."""
     by_claim: dict[int, dict[str, int]] = {}
     for i in idx:
-        by_claim.setdefault(sent.words[i].claim, {}).setdefault(sent.words[i].stem, i)
+        by_claim.setdefault(sent.words[i].argument, {}).setdefault(sent.words[i].stem, i)
     for claim, got in by_claim.items():
-        if (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3
-                and max(got.values()) - min(got.values()) <= span) and not any(
-                w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
+        clauses = {sent.words[i].clause for i in got.values()}  # a denial in a clause of the argument
+        if (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3  # none of it holds
+                and max(got.values()) - min(got.values()) <= span) and not any(  # does not deny it
+                w.clause in clauses and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
             return [sent.words[i] for i in sorted(got.values())]
     return None
 
