@@ -54,7 +54,7 @@ def grade_item(item: str, text: str) -> Grade:
     """An answer graded the way ``coach quiz`` (a bank id) or ``coach exercise`` (a scenario id) grades it."""
     if item.startswith("scenario-"):
         ex = _exercise(item)
-        return grade(text, ex.signals, ex.red_flags)
+        return grade(text, ex.signals, ex.red_flags, reference=ex.reference)
     return load_bank().question(item).grade(text)
 
 

@@ -135,6 +135,32 @@ def test_a_right_or_unasserted_number_is_not(item, text):
     assert not _wrong_numbers(item, text)
 
 
+def test_a_count_the_worked_answer_makes_is_a_kind_of_its_own():
+    """"two all-reduces" in the worked answer makes all-reduces a counted thing: four is wrong, two right;
+    a count in a "when" clause is an illustration ("when two lanes ..."), not a claim."""
+    assert _wrong_numbers("dist-05", "The forward of a layer needs four all-reduces, one per matmul.") == [
+        "four all-reduces"]
+    assert not _wrong_numbers("dist-05", "The forward of a layer needs two all-reduces, one per block, and the "
+                                         "backward two more.")
+    assert not _wrong_numbers("smem-01", "When two lanes of one warp read different words of one bank, they are "
+                                         "served one after another.")
+
+
+def test_a_scenario_answer_is_held_against_the_exercise():
+    """An exercise's reference is its symptom, its best choices with their reasons and its strong lines:
+    scenario 07's sines take 1.06 ms at the special-function rate."""
+    from coach.exercises.grading import grade
+    from coach.exercises.player import build, scenarios
+    from coach.scenarios import find
+
+    ex = build(find("scenario-07"), others=scenarios())
+    said = "At the special-function rate the sines alone would take {}, so the launch is far from its floor."
+    wrong = [h.quote for h in grade(said.format("10.6 ms"), ex.signals, ex.red_flags, reference=ex.reference).flags]
+    assert "10.6 ms" in wrong
+    assert not [h for h in grade(said.format("1.06 ms"), ex.signals, ex.red_flags, reference=ex.reference).flags
+                if h.concept.id.startswith("wrong-number")]
+
+
 def test_a_number_the_question_gives_is_not_wrong():
     """perf-08 gives 264 and 270 tiles; the worked answer's waves are 2 and 3: repeating the question is right."""
     assert not _wrong_numbers("perf-08", "264 tiles fill two waves of 132 SMs, and 270 tiles need three waves.")

@@ -101,10 +101,36 @@ def _context(sent, lo: int, hi: int, unit: str) -> frozenset[str]:
     return frozenset(w.stem for w in near if w.stem not in unit_stems and w.stem not in g.FRAMING and len(w.stem) > 1)
 
 
-def figures(text: str, *, glued: frozenset[str] = frozenset()) -> list[Figure]:
+#: A number and the word after it ("two all-reduces", "512 pages"): what it counts, if nothing else says.
+_COUNTED = re.compile(r"(?<![\w./*^])((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s+([a-z]+(?:-[a-z]+)?)\b")
+
+
+def _counted_stem(word: str) -> str:
+    return g.stem(word.replace("-", ""))
+
+
+def _counted_words(text: str) -> frozenset[str]:
+    """The words the worked answer counts with a number ("two all-reduces", "three waves") that no
+    unit of ``quantity`` names: each is a kind of its own."""
+    out = set()
+    for s in g._sentences(text):
+        for m in _COUNTED.finditer(_prepare(s.raw)):
+            word = m.group(2)
+            if not _kind(word) and not _kind(word.split("-")[0]) and word not in _NOT_COUNTED and len(word) > 2:
+                out.add(_counted_stem(word))
+    return frozenset(out)
+
+
+#: Words after a number that say nothing of what it counts.
+_NOT_COUNTED = frozenset(g._CONNECTORS | g._STOPWORDS | set(
+    "more less fewer times per of to or and than about roughly around nearly over under up down".split()))
+
+
+def figures(text: str, *, glued: frozenset[str] = frozenset(), counted: frozenset[str] = frozenset()) -> list[Figure]:
     """Every number with a kind in ``text``, sentence by sentence (the sentences of ``grading``).
 
-    ``glued``: the symbols that count as a kind when glued to a number ("nd" of "6ND")."""
+    ``glued``: the symbols that count as a kind when glued to a number ("nd" of "6ND"); ``counted``:
+    the (stemmed) words that are a kind when they follow a number ("two all-reduces")."""
     out: list[Figure] = []
     for k, sent in enumerate(g._sentences(text)):
         raw = _prepare(sent.raw)
@@ -129,6 +155,12 @@ def figures(text: str, *, glued: frozenset[str] = frozenset()) -> list[Figure]:
                     and not any(lo <= m.start() < hi for lo, hi in taken)):
                 out.append(Figure(float(m.group(1)), "glued:" + m.group(2), m.group(), k, m.start(), m.end(),
                                   _context(sent, m.start(), m.end(), "")))
+        for m in _COUNTED.finditer(raw):
+            st = _counted_stem(m.group(2))
+            if st in counted and not any(lo <= m.start() < hi for lo, hi in taken):
+                lo, hi = m.start(), m.end()
+                out.append(Figure(float(m.group(1).replace(",", "")), "count:" + st, sent.raw[lo:hi], k, lo, hi,
+                                  _context(sent, lo, hi, m.group(2)), float(m.group(1).replace(",", ""))))
         for m in _BARE_AFTER_COLON.finditer(raw):
             named = [c for c in re.findall(r"[a-z]+", raw[:m.start()]) if c in _COUNTS and _COUNTS[c] != "ratio"]
             if named:
@@ -168,7 +200,7 @@ def _asserted(sentences, f: Figure, listed: frozenset[int]) -> bool:
     claim = words[-1].claim if words else 0
     ws = [w for w in sent.all_words if w.claim == claim]
     span = sent.raw[ws[0].start:ws[-1].end] if ws else sent.raw
-    return not g._HYPOTHETICAL.search(span) and not re.search(r"\b(?:if|unless|say|e\.?g|for example)\b",
+    return not g._HYPOTHETICAL.search(span) and not re.search(r"\b(?:if|when|whenever|unless|say|e\.?g|for example)\b",
                                                                sent.raw[:f.lo][-40:])
 
 
@@ -208,16 +240,16 @@ def wrong_numbers(answer: str, reference: str, *, given: str = "",
     reference, given = " ".join(reference.split()), " ".join(given.split())
     if not reference:
         return []
-    glued = _glued_symbols(reference)
-    worked = figures(reference, glued=glued)
+    glued, counted = _glued_symbols(reference), _counted_words(reference)
+    worked = figures(reference, glued=glued, counted=counted)
     if not worked:
         return []
     ref_sentences = g._sentences(reference)
-    stated = worked + figures(given, glued=glued)
+    stated = worked + figures(given, glued=glued, counted=counted)
     bare = _bare(reference) | _bare(given)
     sentences = g._sentences(answer)
     out = []
-    for f in figures(answer, glued=glued):
+    for f in figures(answer, glued=glued, counted=counted):
         same = [w for w in worked if w.kind == f.kind]
         if (not same or any(_close(f.value, v.value) for v in stated if v.kind == f.kind)
                 or any(_close(f.written or f.value, v, BARE_TOLERANCE) for v in bare) or not _asserted(sentences, f, listed)):
