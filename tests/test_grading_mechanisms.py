@@ -209,3 +209,20 @@ def test_reasons_and_consequences_join_their_claim():
     assert len({w.argument for w in s.words}) == 1
     (s,) = _sentences("Blocks run in any order, and block t-1 may not be running.")
     assert len({w.argument for w in s.words}) == 2
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # plain words for the thesaurus's terms: a "setting" is a knob, "a matrix multiplication" a matmul,
+    # "right away" immediately
+    ("hop-04", "The swizzle mode is just a performance setting.", "rf-swizzle-optional"),
+    ("dist-05", "Every matrix multiplication in the layer needs an all-reduce after it.", "rf-tp-allreduce-every-matmul"),
+    ("hb-08", "After the copy is issued the data is there right away.", "rf-async-no-wait"),
+])
+def test_plain_words_for_a_misconceptions_terms(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+def test_at_once_is_not_immediately():
+    """"more data requested at once" (together) is not "the data is there immediately"."""
+    assert "rf-async-no-wait" not in _flags("coal-08", "Each thread keeps more data requested at once, which is what "
+                                                       "covers the memory latency.")
