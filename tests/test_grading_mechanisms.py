@@ -212,10 +212,8 @@ def test_reasons_and_consequences_join_their_claim():
 
 
 @pytest.mark.parametrize("item, text, flag", [
-    # plain words for the thesaurus's terms: a "setting" is a knob, "a matrix multiplication" a matmul,
-    # "right away" immediately
+    # plain words for the thesaurus's terms: a "setting" is a knob, "right away" immediately
     ("hop-04", "The swizzle mode is just a performance setting.", "rf-swizzle-optional"),
-    ("dist-05", "Every matrix multiplication in the layer needs an all-reduce after it.", "rf-tp-allreduce-every-matmul"),
     ("hb-08", "After the copy is issued the data is there right away.", "rf-async-no-wait"),
 ])
 def test_plain_words_for_a_misconceptions_terms(item, text, flag):
