@@ -224,3 +224,18 @@ def test_at_once_is_not_immediately():
     """"more data requested at once" (together) is not "the data is there immediately"."""
     assert "rf-async-no-wait" not in _flags("coal-08", "Each thread keeps more data requested at once, which is what "
                                                        "covers the memory latency.")
+
+
+@pytest.mark.parametrize("item, text, verdict", [
+    # a word said twice counts where it is nearest the rest of the claim: "block" opens the sentence,
+    # and the claim ("blocks start in index order, so ... running") comes later
+    ("atom-06", "A block may spin on the block before it, because blocks start in index order, so the one before is "
+                "always running by then.", "rf-blocks-ordered"),
+    ("atom-06", "Blocks are not scheduled in index order, so the block before may never run; take a tile id from an "
+                "atomic counter instead.", "not rf-blocks-ordered"),
+])
+def test_a_misconception_is_read_where_its_words_are_closest(item, text, verdict):
+    if verdict.startswith("not "):
+        assert verdict[4:] not in _flags(item, text)
+    else:
+        assert verdict in _flags(item, text)

@@ -893,19 +893,38 @@ def _loose_in(sent, k, cue, negs, scoped, need, required, span, min_words, stric
                 break
 
 
+#: A misconception of at most this many words is read where its words are closest together.
+SHORT_CLAIM = 4
+
+
 def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int, need: float,
                  required: frozenset[str]) -> list[_Word] | None:
     """The words of one claim of the sentence that hold ``need`` of the weight of ``cue``, and every
     stem of ``required``, within ``span`` words, if any."""
-    by_claim: dict[int, dict[str, int]] = {}
+    by_claim: dict[int, list[int]] = {}
     for i in idx:
-        by_claim.setdefault(sent.words[i].argument, {}).setdefault(sent.words[i].stem, i)
-    for claim, got in by_claim.items():
-        clauses = {sent.words[i].clause for i in got.values()}  # a denial in a clause of the argument
-        if (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3  # none of it holds
-                and max(got.values()) - min(got.values()) <= span) and not any(  # does not deny it
-                w.clause in clauses and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
-            return [sent.words[i] for i in sorted(got.values())]
+        by_claim.setdefault(sent.words[i].argument, []).append(i)
+    for claim, where in by_claim.items():
+        # the closest-together words that hold a short claim: a word said twice counts where it is
+        # nearest the rest (a long cue's words, spread over a wide span, only where each is first said)
+        if len(cue) > SHORT_CLAIM:
+            firsts: dict[str, int] = {}
+            for i in where:
+                firsts.setdefault(sent.words[i].stem, i)
+            where = sorted(firsts.values())
+        for a in range(len(where)):
+            got: dict[str, int] = {}
+            for b in range(a, len(where)):
+                if where[b] - where[a] > span:
+                    break
+                got.setdefault(sent.words[where[b]].stem, where[b])
+                if not (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3):
+                    continue
+                clauses = {sent.words[i].clause for i in got.values()}  # a denial in a clause of the
+                if not any(w.clause in clauses and (w.stem in _NEGATIONS or w.stem in _DISMISS)  # argument that
+                           for w in sent.all_words):  # holds some of it denies it
+                    return [sent.words[i] for i in sorted(got.values())]
+                break
     return None
 
 
