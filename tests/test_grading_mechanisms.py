@@ -239,3 +239,33 @@ def test_a_misconception_is_read_where_its_words_are_closest(item, text, verdict
         assert verdict[4:] not in _flags(item, text)
     else:
         assert verdict in _flags(item, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Denied requirements
+# --------------------------------------------------------------------------------------------
+
+def _contradicted(item: str, text: str) -> list[str]:
+    return [h.concept.label for h in load_bank().question(item).grade(text).contradicted]
+
+
+@pytest.mark.parametrize("item, text, signal", [
+    # "no need to" governs its whole clause: "... at the start or before any block exits"
+    ("hop-08", "Blocks write each other's bins through map_shared_rank; there is no need to call cluster.sync() at the "
+               "start or before any block exits.", "cluster.sync() is needed"),
+    # a denied requirement contradicts its signal though another of its terms is only negated, not found
+    ("comp-17", "Wrapping it in torch.library is not what avoids the graph break, and you do not need a fake "
+                "implementation.", "A custom op needs a fake (meta) implementation"),
+])
+def test_a_denied_requirement_contradicts_its_signal(item, text, signal):
+    assert any(c.startswith(signal) for c in _contradicted(item, text))
+
+
+@pytest.mark.parametrize("item, text", [
+    ("hop-08", "Each block owns a slice of bins in its shared memory and does atomicAdd on the remote bins through "
+               "map_shared_rank; cluster.sync() is needed before the first remote access and before any block exits."),
+    ("comp-17", "Register it with torch.library and give it a fake implementation so the compiler can propagate shapes; "
+                "then it is traced as a single node, without a graph break."),
+])
+def test_a_requirement_said_is_not_denied(item, text):
+    assert not _contradicted(item, text) and load_bank().question(item).grade(text).verdict == "pass"

@@ -610,12 +610,15 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     """
     c_lo, c_hi = _clause_bounds(sent, lo, hi)
     words = sent.words
-    before = [w.stem for w in words if w.clause == c_lo and w.end <= lo][-NEGATION_WINDOW:]
+    clause_before = [w.stem for w in words if w.clause == c_lo and w.end <= lo]
+    before = clause_before[-NEGATION_WINDOW:]
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
     dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before)
-                 or ("needless" in before and not cue_negations % 2))  # unless the cue itself says "no need"
+                 # a denied requirement governs the whole clause after it ("you don't need A before X or
+                 # before Y"), unless the cue itself says "no need"
+                 or ("needless" in clause_before and not cue_negations % 2))
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -1356,7 +1359,7 @@ def _needless(sent: _Sentence, m: Match) -> bool:
     """Whether a match is dismissed as a denied requirement ("no need for X", "X doesn't have to ...")."""
     first = min(m.words) if m.words else 0
     clause = sent.all_words[first].clause if m.words else 0
-    near = [w for w in sent.all_words[max(0, first - NEGATION_WINDOW):first] if w.clause == clause]
+    near = [w for w in sent.all_words[:first] if w.clause == clause]  # "needless" governs its whole clause
     return any(w.stem == "needless" for w in near)
 
 
@@ -1385,7 +1388,7 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
         # whatever else names the claim ("a mismatch just runs slower")
         d = next((x for x in _leaf_matches(analysis, c) if x.dismissed and not x.loose
                   and x.sentence not in analysis.listed and _needless(analysis.sentences[x.sentence], x)), None)
-        if d is not None and m is not None and not m.negated:
+        if d is not None:
             missed.append(c)
             contra.append(Hit(c, d.quote, d.loose))
             continue
