@@ -161,6 +161,17 @@ def test_a_scenario_answer_is_held_against_the_exercise():
                 if h.concept.id.startswith("wrong-number")]
 
 
+def test_a_ratio_said_as_an_aside_is_about_the_clause_before():
+    """"..., about 5x" has no words of its own: it is the ratio of what the clause before names (hb-06's
+    worked answer: 2,039 GB/s to 3.35 TB/s, about 1.6x); "twice", "halves" and "0.5x" are ratios too."""
+    from coach.exercises.figures import figures
+
+    assert _wrong_numbers("hb-06", "HBM goes from 2,039 GB/s to 3.35 TB/s, about 5x.") == ["about 5x"]
+    assert not _wrong_numbers("hb-06", "HBM goes from 2,039 GB/s to 3.35 TB/s, about 1.7x.")
+    assert [(f.kind, f.value) for f in figures("FP8 halves the bytes, twice the rate, 0.5x the time.")] == [
+        ("ratio", 0.5), ("ratio", 2.0), ("ratio", 2.0)]
+
+
 def test_a_number_the_question_gives_is_not_wrong():
     """perf-08 gives 264 and 270 tiles; the worked answer's waves are 2 and 3: repeating the question is right."""
     assert not _wrong_numbers("perf-08", "264 tiles fill two waves of 132 SMs, and 270 tiles need three waves.")

@@ -39,7 +39,9 @@ CONTEXT_WORDS = 6
 MIN_SHARED = 2
 MIN_SHARED_WEIGHT = 3.0
 #: Words that say a ratio without a digit.
-_RATIO_WORDS = {"twice": 2.0, "thrice": 3.0}
+_RATIO_WORDS = {"twice": 2.0, "thrice": 3.0, "double": 2.0, "doubles": 2.0, "doubling": 2.0, "halves": 2.0,
+                "halving": 2.0, "triple": 3.0, "triples": 3.0, "quadruple": 4.0, "quadruples": 4.0,
+                "an order of magnitude": 10.0}
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split()) if i >= 2}
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b(?=[ -][a-z])")
@@ -96,9 +98,14 @@ def _context(sent, lo: int, hi: int, unit: str) -> frozenset[str]:
         a = b = next((i for i, w in enumerate(words) if w.start >= hi), len(words))
     clause = words[a].clause if a < len(words) else -1
     unit_stems = set(g.phrase_stems(unit)) if unit else set()
-    near = [w for w in words[max(0, a - CONTEXT_WORDS): b + 1 + CONTEXT_WORDS]
-            if w.clause == clause and not (lo <= w.start and w.end <= hi)]
-    return frozenset(w.stem for w in near if w.stem not in unit_stems and w.stem not in g.FRAMING and len(w.stem) > 1)
+    def near(clauses) -> frozenset[str]:
+        ws = [w for w in words[max(0, a - CONTEXT_WORDS): b + 1 + CONTEXT_WORDS]
+              if w.clause in clauses and not (lo <= w.start and w.end <= hi)]
+        return frozenset(w.stem for w in ws if w.stem not in unit_stems and w.stem not in g.FRAMING and len(w.stem) > 1)
+
+    own = near({clause})
+    # a number said as an aside of the clause before ("..., about 1.6x") is about what that clause says
+    return own if len(own) >= MIN_SHARED else near({clause, clause - 1, clause - 2})
 
 
 #: A number and the word after it ("two all-reduces", "512 pages"): what it counts, if nothing else says.
@@ -221,6 +228,11 @@ def _shared(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
     return len(both), sum(g._weight(s) for s in both)
 
 
+def _ratio(f: Figure) -> float:
+    """A ratio compared as a factor: "0.5x" and "2x fewer" are the same size of change."""
+    return 1 / f.value if f.kind == "ratio" and 0 < f.value < 1 else f.value
+
+
 def _off(a: float, b: float) -> bool:
     if a <= 0 or b <= 0:
         return False
@@ -251,12 +263,12 @@ def wrong_numbers(answer: str, reference: str, *, given: str = "",
     out = []
     for f in figures(answer, glued=glued, counted=counted):
         same = [w for w in worked if w.kind == f.kind]
-        if (not same or any(_close(f.value, v.value) for v in stated if v.kind == f.kind)
+        if (not same or any(_close(_ratio(f), _ratio(v)) for v in stated if v.kind == f.kind)
                 or any(_close(f.written or f.value, v, BARE_TOLERANCE) for v in bare) or not _asserted(sentences, f, listed)):
             continue
         scored = sorted(((_shared(f.context, w.context), w) for w in same), key=lambda x: -x[0][1])
         (n, weight), w = scored[0]
-        if n < MIN_SHARED or weight < MIN_SHARED_WEIGHT or not _off(f.value, w.value):
+        if n < MIN_SHARED or weight < MIN_SHARED_WEIGHT or not _off(_ratio(f), _ratio(w)):
             continue
         out.append((f, w, _clause(ref_sentences[w.sentence], w)))
     return out
