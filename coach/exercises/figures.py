@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from coach.exercises import grading as g
 from coach.exercises.quantity import _COUNTS, dimension, mentions
@@ -243,37 +244,58 @@ def _close(a: float, b: float, tolerance: float = RIGHT_TOLERANCE) -> bool:
     return abs(a - b) <= tolerance * max(abs(a), abs(b))
 
 
-def wrong_numbers(answer: str, reference: str, *, given: str = "",
-                  listed: frozenset[int] = frozenset()) -> list[tuple[Figure, Figure, str]]:
-    """The numbers ``answer`` asserts that are off by a factor from the worked number of the same
-    quantity in ``reference``: (stated, worked, the worked answer's clause that holds it). ``given`` (the question's text)
-    holds numbers the answer may repeat whatever their context."""
+@dataclass(frozen=True)
+class _Worked:
+    """What a worked answer states, read once: its figures and what an answer may repeat."""
+
+    glued: frozenset[str]
+    counted: frozenset[str]
+    worked: tuple[Figure, ...]
+    stated: tuple[Figure, ...]  # the worked answer's and the question's
+    bare: frozenset[float]
+    numbers: frozenset[str]  # every number's stem in either
+    sentences: tuple
+
+
+@lru_cache(maxsize=512)
+def _read_worked(reference: str, given: str) -> _Worked | None:
     # a worked answer is prose wrapped at a line length: a line that starts "* 2 = 32 KB" is no bullet
     reference, given = " ".join(reference.split()), " ".join(given.split())
     if not reference:
-        return []
+        return None
     glued, counted = _glued_symbols(reference), _counted_words(reference)
-    worked = figures(reference, glued=glued, counted=counted)
+    worked = tuple(figures(reference, glued=glued, counted=counted))
     if not worked:
+        return None
+    numbers = frozenset(w.stem for t in (reference, given) for s in g._sentences(t) for w in s.words
+                        if w.stem[0].isdigit())
+    return _Worked(glued, counted, worked, worked + tuple(figures(given, glued=glued, counted=counted)),
+                   frozenset(_bare(reference) | _bare(given)), numbers, g._sentences(reference))
+
+
+def wrong_numbers(answer: str, reference: str, *, given: str = "",
+                  listed: frozenset[int] = frozenset()) -> list[tuple[Figure, Figure, str]]:
+    """The numbers ``answer`` asserts that are off by a factor from the worked number of the same
+    quantity in ``reference``: (stated, worked, the worked answer's clause that holds it). ``given``
+    (the question's text) holds numbers the answer may repeat whatever their context."""
+    ref = _read_worked(reference, given)
+    if ref is None:
         return []
-    ref_sentences = g._sentences(reference)
-    stated = worked + figures(given, glued=glued, counted=counted)
-    bare = _bare(reference) | _bare(given)
     sentences = g._sentences(answer)
-    numbers = {w.stem for t in (reference, given) for s in g._sentences(t) for w in s.words if w.stem[0].isdigit()}
     out = []
-    for f in figures(answer, glued=glued, counted=counted):
-        if any(c[0].isdigit() and c not in numbers for c in f.context):
+    for f in figures(answer, glued=ref.glued, counted=ref.counted):
+        if any(c[0].isdigit() and c not in ref.numbers for c in f.context):
             continue  # worked from numbers the worked answer does not hold: another case ("1.07 GB / 4.19 TB/s = 0.26 ms")
-        same = [w for w in worked if w.kind == f.kind]
-        if (not same or any(_close(_ratio(f), _ratio(v)) for v in stated if v.kind == f.kind)
-                or any(_close(f.written or f.value, v, BARE_TOLERANCE) for v in bare) or not _asserted(sentences, f, listed)):
+        same = [w for w in ref.worked if w.kind == f.kind]
+        if (not same or any(_close(_ratio(f), _ratio(v)) for v in ref.stated if v.kind == f.kind)
+                or any(_close(f.written or f.value, v, BARE_TOLERANCE) for v in ref.bare)
+                or not _asserted(sentences, f, listed)):
             continue
         scored = sorted(((_shared(f.context, w.context), w) for w in same), key=lambda x: -x[0][1])
         (n, weight), w = scored[0]
         if n < MIN_SHARED or weight < MIN_SHARED_WEIGHT or not _off(_ratio(f), _ratio(w)):
             continue
-        out.append((f, w, _clause(ref_sentences[w.sentence], w)))
+        out.append((f, w, _clause(ref.sentences[w.sentence], w)))
     return out
 
 
