@@ -26,13 +26,18 @@ A claim counts only where a sentence *asserts* it:
   found only where the answer denies its phrases. Where two matches of one claim share words and
   one is denied ("switching isn't free either, it costs ..."), the denial holds.
 * **Denied requirements.** "You don't need X", "no need for X", "I don't think you need X", "X
-  doesn't have to ..." dismiss X ("have to" and "need to" read as "must"): said of a signal's own
-  term, that contradicts the signal, whatever else names it.
+  doesn't have to ..." dismiss X ("have to" and "need to" read as "must"), and all the clause says
+  after it ("you don't need A before X or before Y"): said of a signal's own term, that contradicts
+  the signal, whatever else names or negates it.
 * **Claims over clauses.** A phrase and a misconception are matched within one claim: a clause, or
   a clause and the one that refers back to it ("local memory, which is on chip"; "ring is optimal,
   so it is ...") or the condition before it ("if the point is under the roof, it is at the limit").
   A colon ends a clause; an aside in brackets does not. Every word of a misconception close
-  together in one affirmative claim states it in any order; an "always" in it is its claim.
+  together in one affirmative claim states it in any order; an "always" in it is its claim. Read
+  in any order, a claim is one argument with the reasons and consequences said for it ("X will fix
+  it, since a faster GPU ...", "since X, Y", "X, so Y"); a short misconception is read where its
+  words are closest together, and one of three words only whole, within three words, and holding a
+  word the model answers do not use or one that carries the claim ("padding is the fix in all cases").
 * **Who says it.** A misconception named to be rejected is not asserted: held by someone else
   ("people often assume X", "the naive kernel assumes X", "you might think X"), named as one ("a
   common mistake is X"), or taken back at once ("...; it doesn't", "..., which is wrong"). A hedge
