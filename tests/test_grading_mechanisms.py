@@ -109,6 +109,10 @@ def _wrong_numbers(item: str, text: str) -> list[str]:
     ("nw-14", "For 32-bit loads the ideal is 32 sectors per request.", "32 sectors"),
     # number words and hyphens read as digits and units: "sixteen KB" would be wrong too
     ("tvc-09", "Per stage (128*64 + 64*128) elements of BF16 make 16 KB.", "16 kb"),
+    # the same case as the worked one (128 registers per thread), the wrong result
+    ("perf-03", "With 65,536 registers per SM, 128 registers per thread allow 1024 threads.", "1024 threads"),
+    ("perf-07", "3 x 4 B x 2^28 is 3.22 GB moved; at the datasheet's 3.35 TB/s the floor is about 9.6 ms.",
+     "about 9.6 ms"),
 ])
 def test_a_number_off_by_a_factor_is_a_wrong_claim(item, text, quote):
     g = load_bank().question(item).grade(text)
@@ -132,6 +136,9 @@ def test_a_number_off_by_a_factor_is_a_wrong_claim(item, text, quote):
     ("design-04", "Our previous model served 12 ms per step, so the budget is tight."),
     # and so is one worked out from numbers the worked answer does not hold: another case
     ("design-04", "At batch 1 the cache is 1.07 GB: 1.07 GB / 4.19 TB/s = 0.26 ms at the measured rate."),
+    ("perf-03", "128 registers per thread allow 512 threads, 25%; 64 registers allow 1024 threads, 50%."),
+    # a number said as an adjective names a thing, it states no amount: "16-byte vector loads"
+    ("perf-02", "Raise bytes in flight: 16-byte vector loads give 32 KB per SM."),
 ])
 def test_a_right_or_unasserted_number_is_not(item, text):
     assert not _wrong_numbers(item, text)

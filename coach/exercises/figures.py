@@ -66,6 +66,9 @@ class Figure:
     hi: int
     context: frozenset[str]
     written: float = 0.0  # the number as written, before its unit's scale ("1.6" of "1.6 ms")
+    #: said as an adjective, its unit joined by a hyphen ("16-byte vector loads", "a 1-minute
+    #: checkpoint"): it names the thing, it does not state an amount of it
+    attributive: bool = False
 
 
 #: Words after "N x" that make it a ratio ("1.4x faster", "2x the bandwidth"); before anything else
@@ -153,7 +156,9 @@ def figures(text: str, *, glued: frozenset[str] = frozenset(), counted: frozense
                 value *= _RATES[unit][1]
             digits = re.match(r"[~a-z ]*?((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)", raw[lo:hi])
             written = float(digits.group(1).replace(",", "")) if digits else value
-            out.append(Figure(value, kind, sent.raw[lo:hi].strip(), k, lo, hi, _context(sent, lo, hi, unit), written))
+            out.append(Figure(value, kind, sent.raw[lo:hi].strip(), k, lo, hi, _context(sent, lo, hi, unit), written,
+                              # (the thesaurus writes float4 as "vector 16 byte": a type, not an amount)
+                              bool(re.search(r"\d\s*-\s*[a-z]", sent.raw[lo:hi]) or sent.raw[:lo].endswith("vector "))))
             taken.append((lo, hi))
         for m in re.finditer(r"\b(" + "|".join(_RATIO_WORDS) + r")\b", raw):
             out.append(Figure(_RATIO_WORDS[m.group(1)], "ratio", m.group(), k, m.start(), m.end(),
@@ -253,7 +258,8 @@ class _Worked:
     worked: tuple[Figure, ...]
     stated: tuple[Figure, ...]  # the worked answer's and the question's
     bare: frozenset[float]
-    numbers: frozenset[str]  # every number's stem in either
+    sentence_numbers: tuple[frozenset[str], ...]  # the numbers' stems of each sentence of the worked answer
+    given_numbers: frozenset[str]  # and of the question
     sentences: tuple
 
 
@@ -267,10 +273,12 @@ def _read_worked(reference: str, given: str) -> _Worked | None:
     worked = tuple(figures(reference, glued=glued, counted=counted))
     if not worked:
         return None
-    numbers = frozenset(w.stem for t in (reference, given) for s in g._sentences(t) for w in s.words
-                        if w.stem[0].isdigit())
+    def numbers(s) -> frozenset[str]:
+        return frozenset(w.stem for w in s.words if w.stem[0].isdigit())
+
     return _Worked(glued, counted, worked, worked + tuple(figures(given, glued=glued, counted=counted)),
-                   frozenset(_bare(reference) | _bare(given)), numbers, g._sentences(reference))
+                   frozenset(_bare(reference) | _bare(given)), tuple(numbers(s) for s in g._sentences(reference)),
+                   frozenset().union(*(numbers(s) for s in g._sentences(given))), g._sentences(reference))
 
 
 def wrong_numbers(answer: str, reference: str, *, given: str = "",
@@ -284,9 +292,10 @@ def wrong_numbers(answer: str, reference: str, *, given: str = "",
     sentences = g._sentences(answer)
     out = []
     for f in figures(answer, glued=ref.glued, counted=ref.counted):
-        if any(c[0].isdigit() and c not in ref.numbers for c in f.context):
-            continue  # worked from numbers the worked answer does not hold: another case ("1.07 GB / 4.19 TB/s = 0.26 ms")
-        same = [w for w in ref.worked if w.kind == f.kind]
+        if f.attributive:
+            continue
+        inputs = {c for c in f.context if c[0].isdigit()}  # the numbers said with it ("64 x 256 / 128 = 32")
+        same = [w for w in ref.worked if w.kind == f.kind and not w.attributive]
         if (not same or any(_close(_ratio(f), _ratio(v)) for v in ref.stated if v.kind == f.kind)
                 or any(_close(f.written or f.value, v, BARE_TOLERANCE) for v in ref.bare)
                 or not _asserted(sentences, f, listed)):
@@ -295,6 +304,8 @@ def wrong_numbers(answer: str, reference: str, *, given: str = "",
         (n, weight), w = scored[0]
         if n < MIN_SHARED or weight < MIN_SHARED_WEIGHT or not _off(_ratio(f), _ratio(w)):
             continue
+        if inputs - ref.sentence_numbers[w.sentence] - ref.given_numbers:
+            continue  # said with numbers the worked sentence does not hold: another case ("64 registers allow ...")
         out.append((f, w, _clause(ref.sentences[w.sentence], w)))
     return out
 
