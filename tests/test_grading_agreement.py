@@ -19,7 +19,9 @@ once: the unseen number before that round; ``heldout8.toml`` was written after t
 questions heldout7 does not cover, before any grader output on it was seen, and scored once: the
 sixth round's unseen number; ``heldout9.toml`` was written on 2026-12-04 without reading the grader's code,
 over 40 items the other sets use least (the correctness scenarios 21-26 among them), before any grader
-output on it was seen, and scored once before the seventh round. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
+output on it was seen, and scored once before the seventh round and once after it. heldout7 and heldout8
+were studied in the seventh round (numbers held against the worked answer's, a claim read with its reasons
+and consequences, denied requirements over their clause), so neither is unseen any more. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
 as a disagreement, whatever the expected verdict.
 """
 
@@ -63,7 +65,7 @@ def grade_item(item: str, text: str) -> Grade:
     """An answer graded the way ``coach quiz`` (a bank id) or ``coach exercise`` (a scenario id) grades it."""
     if item.startswith("scenario-"):
         ex = _exercise(item)
-        return grade(text, ex.signals, ex.red_flags)
+        return grade(text, ex.signals, ex.red_flags, reference=ex.reference)
     return load_bank().question(item).grade(text)
 
 
@@ -256,7 +258,11 @@ def test_the_sets_are_well_formed():
     # Each set's comment comes before it. Measured before and after the sixth round (claims that refer
     # back, absolutes in other words, hedges, misconceptions in any order): answers.toml and
     # heldout.toml to heldout5.toml unchanged but for heldout.toml's misconceptions, 29/30 before,
-    # 30/30 after; heldout6.toml and heldout7.toml as noted with them.
+    # 30/30 after; heldout6.toml and heldout7.toml as noted with them. Measured before and after the
+    # seventh round (a number off by a factor from the worked answer's for the same quantity, a claim
+    # with its reasons as one argument, short misconceptions in any order, denied requirements over
+    # their clause, a few plain words): answers.toml to heldout6.toml unchanged in every kind;
+    # heldout7.toml and heldout8.toml as noted with them.
     "answers.toml",
     # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
     # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
@@ -307,23 +313,28 @@ def test_the_sets_are_well_formed():
     # 100%, salad 100%, misconception 52% (32/61), negated 86% (12/14), overall 69%. After the sixth
     # round (studied in it: claims that refer back, absolutes in other words, hedges, misconceptions
     # in any order holding what makes them wrong): misconception 56% (34/61), overall 71%, the rest
-    # unchanged.
+    # unchanged. After the seventh round (studied in it, so seen): misconception 62% (38/61), negated
+    # 100% (14/14), overall 77%, the rest unchanged.
     pytest.param("heldout7.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 34/61 = 56% (< 95%) and negations 12/14 = 86% on unseen answers: "
-               "wrong claims mid-text, under hedges, said through another subject ('the global rank is the GPU to "
-               "use'), numbers wrong by a factor ('32 sectors per request is ideal')", strict=True)),
+        reason="misconceptions caught 38/61 = 62% (< 95%), on answers studied in the seventh round: wrong "
+               "claims in other words than every phrasing of their flag, said through another subject ('the "
+               "global rank is the GPU to use'), under a reason ('since it only changes what is kept')",
+               strict=True)),
     # Written after the sixth round and scored once, never used to tune (its unseen number): strong
-    # 100%, paraphrase 100%, salad 100%, misconception 53% (24/45), negated 100%, overall 65%.
+    # 100%, paraphrase 100%, salad 100%, misconception 53% (24/45), negated 100%, overall 65%. After
+    # the seventh round (studied in it, so seen): misconception 73% (33/45), overall 80%, the rest
+    # unchanged.
     pytest.param("heldout8.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 24/45 = 53% (< 95%) on unseen answers: wrong claims in words no "
-               "phrasing of their flag uses ('blocks are launched in blockIdx order, so ... safe'), numbers "
-               "wrong by a factor ('about 1.6 ms', '32 registers per thread'), the right step for a wrong "
-               "reason", strict=True)),
+        reason="misconceptions caught 33/45 = 73% (< 95%), on answers studied in the seventh round: wrong "
+               "claims in words no phrasing of their flag uses ('the duration it reports is the real "
+               "production time', 'the outputs are a blend of the two models'), the right step for a wrong "
+               "reason ('multiply by the mask, so the NaN rows become zero')", strict=True)),
     # Written after the sixth round, blind to the grader's code, and scored once before the seventh round
     # (its unseen number): strong 93% (14/15), paraphrase 80% (12/15), salad 100%, misconception 22%
-    # (8/36), negated 88% (7/8), overall 59% (48/81).
+    # (8/36), negated 88% (7/8), overall 59% (48/81). Scored once more after the seventh round, which did not
+    # study it (the round's unseen number): misconception 28% (10/36), overall 62% (50/81), the rest unchanged.
     pytest.param("heldout9.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 8/36 = 22% (< 95%) on unseen answers: a wrong claim among right ones "
+        reason="misconceptions caught 10/36 = 28% (< 95%) on unseen answers: a wrong claim among right ones "
                "in words no red flag uses (a sibling API as the fix, a factor wrong, the wrong tool's verdict)",
         strict=True)),
 ])

@@ -87,3 +87,205 @@ def test_a_reordered_match_must_hold_what_makes_the_claim_wrong():
     is when threads of one warp take different branches" is the truth; "blocks" would make it wrong."""
     assert "rf-divergence-blocks" not in _flags("exec-03", "Divergence is when threads of the same warp take "
                                                            "different branches, and each path runs in turn.")
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers held against the worked answer's (coach.exercises.figures)
+# --------------------------------------------------------------------------------------------
+
+def _wrong_numbers(item: str, text: str) -> list[str]:
+    return [h.quote for h in load_bank().question(item).grade(text).flags if h.concept.id.startswith("wrong-number")]
+
+
+@pytest.mark.parametrize("item, text, quote", [
+    # off by ten: the worked answer reads 68.7 GB at 4.19 TB/s in 16.4 ms
+    ("design-04", "The batch holds 68.7 GB of KV cache; at the measured 4.19 TB/s reading it takes about 1.6 ms.",
+     "about 1.6 ms"),
+    # a counted thing: a 64 x 256 FP32 accumulator is 128 registers per thread, not 32
+    ("hop-05", "The 64 x 256 FP32 accumulator is 64 x 256 / 128 = 32 registers per thread.", "32 registers"),
+    # a symbol glued to numbers the worked answer glues too: MFU counts 6ND
+    ("train-04", "The recompute is one extra forward, 8ND in all, so I would count 12ND in MFU.", "12nd"),
+    # a bare number after a colon takes the counted thing named before it: "Sectors per request, ...: 4 is ideal"
+    ("nw-14", "For 32-bit loads the ideal is 32 sectors per request.", "32 sectors"),
+    # number words and hyphens read as digits and units: "sixteen KB" would be wrong too
+    ("tvc-09", "Per stage (128*64 + 64*128) elements of BF16 make 16 KB.", "16 kb"),
+    # the same case as the worked one (128 registers per thread), the wrong result
+    ("perf-03", "With 65,536 registers per SM, 128 registers per thread allow 1024 threads.", "1024 threads"),
+    ("perf-07", "3 x 4 B x 2^28 is 3.22 GB moved; at the datasheet's 3.35 TB/s the floor is about 9.6 ms.",
+     "about 9.6 ms"),
+])
+def test_a_number_off_by_a_factor_is_a_wrong_claim(item, text, quote):
+    g = load_bank().question(item).grade(text)
+    assert quote in _wrong_numbers(item, text) and g.verdict == "fail"
+    line = next(x for x in g.feedback() if x.startswith("! red flag: a number off by a factor"))
+    assert f'"{quote}"' in line and "worked answer has" in line  # names the number said and the right one
+
+
+@pytest.mark.parametrize("item, text", [
+    # the right numbers, rounded or in other units
+    ("design-04", "The batch holds 68.7 GB of KV cache; at the measured 4.19 TB/s reading it takes about 16 ms."),
+    ("design-04", "Per token it is 128 KiB of K and V, so the batch's 64 GiB take about 16 ms at 4.19 TB/s."),
+    ("hb-06", "A100 reads about 2.0 TB/s and H100 3.35 TB/s, so about 1.6x."),  # 2.0 TB/s is the datasheet's 2,039 GB/s
+    # a number denied, or only supposed, is not asserted
+    ("hop-05", "The 64 x 256 FP32 accumulator is not 32 registers per thread: it takes 128."),
+    ("hop-05", "If the accumulator were 64 x 64 it would be 32 registers per thread; 64 x 256 takes 128."),
+    # an ordinal is no number of a glued symbol; a product is no ratio
+    ("train-04", "Recomputation is a 2nd forward: 8ND in all, while MFU still counts 6ND."),
+    ("hop-05", "M is 64 per warpgroup: a 64 x 256 tile of FP32 takes 128 registers per thread."),
+    # a number in a context the worked answer has no number for is left alone
+    ("design-04", "Our previous model served 12 ms per step, so the budget is tight."),
+    # and so is one worked out from numbers the worked answer does not hold: another case
+    ("design-04", "At batch 1 the cache is 1.07 GB: 1.07 GB / 4.19 TB/s = 0.26 ms at the measured rate."),
+    ("perf-03", "128 registers per thread allow 512 threads, 25%; 64 registers allow 1024 threads, 50%."),
+    # a number said as an adjective names a thing, it states no amount: "16-byte vector loads"
+    ("perf-02", "Raise bytes in flight: 16-byte vector loads give 32 KB per SM."),
+])
+def test_a_right_or_unasserted_number_is_not(item, text):
+    assert not _wrong_numbers(item, text)
+
+
+def test_a_count_the_worked_answer_makes_is_a_kind_of_its_own():
+    """"two all-reduces" in the worked answer makes all-reduces a counted thing: four is wrong, two right;
+    a count in a "when" clause is an illustration ("when two lanes ..."), not a claim."""
+    assert _wrong_numbers("dist-05", "The forward of a layer needs four all-reduces, one per matmul.") == [
+        "four all-reduces"]
+    assert not _wrong_numbers("dist-05", "The forward of a layer needs two all-reduces, one per block, and the "
+                                         "backward two more.")
+    assert not _wrong_numbers("smem-01", "When two lanes of one warp read different words of one bank, they are "
+                                         "served one after another.")
+
+
+def test_a_scenario_answer_is_held_against_the_exercise():
+    """An exercise's reference is its symptom, its best choices with their reasons and its strong lines:
+    scenario 07's sines take 1.06 ms at the special-function rate."""
+    from coach.exercises.grading import grade
+    from coach.exercises.player import build, scenarios
+    from coach.scenarios import find
+
+    ex = build(find("scenario-07"), others=scenarios())
+    said = "At the special-function rate the sines alone would take {}, so the launch is far from its floor."
+    wrong = [h.quote for h in grade(said.format("10.6 ms"), ex.signals, ex.red_flags, reference=ex.reference).flags]
+    assert "10.6 ms" in wrong
+    assert not [h for h in grade(said.format("1.06 ms"), ex.signals, ex.red_flags, reference=ex.reference).flags
+                if h.concept.id.startswith("wrong-number")]
+
+
+def test_a_ratio_said_as_an_aside_is_about_the_clause_before():
+    """"..., about 5x" has no words of its own: it is the ratio of what the clause before names (hb-06's
+    worked answer: 2,039 GB/s to 3.35 TB/s, about 1.6x); "twice", "halves" and "0.5x" are ratios too."""
+    from coach.exercises.figures import figures
+
+    assert _wrong_numbers("hb-06", "HBM goes from 2,039 GB/s to 3.35 TB/s, about 5x.") == ["about 5x"]
+    assert not _wrong_numbers("hb-06", "HBM goes from 2,039 GB/s to 3.35 TB/s, about 1.7x.")
+    assert [(f.kind, f.value) for f in figures("FP8 halves the bytes, twice the rate, 0.5x the time.")] == [
+        ("ratio", 0.5), ("ratio", 2.0), ("ratio", 2.0)]
+
+
+def test_a_number_the_question_gives_is_not_wrong():
+    """perf-08 gives 264 and 270 tiles; the worked answer's waves are 2 and 3: repeating the question is right."""
+    assert not _wrong_numbers("perf-08", "264 tiles fill two waves of 132 SMs, and 270 tiles need three waves.")
+
+
+# --------------------------------------------------------------------------------------------
+# A short misconception in another order; a claim with its reason
+# --------------------------------------------------------------------------------------------
+
+def test_a_three_word_misconception_whole_and_close_is_read_in_any_order():
+    """"Padding is always the fix" said as "the fix is padding in all cases": every word, next to each other."""
+    assert "rf-padding-always" in _flags("smem-04", "For column reads the fix is padding in all cases.")
+
+
+def test_three_words_apart_or_denied_are_not_the_misconception():
+    # "a block can wait for the block before it" is not "waiting blocks are handed out before ..."
+    assert "rf-blocks-ordered" not in _flags("stream-07", "Give the small stream a higher priority so its waiting "
+                                                          "blocks are handed out before the big kernel's blocks.")
+    assert "rf-padding-always" not in _flags("smem-04", "Padding is not always the fix: swizzling keeps alignment.")
+    # three words the model answer itself uses ("pin every host buffer" lost its "every" as framing)
+    # say nothing in another order: "copies it on the host into a pinned staging buffer"
+    assert "rf-pin-everything" not in _flags("stream-09", "From pageable memory the driver copies the data on the "
+                                                          "host into a pinned staging buffer first.")
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # the claim in one clause, the words that make it wrong in its reason
+    ("train-07", "Nothing else is needed: upgrading will fix it, since a faster GPU raises MFU directly.",
+     "rf-faster-gpu-helps"),
+    # ", so it ..." refers back to the claim before (the comma and the "so" are one cut, not an empty claim)
+    ("exec-05", "L1 is a separate 256 KB cache next to shared memory, so it costs the L1 nothing.", "rf-l1-separate"),
+])
+def test_a_claim_and_its_reason_are_one_argument(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+def test_a_denied_reason_denies_the_argument():
+    assert "rf-faster-gpu-helps" not in _flags("train-07", "Upgrading will not fix it, since a faster GPU does not "
+                                                           "remove the idle gaps.")
+
+
+def test_reasons_and_consequences_join_their_claim():
+    from coach.exercises.grading import _sentences
+
+    (s,) = _sentences("Since blocks are launched in order, block t-1 is running, so it is safe.")
+    assert len({w.argument for w in s.words}) == 1
+    (s,) = _sentences("Blocks run in any order, and block t-1 may not be running.")
+    assert len({w.argument for w in s.words}) == 2
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # plain words for the thesaurus's terms: a "setting" is a knob, "right away" immediately
+    ("hop-04", "The swizzle mode is just a performance setting.", "rf-swizzle-optional"),
+    ("hb-08", "After the copy is issued the data is there right away.", "rf-async-no-wait"),
+])
+def test_plain_words_for_a_misconceptions_terms(item, text, flag):
+    assert flag in _flags(item, text)
+
+
+def test_at_once_is_not_immediately():
+    """"more data requested at once" (together) is not "the data is there immediately"."""
+    assert "rf-async-no-wait" not in _flags("coal-08", "Each thread keeps more data requested at once, which is what "
+                                                       "covers the memory latency.")
+
+
+@pytest.mark.parametrize("item, text, verdict", [
+    # a word said twice counts where it is nearest the rest of the claim: "block" opens the sentence,
+    # and the claim ("blocks start in index order, so ... running") comes later
+    ("atom-06", "A block may spin on the block before it, because blocks start in index order, so the one before is "
+                "always running by then.", "rf-blocks-ordered"),
+    ("atom-06", "Blocks are not scheduled in index order, so the block before may never run; take a tile id from an "
+                "atomic counter instead.", "not rf-blocks-ordered"),
+])
+def test_a_misconception_is_read_where_its_words_are_closest(item, text, verdict):
+    if verdict.startswith("not "):
+        assert verdict[4:] not in _flags(item, text)
+    else:
+        assert verdict in _flags(item, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Denied requirements
+# --------------------------------------------------------------------------------------------
+
+def _contradicted(item: str, text: str) -> list[str]:
+    return [h.concept.label for h in load_bank().question(item).grade(text).contradicted]
+
+
+@pytest.mark.parametrize("item, text, signal", [
+    # "no need to" governs its whole clause: "... at the start or before any block exits"
+    ("hop-08", "Blocks write each other's bins through map_shared_rank; there is no need to call cluster.sync() at the "
+               "start or before any block exits.", "cluster.sync() is needed"),
+    # a denied requirement contradicts its signal though another of its terms is only negated, not found
+    ("comp-17", "Wrapping it in torch.library is not what avoids the graph break, and you do not need a fake "
+                "implementation.", "A custom op needs a fake (meta) implementation"),
+])
+def test_a_denied_requirement_contradicts_its_signal(item, text, signal):
+    assert any(c.startswith(signal) for c in _contradicted(item, text))
+
+
+@pytest.mark.parametrize("item, text", [
+    ("hop-08", "Each block owns a slice of bins in its shared memory and does atomicAdd on the remote bins through "
+               "map_shared_rank; cluster.sync() is needed before the first remote access and before any block exits."),
+    ("comp-17", "Register it with torch.library and give it a fake implementation so the compiler can propagate shapes; "
+                "then it is traced as a single node, without a graph break."),
+])
+def test_a_requirement_said_is_not_denied(item, text):
+    assert not _contradicted(item, text) and load_bank().question(item).grade(text).verdict == "pass"

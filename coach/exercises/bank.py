@@ -82,7 +82,7 @@ class Question:
     numbers: Mapping[str, Number] = field(default_factory=dict, compare=False, repr=False)
 
     def grade(self, text: str) -> Grade:
-        return grade(text, self.signals, self.red_flags)
+        return grade(text, self.signals, self.red_flags, reference=self.answer, given=self.question)
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,18 @@ A claim counts only where a sentence *asserts* it:
   found only where the answer denies its phrases. Where two matches of one claim share words and
   one is denied ("switching isn't free either, it costs ..."), the denial holds.
 * **Denied requirements.** "You don't need X", "no need for X", "I don't think you need X", "X
-  doesn't have to ..." dismiss X ("have to" and "need to" read as "must"): said of a signal's own
-  term, that contradicts the signal, whatever else names it.
+  doesn't have to ..." dismiss X ("have to" and "need to" read as "must"), and all the clause says
+  after it ("you don't need A before X or before Y"): said of a signal's own term, that contradicts
+  the signal, whatever else names or negates it.
 * **Claims over clauses.** A phrase and a misconception are matched within one claim: a clause, or
   a clause and the one that refers back to it ("local memory, which is on chip"; "ring is optimal,
   so it is ...") or the condition before it ("if the point is under the roof, it is at the limit").
   A colon ends a clause; an aside in brackets does not. Every word of a misconception close
-  together in one affirmative claim states it in any order; an "always" in it is its claim.
+  together in one affirmative claim states it in any order; an "always" in it is its claim. Read
+  in any order, a claim is one argument with the reasons and consequences said for it ("X will fix
+  it, since a faster GPU ...", "since X, Y", "X, so Y"); a short misconception is read where its
+  words are closest together, and one of three words only whole, within three words, and holding a
+  word the model answers do not use or one that carries the claim ("padding is the fix in all cases").
 * **Who says it.** A misconception named to be rejected is not asserted: held by someone else
   ("people often assume X", "the naive kernel assumes X", "you might think X"), named as one ("a
   common mistake is X"), or taken back at once ("...; it doesn't", "..., which is wrong"). A hedge
@@ -56,6 +61,10 @@ A claim counts only where a sentence *asserts* it:
 * **Quantities.** A concept with a ``quantity`` (value, unit, relative tolerance) is found where the
   answer states that number in a compatible unit: "265 blocks", "~57 KB", "1.4x" (see
   ``coach.exercises.quantity.mentions``).
+* **Wrong numbers.** Graded with the worked answer (``reference``), a number the answer asserts for
+  the same quantity as one of the worked answer's (the same unit or counted thing, and the same
+  words around it) that is off by a factor is a red flag naming both numbers: "at 4.19 TB/s that is
+  about 1.6 ms" where the worked answer has 16.4 ms (``coach.exercises.figures``).
 
 The score is the signals found minus the red flags shown; the ``verdict`` is ``pass`` (no red flag,
 no contradiction, at least ``PASS_SHARE`` of the signals), ``fail``, or ``unsure`` where the answer
@@ -218,6 +227,8 @@ _PHRASES = [(re.compile(p), r) for p, r in (
      r"unconditionally|across the board|(?:under|in) (?:all|any) (?:circumstances|conditions))\b", "always"),
     (r"\b((?:(?:at|for|with|on|across) (?:any|every|all)|(?:regardless|irrespective) of(?: the)?|whatever the) "
      r"(?:batch|size|context|sequence|load|shape|length|scale|model|workload)s?)\b", r"always \1"),
+    # time said plainly: "right away" is "immediately" (and a "knob" is a "setting", below)
+    (r"\b(?:right away|straight away|instantly|without delay)\b", "immediately"),
     (r"\bhow many\b", "number of"), (r"\b(?:hands?|gives?|handing|giving) (?:you |back |us |them )", "returns "),
     (r"\b(?:over|spanning|between|on) (?:two|several|multiple|many|\d+) (?:nodes|machines|hosts)\b", "across nodes"),
 )]
@@ -251,7 +262,7 @@ _CANON = {stem(a): stem(b) for a, b in (
     ("delay", "latency"), ("delays", "latency"), ("record", "capture"), ("recorded", "capture"),
     ("resubmit", "replay"), ("rerun", "replay"), ("launch", "launch"), ("submission", "launch"),
     ("mask", "mask"), ("masked", "mask"),
-    ("anything", "any"), ("outputs", "output"), ("results", "output"), ("errors", "error"),
+    ("anything", "any"), ("knob", "setting"), ("knobs", "setting"), ("option", "setting"), ("outputs", "output"), ("results", "output"), ("errors", "error"),
 )}
 
 
@@ -308,6 +319,9 @@ class _Word:
     #: index of the claim the word belongs to: its clause, or the clause before where its own clause
     #: goes on about the same subject ("local memory, which is on chip", "ring is optimal, so it's ...")
     claim: int = 0
+    #: index of the argument the word belongs to: its claim with the reasons and consequences said
+    #: for it ("X will fix it, since Y", "since X, Y", "X, so Y")
+    argument: int = 0
 
 
 @dataclass(frozen=True)
@@ -344,6 +358,7 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
         # an aside in brackets does not end the clause around it: "cudaMalloc (and so torch.empty) returns ..."
         cuts = [m.start() for m in _CLAUSE_END.finditer(spaced) if not _in_brackets(part, m.start())]
         claims = _claims(spaced, cuts)
+        arguments = _arguments(spaced, cuts, claims)
         words, every = [], []
         for m in _WORD.finditer(spaced):
             raw = m.group()
@@ -354,7 +369,8 @@ def _sentences(text: str) -> tuple[_Sentence, ...]:
             # and "in-place" say "chip" and "place" as plainly as "on chip" does
             head = re.search(r"([a-z0-9]+)[-_/]$", part[:m.start()])
             joined = head is not None and head.group(1) not in _STOPWORDS
-            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined, claims[clause])
+            w = _Word(canon(stem(raw)), m.start(), m.end(), clause, raw in _CONNECTORS, joined, claims[clause],
+                      arguments[clause])
             every.append(w)
             if raw not in _STOPWORDS and not re.fullmatch(r"[=:<>~≈]|->|=>", raw):
                 words.append(w)
@@ -377,9 +393,38 @@ def _claims(text: str, cuts: list[int]) -> list[int]:
     out: list[int] = []
     condition = False  # the clause before is a condition ("if X, Y" is one claim)
     for i in range(len(bounds) - 1):
-        ws = [w for w in re.findall(r"[a-z]+", text[bounds[i]:bounds[i + 1]]) if w not in _CONJUNCTIONS]
+        words = re.findall(r"[a-z0-9]+", text[bounds[i]:bounds[i + 1]])
+        ws = [w for w in words if w not in _CONJUNCTIONS]
+        if out and not words:  # nothing between two cuts (", so it is"): no clause of its own
+            out.append(out[-1])
+            continue
         out.append(out[-1] if out and ws and (ws[0] in _REFERRING or condition) else i)
         condition = bool(ws) and ws[0] in _CONDITIONS
+    return out
+
+
+#: A clause that starts with one of these gives the reason for a claim: of the clause before, or
+#: of the one after where it opens the sentence ("since blocks start in order, block t-1 is running").
+_REASONS = frozenset("because since as".split())
+#: A clause that starts with one of these is a consequence of the clause before.
+_CONSEQUENCES = frozenset("so therefore hence thus".split())
+
+
+def _arguments(text: str, cuts: list[int], claims: list[int]) -> list[int]:
+    """For each clause, the index of the argument it belongs to: its claim, joined with the clauses
+    that give a reason for it or draw a consequence from it."""
+    bounds = [0, *cuts, len(text)]
+    firsts = [next(iter(re.findall(r"[a-z0-9]+", text[bounds[i]:bounds[i + 1]])), "") for i in range(len(bounds) - 1)]
+    out = list(claims)
+    opening = [f for f in firsts if f][:1] == ["because"] or [f for f in firsts if f][:1] == ["since"]
+    seen_main = False  # a clause of the sentence other than an opening reason
+    for i in range(1, len(out)):
+        if not firsts[i] or firsts[i] in _REASONS or firsts[i] in _CONSEQUENCES or claims[i] == claims[i - 1] or (
+                opening and not seen_main):
+            seen_main = seen_main or bool(firsts[i] and firsts[i] not in _REASONS and claims[i] != claims[i - 1])
+            out[i] = out[i - 1]
+        else:
+            seen_main = True
     return out
 
 
@@ -570,12 +615,15 @@ def _negation(sent: _Sentence, lo: int, hi: int, own: set[str], cue_negations: i
     """
     c_lo, c_hi = _clause_bounds(sent, lo, hi)
     words = sent.words
-    before = [w.stem for w in words if w.clause == c_lo and w.end <= lo][-NEGATION_WINDOW:]
+    clause_before = [w.stem for w in words if w.clause == c_lo and w.end <= lo]
+    before = clause_before[-NEGATION_WINDOW:]
     inside = [w.stem for w in words if lo <= w.start and w.end <= hi and w.stem not in own]
     after_all = [w.stem for w in words if w.clause == c_hi and w.start >= hi]
     after = after_all[:NEGATION_AFTER]
     dismissed = (_predicate_dismissal(sent, c_hi, lo, own) or any(s in _DISMISS_BEFORE for s in before)
-                 or ("needless" in before and not cue_negations % 2))  # unless the cue itself says "no need"
+                 # a denied requirement governs the whole clause after it ("you don't need A before X or
+                 # before Y"), unless the cue itself says "no need"
+                 or ("needless" in clause_before and not cue_negations % 2))
     for i, s in enumerate(after_all):
         if s in ("not", "never") and any(t in _DISMISS_AFTER_NOT for t in after_all[i + 1: i + 4]):
             dismissed = True
@@ -818,11 +866,16 @@ def _loose_in(sent, k, cue, negs, scoped, need, required, span, min_words, stric
     # "bound" of "memory-bound" is not the "bound" of "compute bound": a compound's tail counts
     # only with its head
     idx = [i for i in idx if not _foreign_tail(sent.words, i, cue)]
-    if strict and not negs and len(cue) >= 4:
+    # (a cue of three words, in any order, only where a word of it is one the model answers do not
+    # use, or a word that carries a misconception's claim: "always", "gpu")
+    if strict and not negs and (len(cue) >= 4 or (len(cue) == 3 and (required or _CLAIM_WORDS & set(cue)))):
         # enough of a misconception's words (every one that makes it wrong among them), close
         # together in one affirmative claim, state it in whatever order: "an op's CPU time is the time
-        # its kernel took on the GPU", "doubling the FLOP rate is what decode needs", a passive
-        whole = _whole_claim(sent, idx, cue, 2 * len(cue), need, required)
+        # its kernel took on the GPU", "doubling the FLOP rate is what decode needs", a passive; a
+        # cue of three words only whole and close together ("padding is the fix in every case")
+        short = len(cue) == 3
+        whole = _whole_claim(sent, idx, cue, len(cue) if short else 2 * len(cue),
+                             sum(_weight(s) for s in cue) if short else need, required)
         if whole is not None:
             lo, hi = min(w.start for w in whole), max(w.end for w in whole)
             neg, dis = _loose_negation(sent, whole, set(cue), 0)  # "it is not true that ..." still denies it
@@ -848,18 +901,38 @@ def _loose_in(sent, k, cue, negs, scoped, need, required, span, min_words, stric
                 break
 
 
+#: A misconception of at most this many words is read where its words are closest together.
+SHORT_CLAIM = 4
+
+
 def _whole_claim(sent: _Sentence, idx: list[int], cue: tuple[str, ...], span: int, need: float,
                  required: frozenset[str]) -> list[_Word] | None:
     """The words of one claim of the sentence that hold ``need`` of the weight of ``cue``, and every
     stem of ``required``, within ``span`` words, if any."""
-    by_claim: dict[int, dict[str, int]] = {}
+    by_claim: dict[int, list[int]] = {}
     for i in idx:
-        by_claim.setdefault(sent.words[i].claim, {}).setdefault(sent.words[i].stem, i)
-    for claim, got in by_claim.items():
-        if (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3
-                and max(got.values()) - min(got.values()) <= span) and not any(
-                w.claim == claim and (w.stem in _NEGATIONS or w.stem in _DISMISS) for w in sent.all_words):
-            return [sent.words[i] for i in sorted(got.values())]
+        by_claim.setdefault(sent.words[i].argument, []).append(i)
+    for claim, where in by_claim.items():
+        # the closest-together words that hold a short claim: a word said twice counts where it is
+        # nearest the rest (a long cue's words, spread over a wide span, only where each is first said)
+        if len(cue) > SHORT_CLAIM:
+            firsts: dict[str, int] = {}
+            for i in where:
+                firsts.setdefault(sent.words[i].stem, i)
+            where = sorted(firsts.values())
+        for a in range(len(where)):
+            got: dict[str, int] = {}
+            for b in range(a, len(where)):
+                if where[b] - where[a] > span:
+                    break
+                got.setdefault(sent.words[where[b]].stem, where[b])
+                if not (sum(_weight(s) for s in got) >= need and required <= set(got) and len(got) >= 3):
+                    continue
+                clauses = {sent.words[i].clause for i in got.values()}  # a denial in a clause of the
+                if not any(w.clause in clauses and (w.stem in _NEGATIONS or w.stem in _DISMISS)  # argument that
+                           for w in sent.all_words):  # holds some of it denies it
+                    return [sent.words[i] for i in sorted(got.values())]
+                break
     return None
 
 
@@ -1291,7 +1364,7 @@ def _needless(sent: _Sentence, m: Match) -> bool:
     """Whether a match is dismissed as a denied requirement ("no need for X", "X doesn't have to ...")."""
     first = min(m.words) if m.words else 0
     clause = sent.all_words[first].clause if m.words else 0
-    near = [w for w in sent.all_words[max(0, first - NEGATION_WINDOW):first] if w.clause == clause]
+    near = [w for w in sent.all_words[:first] if w.clause == clause]  # "needless" governs its whole clause
     return any(w.stem == "needless" for w in near)
 
 
@@ -1300,11 +1373,14 @@ def _ids(c: Concept) -> set[str]:
 
 
 def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: tuple[Concept, ...] | list[Concept],
-          *, classic: bool = True) -> Grade:
+          *, classic: bool = True, reference: str = "", given: str = "") -> Grade:
     """Grade ``answer``: which strong signals it asserts, which it contradicts, which red flags it states.
 
     With ``classic``, the bank's classic misconceptions (red flags marked ``universal``: "higher
-    occupancy is always better", "just cast to FP8") are red flags of every rubric too."""
+    occupancy is always better", "just cast to FP8") are red flags of every rubric too. With a
+    ``reference`` (the worked answer) and what the question ``given``s, a number the answer states
+    that is off by a factor from the worked one of the same quantity is a red flag too
+    (``coach.exercises.figures``)."""
     own = tuple(red_flags)
     if classic:
         named = set().union(*(_ids(c) for c in own)) if own else set()
@@ -1317,7 +1393,7 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
         # whatever else names the claim ("a mismatch just runs slower")
         d = next((x for x in _leaf_matches(analysis, c) if x.dismissed and not x.loose
                   and x.sentence not in analysis.listed and _needless(analysis.sentences[x.sentence], x)), None)
-        if d is not None and m is not None and not m.negated:
+        if d is not None:
             missed.append(c)
             contra.append(Hit(c, d.quote, d.loose))
             continue
@@ -1340,8 +1416,23 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
             continue
         shown.append(m)
         flags.append(Hit(c, m.quote, m.loose))
+    flags += _wrong_numbers(answer, reference, given, analysis.listed)
     return Grade(tuple(found), tuple(missed), tuple(flags), contradicted=tuple(contra), listed=tuple(listed),
                  words=len(answer.split()))
+
+
+def _wrong_numbers(answer: str, reference: str, given: str, listed: frozenset[int]) -> list[Hit]:
+    """A red flag for each number of ``answer`` off by a factor from the worked answer's."""
+    if not reference:
+        return []
+    from coach.exercises.figures import wrong_numbers  # noqa: PLC0415 - figures reads this module's sentences
+
+    out = []
+    for i, (stated, worked, clause) in enumerate(wrong_numbers(answer, reference, given=given, listed=listed)):
+        c = Concept(f"wrong-number-{i + 1}", f"a number off by a factor ({worked.quote} in the worked answer)",
+                    f'The worked answer has {worked.quote} for it: "{clause}".', (stated.quote,), loose_label=False)
+        out.append(Hit(c, stated.quote))
+    return out
 
 
 def self_mark(concepts: tuple[Concept, ...] | list[Concept], ask, show=print) -> list[str] | None:

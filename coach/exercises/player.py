@@ -137,6 +137,13 @@ class Exercise:
     def red_flags(self) -> tuple[Concept, ...]:
         return tuple(r.concept for r in self.rubric_flags if r.concept is not None)
 
+    @property
+    def reference(self) -> str:
+        """What the exercise holds as right: the symptom, each point's best choice and why, and the
+        rubric's strong lines; a number an answer states is held against these (``grading.grade``)."""
+        parts = [self.intro] + [f"{p.choices[p.correct]}. {p.explain}" for p in self.points]
+        return "\n\n".join(parts + [r.text for r in self.rubric_strong])
+
 
 @dataclass(frozen=True)
 class PointResult:
@@ -606,7 +613,7 @@ def play(exercise: Exercise, ask: Callable[..., str], show: Callable[[str], None
             show(line)
         results.append(result)
     texts = "\n\n".join(r.text for r in results if r.text)
-    rubric = grade(texts, exercise.signals, exercise.red_flags)
+    rubric = grade(texts, exercise.signals, exercise.red_flags, reference=exercise.reference)
     feedback = [f"The scenario: {exercise.title}.", "Against the scenario's rubric:"] + rubric.feedback()[:-1]
     scored = ExerciseResult(exercise, tuple(results), rubric)
     feedback.append(f"score {scored.score}/{scored.max_score}: {sum(r.choice_correct for r in results)}/{len(results)} "

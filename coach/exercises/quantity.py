@@ -83,7 +83,7 @@ _COUNTS = {
     "thread": "threads", "threads": "threads", "register": "registers", "registers": "registers",
     "sector": "sectors", "sectors": "sectors", "kernel": "kernels", "kernels": "kernels",
     "launch": "launches", "launches": "launches", "tile": "tiles", "tiles": "tiles", "bank": "banks",
-    "banks": "banks", "way": "ways", "flop/b": "intensity", "gb/s": "bandwidth", "tb/s": "bandwidth",
+    "banks": "banks", "way": "ways", "bit": "bits", "bits": "bits", "stage": "stages", "stages": "stages", "flop/b": "intensity", "gb/s": "bandwidth", "tb/s": "bandwidth",
     "tflop/s": "flops", "tflops": "flops",
 }
 _MENTION = re.compile(
