@@ -84,16 +84,25 @@ def _wait_answer(_: int) -> int:
 def kineto(path: Path) -> str:
     p = Phases()
     p.run("imports (coach.ingest.kineto)", lambda: __import__("coach.ingest.kineto"))
+    import polars as pl  # noqa: PLC0415
+
     from coach.ingest import kineto as k  # noqa: PLC0415
     from coach.model import make_timeline  # noqa: PLC0415
 
     k.fields()
     raw = p.run("read the file", lambda: k._read_bytes(path))
-    doc, events = p.run("JSON parse (events with the fields read)", lambda: k._parse(raw, path))
+    if hasattr(k, "_read_pieces"):  # pieces classified on the threads that read them
+        doc, parts = p.run("JSON parse and classes, arguments (pieces on every core)",
+                           lambda: k._read_pieces(raw, each=k._classified_piece))
+        t0 = min(t for _, t in parts if t is not None)
+        ev = p.run("ns times, in start order", lambda: k._timed(pl.concat([part for part, _ in parts]), t0))
+        del parts
+    else:  # before: the pieces parsed on every core, their events classified after, on one
+        doc, events = p.run("JSON parse (events with the fields read)", lambda: k._parse(raw, path))
+        t0 = events["ts"].min()
+        ev = p.run("canonical events (classes, ns times, arguments)", lambda: k._canonical_events(events, t0))
+        del events
     del raw
-    t0 = events["ts"].min()
-    ev = p.run("canonical events (classes, ns times, arguments)", lambda: k._canonical_events(events, t0))
-    del events
     corr = k._launching_thread(ev)
     timeline = p.run("tables (kernels, copies, API calls, ranges)", lambda: make_timeline(
         k._source(path, doc, t0), kernels=k._kernels(ev, corr), memcpy=k._memcpy(ev, corr), memset=k._memset(ev, corr),

@@ -51,6 +51,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import polars as pl
 
@@ -59,6 +60,8 @@ from coach.ingest.text import as_utf8
 from coach.model import Source, Timeline, make_timeline
 
 FIELDS_TABLE = Path(__file__).with_name("kineto_fields.csv")
+
+_T = TypeVar("_T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 _US_TO_NS = 1000.0
@@ -187,13 +190,21 @@ def read(path: str | Path) -> Timeline:
         raise InputError(path, f"is a rocprof JSON trace (AMD ROCm's rocprof v1 with --hip-trace, --hsa-trace or --sys-trace; "
                                f"lanes {', '.join(repr(r) for r in rocprof)}), which coach does not read: record the run "
                                "with torch.profiler (its ROCm build writes the JSON trace coach reads) and pass that")
-    doc, events = _parse(raw, path)
-    if events.is_empty():
-        raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
-    t0 = events["ts"].min()
-    ev = _canonical_events(events, t0)
-    if ev.is_empty():
-        raise _foreign_trace(path, events)
+    read_whole = len(raw) < _PIECES_FROM_BYTES or raw.lstrip()[:1] == b"["
+    pieces = None if read_whole else _read_pieces(raw, each=_classified_piece)
+    if pieces is not None and any(part.height for part, _ in pieces[1]):
+        # a large trace: each piece's events classified on the thread that read it, timed once joined
+        doc, parts = pieces
+        t0 = min(piece_t0 for part, piece_t0 in parts if piece_t0 is not None)
+        ev = _timed(pl.concat([part for part, _ in parts]), t0)
+    else:  # a small trace, or one the pieces did not read (the whole read names what is wrong)
+        doc, events = _parse(raw, path, pieces=read_whole)
+        if events.is_empty():
+            raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
+        t0 = events["ts"].min()
+        ev = _canonical_events(events, t0)
+        if ev.is_empty():
+            raise _foreign_trace(path, events)
     corr = _launching_thread(ev)
     return make_timeline(
         _source(path, doc, t0),
@@ -228,7 +239,7 @@ def _read_bytes(path: Path) -> bytes:
 _AUTOGRAD_PIDS = ("CPU functions", "CUDA functions")
 
 
-def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _parse(raw: bytes, path: Path, pieces: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The document (its ``traceEvents`` aside) and its duration events (``_DURATION``), one row each
     (the event's fields as columns). A large trace is read in pieces on every core
     (``_parse_pieces``), each piece's events picked out on its own thread; any piece that does not
@@ -249,9 +260,9 @@ def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             raise InputError(path, f"is a JSON array of {events.height:,} events none of which has a category: not a "
                                    "PyTorch-profiler trace")
         return doc, events
-    pieces = _parse_pieces(raw) if len(raw) >= _PIECES_FROM_BYTES else None
-    if pieces is not None:
-        return pieces
+    parsed = _parse_pieces(raw) if pieces and len(raw) >= _PIECES_FROM_BYTES else None
+    if parsed is not None:
+        return parsed
     try:
         doc = pl.read_json(raw, schema=_file_schema())
     except pl.exceptions.PolarsError:
@@ -292,9 +303,15 @@ def _no_trace_events(raw: bytes, path: Path) -> InputError:
 
 
 #: Traces from this size on are read in pieces of about ``_PIECE_BYTES`` each: Polars reads one JSON
-#: document on one thread, and a 200 MB document about four times slower per byte than 1 MB ones.
+#: document on one thread, and a large document slower per byte than small ones (on the 202 MB trace
+#: of benchmarks/bench_scale.py, 4.2-4.5 ms of CPU per MB in pieces of 64-512 KiB, 5.4 ms at 1 MiB,
+#: 47 ms for one 32 MB document: benchmarks/results/profile_scale.md).
 _PIECES_FROM_BYTES = 16 * 2**20
-_PIECE_BYTES = 2**20
+_PIECE_BYTES = 2**19
+#: The pieces go to the threads in this many runs per core: each run's pieces are read one after
+#: another and joined, and what is done to their events (``each``) is done once per run, so that its
+#: Python-side cost (building the expressions) is paid a few times, not once per piece.
+_RUNS_PER_CORE = 4
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _TAIL_BYTES = 1 << 16
@@ -302,7 +319,20 @@ _TAIL_BYTES = 1 << 16
 
 def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """``_parse`` of a large trace, its event array cut into pieces read in parallel, or None where
-    the cuts cannot be placed or a piece does not read (then the caller reads the whole file).
+    the cuts cannot be placed or a piece does not read (then the caller reads the whole file)."""
+    pieces = _read_pieces(raw, piece_bytes)
+    if pieces is None:
+        return None
+    doc, parts = pieces
+    return doc, pl.concat(parts)
+
+
+def _read_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES,
+                 each: Callable[[pl.DataFrame], _T] | None = None) -> tuple[pl.DataFrame, list] | None:
+    """The document (its event array empty) and, run by run of pieces in order, the duration events
+    (``_DURATION``) of each run, or what ``each`` makes of them; None where the cuts cannot be placed
+    or a piece does not read. ``each`` runs on the thread that read the run, as the reading does
+    (Polars works without holding the GIL), so on every core.
 
     A cut goes between two events, at a ``}`` followed by a comma and a ``{``. Placed anywhere else
     (inside a string, or between two objects nested in an event) it leaves the piece before it with
@@ -327,19 +357,25 @@ def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataF
     bodies = [view[a if a >= 0 else b:b] for a, b in zip(starts, cuts[1:])]
     schema = pl.Schema(_file_schema()["traceEvents"].inner.to_schema())
     head = raw[:first] + raw[end:]  # the document with an empty event array
+    workers = _cores()
+    runs = min(len(bodies), workers * _RUNS_PER_CORE)
+    bounds = [len(bodies) * i // runs for i in range(runs + 1)]
 
-    def read(body: bytes) -> pl.DataFrame:
-        return pl.read_json(b"".join((b"[", body, b"]")), schema=schema).filter(_DURATION)
+    def read(run: int):
+        events = [pl.read_json(b"".join((b"[", body, b"]")), schema=schema).filter(_DURATION)
+                  for body in bodies[bounds[run]:bounds[run + 1]]]
+        events = pl.concat(events) if len(events) > 1 else events[0]
+        return events if each is None else each(events)
 
     try:
-        with ThreadPoolExecutor(max_workers=_cores()) as pool:  # Polars reads without holding the GIL
-            parts = list(pool.map(read, bodies))
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # Polars reads without holding the GIL
+            parts = list(pool.map(read, range(runs)))
         doc = pl.read_json(head, schema=_file_schema())
     except pl.exceptions.PolarsError:
         return None
     if doc.height != 1:
         return None
-    return doc, pl.concat(parts)
+    return doc, parts
 
 
 def _array_end(raw: bytes, first: int) -> int | None:
@@ -450,29 +486,47 @@ def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
 
 def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
     """Canonical activity class, integer ns times, and canonical argument columns, in start order; the
-    events of categories coach does not read are left out.
+    events of categories coach does not read are left out: ``_timed(_classified(events), t0)``."""
+    return _timed(_classified(events), t0)
 
-    The arguments are taken out of their struct before any row is moved (left out or sorted), so that
-    only the columns kept are copied; a trace already in start order is not sorted again."""
-    frame = (
+
+def _classified(events: pl.DataFrame) -> pl.DataFrame:
+    """The events of categories coach reads, with their activity class, duration, process, thread
+    and canonical arguments; ``ts`` as read. Row by row: the classes of a trace's pieces are those of
+    the whole trace.
+
+    The arguments are taken out of their struct before any row is left out, so that only the columns
+    kept are copied."""
+    return (
         events.with_columns(activity=pl.col("cat").replace_strict(_mapping("category"), default=None,
                                                                   return_dtype=pl.String))
         .with_columns(
             activity=pl.when((pl.col("cat") == "Operator") & pl.col("name").str.starts_with(_PROFILER_STEP))
             .then(pl.lit("user_annotation"))
             .otherwise(pl.col("activity")),
-            start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64),
             dur_ns=(pl.col("dur") * _US_TO_NS).round().cast(pl.Int64).clip(lower_bound=0).fill_null(0),
             pid=pl.col("pid").cast(pl.Int64, strict=False),
             # torch 1.8-era GPU rows name their stream in tid ("stream 7"); later ones write the number
             tid=pl.coalesce(pl.col("tid").cast(pl.Int64, strict=False),
                             pl.col("tid").str.extract(r"^stream (\d+)$", 1).cast(pl.Int64)),
         )
-        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"))
-        .drop("ts", "dur", "ph")
+        .drop("dur", "ph")
         .pipe(_with_canonical_args, "arg", "args")
         .filter(pl.col("activity").is_not_null())
     )
+
+
+def _classified_piece(events: pl.DataFrame) -> tuple[pl.DataFrame, float | None]:
+    """``_classified`` of a piece's duration events, and the earliest ``ts`` among all of them (the
+    trace's first event may be of a category left out: the profiler's own span)."""
+    return _classified(events), events["ts"].min()
+
+
+def _timed(frame: pl.DataFrame, t0: float) -> pl.DataFrame:
+    """``_classified`` events with integer ns times from ``t0`` (``start_ns``, ``end_ns``), in start
+    order; a trace already in start order is not sorted again."""
+    frame = frame.with_columns(start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64)).with_columns(
+        end_ns=pl.col("start_ns") + pl.col("dur_ns")).drop("ts")
     return frame if frame["start_ns"].is_sorted() else frame.sort("start_ns", maintain_order=True)
 
 

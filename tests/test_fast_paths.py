@@ -1,0 +1,79 @@
+"""The fast paths read what the simple ones read, frame for frame, on the recorded traces.
+
+- A large PyTorch trace is read in pieces on every core, each run of pieces classified on the thread
+  that read it (coach.ingest.kineto ``_read_pieces``); a small one, or one the pieces cannot read, in
+  one piece after which the whole frame is classified. Here every recorded Kineto trace is read both
+  ways: the pieces made 4 KB (tens to hundreds of pieces, several runs per thread), against the
+  whole document.
+- A folder of reports is read by worker processes forked from the fork server
+  (coach.analyze.parallel) into the cache; with ``COACH_SERIAL=1`` one after another in this
+  process. Here the 8 recorded ranks are cached both ways and every cached table compared, and the
+  side-by-side table made from each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from coach.analyze import multi, parallel
+from coach.ingest import kineto
+from coach.ingest.saved import read as read_saved
+
+DATA = Path(__file__).parent / "data"
+KINETO = sorted({*(DATA / "wild_kineto").glob("**/*.json.gz"), *DATA.glob("kineto_*/**/*.json.gz"),
+                 *DATA.glob("kineto_*/**/*.json")} - {DATA / "kineto_timeline_cases" / "recording.json"})
+RANKS = sorted((DATA / "nsys_ranks").glob("rank*.sqlite"))
+
+
+def _same_tables(a, b, *, where_read: bool = True) -> list[str]:
+    """The tables (and the source, with or without the path it was read from) in which two profiles differ."""
+    differ = [t for t in a.TABLES if not getattr(a, t).equals(getattr(b, t))]
+    sa, sb = (a.source, b.source) if where_read else (replace(a.source, path=""), replace(b.source, path=""))
+    return differ + (["source"] if sa != sb else [])
+
+
+def test_the_recorded_traces_are_there():
+    assert len(KINETO) >= 25 and len(RANKS) == 8
+
+
+@pytest.mark.parametrize("trace", KINETO, ids=lambda p: str(p.relative_to(DATA)))
+def test_a_trace_read_in_pieces_gives_the_frames_of_one_read(trace, monkeypatch):
+    monkeypatch.setattr(kineto, "_PIECES_FROM_BYTES", 1 << 62)
+    whole = kineto.read(trace)
+
+    taken = []
+    read_pieces = kineto._read_pieces
+
+    def spy(*args, **kwargs):
+        out = read_pieces(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(kineto, "_PIECES_FROM_BYTES", 0)
+    monkeypatch.setattr(kineto, "_PIECE_BYTES", 4096)
+    monkeypatch.setattr(kineto, "_read_pieces", spy)
+    pieces = kineto.read(trace)
+    assert taken == [True], "the trace was not read in pieces"
+    assert _same_tables(whole, pieces) == []
+    assert whole.kernels.height == pieces.kernels.height > 0 or whole.memcpy.height > 0
+
+
+def test_reports_cached_by_the_workers_are_those_read_in_this_process(tmp_path, monkeypatch):
+    if parallel.cores() < 2:
+        pytest.skip("needs 2 cores: on one, the reports are read in this process either way")
+    monkeypatch.setenv(parallel.SERIAL_ENV, "1")
+    serial = multi.cache_reports(RANKS, tmp_path / "serial")
+    monkeypatch.delenv(parallel.SERIAL_ENV)
+    workers = multi.cache_reports(RANKS, tmp_path / "workers")
+    assert [f.parent for f in serial] == [tmp_path / "serial" / "reports"] * 8
+    assert [f.parent for f in workers] == [tmp_path / "workers" / "reports"] * 8
+    for a, b in zip(serial, workers):
+        assert _same_tables(read_saved(a), read_saved(b), where_read=False) == [], a.name  # two cache folders
+        assert multi.report_name(a) == multi.report_name(b) == a.name.split("-")[0]
+        assert (a / multi.ROW_FILE).read_text() == (b / multi.ROW_FILE).read_text()
+    ours, theirs = multi.side_by_side(serial), multi.side_by_side(workers)
+    assert ours.table.equals(theirs.table) and ours.verdict == theirs.verdict
+    assert ours.slowest == "rank5"
