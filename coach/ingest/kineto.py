@@ -303,11 +303,12 @@ def _no_trace_events(raw: bytes, path: Path) -> InputError:
 
 
 #: Traces from this size on are read in pieces of about ``_PIECE_BYTES`` each: Polars reads one JSON
-#: document on one thread, and a large document slower per byte than small ones (on the 202 MB trace
-#: of benchmarks/bench_scale.py, 4.2-4.5 ms of CPU per MB in pieces of 64-512 KiB, 5.4 ms at 1 MiB,
-#: 47 ms for one 32 MB document: benchmarks/results/profile_scale.md).
+#: document on one thread, and a large document slower per byte than small ones (47 ms of CPU per MB
+#: for one 32 MB document, 5.4 ms in 1 MiB pieces: benchmarks/results/profile_scale.md). Smaller
+#: pieces read a little faster alone (4.2-4.5 ms/MB at 64-512 KiB), but with their events classified
+#: the whole read of the 202 MB trace was no cheaper in 512 KiB or 2 MiB pieces than in 1 MiB ones.
 _PIECES_FROM_BYTES = 16 * 2**20
-_PIECE_BYTES = 2**19
+_PIECE_BYTES = 2**20
 #: The pieces go to the threads in this many runs per core: each run's pieces are read one after
 #: another and joined, and what is done to their events (``each``) is done once per run, so that its
 #: Python-side cost (building the expressions) is paid a few times, not once per piece.
@@ -362,9 +363,8 @@ def _read_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES,
     bounds = [len(bodies) * i // runs for i in range(runs + 1)]
 
     def read(run: int):
-        events = [pl.read_json(b"".join((b"[", body, b"]")), schema=schema).filter(_DURATION)
-                  for body in bodies[bounds[run]:bounds[run + 1]]]
-        events = pl.concat(events) if len(events) > 1 else events[0]
+        events = [pl.read_json(b"".join((b"[", body, b"]")), schema=schema) for body in bodies[bounds[run]:bounds[run + 1]]]
+        events = (pl.concat(events) if len(events) > 1 else events[0]).filter(_DURATION)
         return events if each is None else each(events)
 
     try:
