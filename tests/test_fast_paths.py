@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -77,3 +78,15 @@ def test_reports_cached_by_the_workers_are_those_read_in_this_process(tmp_path, 
     ours, theirs = multi.side_by_side(serial), multi.side_by_side(workers)
     assert ours.table.equals(theirs.table) and ours.verdict == theirs.verdict
     assert ours.slowest == "rank5"
+
+
+def test_a_row_from_the_report_in_memory_is_the_row_from_its_parquet_tables(tmp_path, monkeypatch):
+    """The side-by-side row a worker writes beside a cached report (from the report it has just read)
+    is the row computed later from the cached Parquet tables, where a saved profile has no row file."""
+    monkeypatch.setenv(parallel.SERIAL_ENV, "1")
+    for folder in multi.cache_reports(RANKS, tmp_path / "cache"):
+        written = json.loads((folder / multi.ROW_FILE).read_text())
+        (folder / multi.ROW_FILE).unlink()
+        again = multi._report_row((folder, "r"))
+        assert again == {"report": "r", **written}, folder.name
+        assert written["kernels"] > 0 and written["wall_ns"] > 0 and written["steps"] >= 3
