@@ -5,6 +5,9 @@ process), and COACH_SERIAL=1 keeping everything in this process."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +56,26 @@ def test_serial_runs_in_this_process(monkeypatch):
     out = parallel.map_reports(_where, range(5), 0)
     assert [r[0] for r in out] == list(range(5))
     assert {r[1] for r in out} == {os.getpid()}
+
+
+def test_the_workers_run_the_callers_coach_when_it_put_coach_on_sys_path_itself(tmp_path):
+    """A script that puts a checkout of coach on sys.path at run time (benchmarks/profile_scale.py
+    does) gets workers running that checkout's code, not another coach the interpreter would find
+    on its own (an installed one): the fork server imports coach before it forks, and Python 3.11's
+    fork server does not apply the sys.path it is handed."""
+    if parallel.cores() < 2:
+        pytest.skip("needs 2 cores: on one, the work runs in this process")
+    (tmp_path / "on_the_path").mkdir()
+    (tmp_path / "on_the_path" / "where_from.py").write_text(
+        "import sys\n\ndef where(_):\n    return sys.modules['coach.analyze.parallel'].__file__\n")
+    root = Path(parallel.__file__).resolve().parents[2]
+    script = ("import sys; sys.path[:0] = sys.argv[1:3]\n"
+              "import where_from\n"
+              "from coach.analyze import parallel\n"
+              "print(parallel.__file__); print(set(parallel.map_reports(where_from.where, range(6))))\n")
+    env = {k: v for k, v in os.environ.items() if k not in (parallel.SERIAL_ENV, "PYTHONPATH")}
+    out = subprocess.run([sys.executable, "-c", script, str(root), str(tmp_path / "on_the_path")], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ours, theirs = out.stdout.strip().splitlines()
+    assert theirs == repr({ours})

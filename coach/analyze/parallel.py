@@ -15,7 +15,9 @@ forked child would inherit held. So the workers are forked from a fork server
 runs no Polars work, forked once per worker. ``warm_up`` starts it before the caller needs it (the
 server imports while the caller goes on with its own imports and finding its inputs); ``map_reports``
 starts it if nobody did. Polars reads ``POLARS_MAX_THREADS`` when it is imported, so the server is
-started with it set to 1 (and so are its workers). Where there is no fork server (Windows) the
+started with it set to 1 (and so are its workers), and with this process's ``sys.path`` as it is
+then: a folder put on it later is not seen by the workers (as with spawned workers, which start once
+and are reused). Where there is no fork server (Windows) the
 workers are spawned, as before.
 
 The pool is started on first use and reused for the rest of the process; work is handed out in
@@ -27,6 +29,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Callable, Iterable, Sequence, TypeVar
 
@@ -78,15 +81,20 @@ def warm_up(preload: Sequence[str] = PRELOAD) -> None:
     from multiprocessing import forkserver  # noqa: PLC0415
 
     ctx.set_forkserver_preload(list(preload))
-    before = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"  # the server's environment, read by its Polars import
+    # The server's environment: Polars reads its thread count when imported; and the server imports
+    # from this process's sys.path as it is now (a script or a test may have put folders on it),
+    # which Python 3.11's fork server is handed but does not apply.
+    server_env = {"POLARS_MAX_THREADS": "1", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    before = {k: os.environ.get(k) for k in server_env}
+    os.environ.update(server_env)
     try:
         forkserver.ensure_running()
     finally:
-        if before is None:
-            del os.environ["POLARS_MAX_THREADS"]
-        else:
-            os.environ["POLARS_MAX_THREADS"] = before
+        for k, v in before.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
     _server_started = True
 
 
