@@ -90,3 +90,26 @@ def test_a_row_from_the_report_in_memory_is_the_row_from_its_parquet_tables(tmp_
         again = multi._report_row((folder, "r"))
         assert again == {"report": "r", **written}, folder.name
         assert written["kernels"] > 0 and written["wall_ns"] > 0 and written["steps"] >= 3
+
+
+@pytest.mark.parametrize("dtype, values", [
+    ("int", ["7", "-3", None, "18446744073709551615"]),                     # every value an integer (or too big for one)
+    ("int", ["7", "1.5", "1e3", "inf", "abc", None, "-2.5"]),               # some read only as floats, some not at all
+    ("int_list", [["32768", "1", "1"], None, [], ["4", "2"]]),               # launch grids as Kineto writes them
+    ("int_list", [["32768", "1", "1"], ["grid(100,)"], ["grid(s0,)"], ["1", None, "2"], [], None, ["(8, 1, 1)"]]),
+], ids=["ints", "floats and text", "grids", "grids as text"])
+def test_an_argument_converted_the_cheap_way_is_what_the_expression_gives(dtype, values):
+    """Synthetic values: ``_arg_values`` (the shortcuts where every value is an integer) against
+    ``_as``, the expression every value goes through otherwise."""
+    import polars as pl
+
+    raw = pl.Series("a", values, dtype=pl.List(pl.Utf8) if dtype == "int_list" else pl.Utf8)
+    assert kineto._arg_values(raw, dtype).to_list() == pl.select(kineto._as(dtype, pl.lit(raw))).to_series().to_list()
+
+
+def test_a_thread_named_as_a_stream_is_read_as_its_number():
+    import polars as pl
+
+    tids = pl.Series("tid", ["7", None, "stream 3", "main"])
+    assert kineto._tid(tids).to_list() == [7, None, 3, None]
+    assert kineto._tid(pl.Series("tid", ["1", "2"])).to_list() == [1, 2]

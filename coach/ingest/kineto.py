@@ -152,28 +152,41 @@ def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
 
 
 def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.DataFrame:
-    """``frame`` with ``_canonical_args(kind, struct)`` in place of ``struct``, the integer lists
-    (launch grids) parsed once per distinct text rather than once per row: a trace launches the same
-    few grids again and again."""
+    """``frame`` with ``_canonical_args(kind, struct)`` in place of ``struct``: the scalar fields, then
+    the integer lists (launch grids), each coalesced over the raw names of every era.
+
+    Each raw field is converted the cheap way where that gives what ``_as`` gives: an integer field
+    whose every value reads as an integer is not read again as a float; a list field whose every
+    element reads as an integer (the launch grids of a trace without text grids) is cast element by
+    element, an empty list null. Otherwise the lists are parsed as text (``_int_list_text``), once per
+    distinct text rather than once per row: a trace launches the same few grids again and again."""
     fields_ = _canonical_fields(kind)
-    lists = {canonical: raws for canonical, (dtype, raws) in fields_.items() if dtype == "int_list"}
-    texts = {canonical: [f"_{canonical}_{i}" for i in range(len(raws))] for canonical, raws in lists.items()}
-    frame = frame.with_columns(
-        *(pl.coalesce([_as(dtype, pl.col(struct).struct.field(raw)) for raw in raws]).alias(canonical)
-          for canonical, (dtype, raws) in fields_.items() if canonical not in lists),
-        *(pl.col(struct).struct.field(raw).list.join(",").alias(text)
-          for canonical, raws in lists.items() for raw, text in zip(raws, texts[canonical])),
-    )
-    frame = frame.drop(struct)  # before the rows are joined: no copy of every event's arguments
-    for text in (t for names in texts.values() for t in names):
-        parsed = frame.select(pl.col(text).unique()).with_columns(_int_list_text(pl.col(text)).alias(text + "_parsed"))
-        # the one column joined, not the frame: the other columns are not copied
-        looked_up = (frame.select(text).join(parsed, on=text, how="left", maintain_order="left", nulls_equal=True)
-                     .get_column(text + "_parsed"))
-        frame = frame.drop(text).with_columns(looked_up)
-    return frame.with_columns(
-        pl.coalesce([pl.col(t + "_parsed") for t in texts[canonical]]).alias(canonical) for canonical in lists
-    ).drop([t + "_parsed" for names in texts.values() for t in names])
+    args = frame.get_column(struct)
+    scalars, lists = {}, {}
+    for canonical, (dtype, raws) in fields_.items():
+        values = [_arg_values(args.struct.field(raw), dtype) for raw in raws]
+        column = values[0] if len(values) == 1 else pl.select(pl.coalesce(values)).to_series()
+        (lists if dtype == "int_list" else scalars)[canonical] = column.alias(canonical)
+    return frame.drop(struct).with_columns(*scalars.values(), *lists.values())
+
+
+def _arg_values(raw: pl.Series, dtype: str) -> pl.Series:
+    """One raw argument's values as ``_as(dtype, ...)`` gives them."""
+    if dtype == "int":
+        ints = raw.cast(pl.Int64, strict=False)
+        if ints.null_count() == raw.null_count():
+            return ints
+        return pl.select(pl.coalesce(ints, raw.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))).to_series()
+    if dtype != "int_list":
+        return raw
+    ints = raw.list.eval(pl.element().cast(pl.Int64, strict=False))
+    if not ints.list.eval(pl.element().is_null()).list.any().fill_null(False).any():  # no element null, or not an integer
+        return pl.select(pl.when(ints.list.len() > 0).then(ints)).to_series()
+    texts = raw.list.join(",")
+    distinct = pl.DataFrame({"text": texts}).unique("text").with_columns(parsed=_int_list_text(pl.col("text")))
+    # the one column joined, not the frame: the other columns are not copied
+    return (pl.DataFrame({"text": texts}).join(distinct, on="text", how="left", maintain_order="left", nulls_equal=True)
+            .get_column("parsed"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,14 +519,21 @@ def _classified(events: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.col("activity")),
             dur_ns=(pl.col("dur") * _US_TO_NS).round().cast(pl.Int64).clip(lower_bound=0).fill_null(0),
             pid=pl.col("pid").cast(pl.Int64, strict=False),
-            # torch 1.8-era GPU rows name their stream in tid ("stream 7"); later ones write the number
-            tid=pl.coalesce(pl.col("tid").cast(pl.Int64, strict=False),
-                            pl.col("tid").str.extract(r"^stream (\d+)$", 1).cast(pl.Int64)),
+            tid=_tid(events.get_column("tid")),
         )
         .drop("dur", "ph")
         .pipe(_with_canonical_args, "arg", "args")
         .filter(pl.col("activity").is_not_null())
     )
+
+
+def _tid(tid: pl.Series) -> pl.Series:
+    """The thread (or, on GPU rows, stream) as a number: torch 1.8-era GPU rows name their stream in tid
+    ("stream 7"), later ones write the number; the text is searched only where some tid is not one."""
+    ints = tid.cast(pl.Int64, strict=False)
+    if ints.null_count() == tid.null_count():
+        return ints
+    return pl.select(pl.coalesce(ints, tid.str.extract(r"^stream (\d+)$", 1).cast(pl.Int64))).to_series()
 
 
 def _classified_piece(events: pl.DataFrame) -> tuple[pl.DataFrame, float | None]:
