@@ -99,7 +99,7 @@ def kineto(path: Path) -> str:
         doc, parts = p.run("JSON parse and classes, arguments (pieces on every core)",
                            lambda: k._read_pieces(raw, each=k._classified_piece))
         t0 = min(t for _, t in parts if t is not None)
-        ev = p.run("ns times, in start order", lambda: k._timed(pl.concat([part for part, _ in parts]), t0))
+        ev = p.run("ns times", lambda: k._timed(pl.concat([part for part, _ in parts]), t0))
         del parts
     else:  # before: the pieces parsed on every core, their events classified after, on one
         doc, events = p.run("JSON parse (events with the fields read)", lambda: k._parse(raw, path))

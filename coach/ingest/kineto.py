@@ -498,8 +498,8 @@ def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
 
 
 def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
-    """Canonical activity class, integer ns times, and canonical argument columns, in start order; the
-    events of categories coach does not read are left out: ``_timed(_classified(events), t0)``."""
+    """Canonical activity class, integer ns times, and canonical argument columns; the events of
+    categories coach does not read are left out: ``_timed(_classified(events), t0)``."""
     return _timed(_classified(events), t0)
 
 
@@ -543,17 +543,25 @@ def _classified_piece(events: pl.DataFrame) -> tuple[pl.DataFrame, float | None]
 
 
 def _timed(frame: pl.DataFrame, t0: float) -> pl.DataFrame:
-    """``_classified`` events with integer ns times from ``t0`` (``start_ns``, ``end_ns``), in start
-    order; a trace already in start order is not sorted again."""
-    frame = frame.with_columns(start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64)).with_columns(
+    """``_classified`` events with integer ns times from ``t0`` (``start_ns``, ``end_ns``), in the
+    order they were read. Each table's rows are put in start order where they are picked out
+    (``_of``): a trace interleaves its kinds of events out of order (the GPU's after the host's), but
+    each kind is mostly in order already, and a stable sort of each kind's rows gives the rows, in the
+    order, that a stable sort of all of them would."""
+    return frame.with_columns(start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64)).with_columns(
         end_ns=pl.col("start_ns") + pl.col("dur_ns")).drop("ts")
-    return frame if frame["start_ns"].is_sorted() else frame.sort("start_ns", maintain_order=True)
+
+
+def _of(ev: pl.DataFrame, which: pl.Expr) -> pl.DataFrame:
+    """The events ``which`` picks, in start order (in the order read among equal starts)."""
+    rows = ev.filter(which)
+    return rows if rows["start_ns"].is_sorted() else rows.sort("start_ns", maintain_order=True)
 
 
 def _launching_thread(ev: pl.DataFrame) -> pl.DataFrame:
     """correlation_id -> pid, tid of the API call that launched the work (one row per id)."""
     return (
-        ev.filter(pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null())
+        _of(ev, pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null())
         .group_by("correlation_id")
         .agg(pl.col("pid").first(), pl.col("tid").first())
     )
@@ -562,7 +570,7 @@ def _launching_thread(ev: pl.DataFrame) -> pl.DataFrame:
 def _gpu_rows(ev: pl.DataFrame, activity: str, corr: pl.DataFrame) -> pl.DataFrame:
     # On GPU rows Kineto's pid is the device and tid the stream: use them only where args lack those.
     return (
-        ev.filter(pl.col("activity") == activity)
+        _of(ev, pl.col("activity") == activity)
         .with_columns(
             device_id=pl.coalesce("device_id", "pid"),
             stream_id=pl.coalesce("stream_id", "tid"),
@@ -615,14 +623,14 @@ def _memset(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 
 def _api(ev: pl.DataFrame) -> pl.DataFrame:
-    return ev.filter(pl.col("activity").is_in(["runtime", "driver"])).select(
+    return _of(ev, pl.col("activity").is_in(["runtime", "driver"])).select(
         *_SPAN, "pid", "tid", "correlation_id", "name", api=pl.col("activity")
     )
 
 
 def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     return (
-        ev.filter(pl.col("activity") == "sync")
+        _of(ev, pl.col("activity") == "sync")
         .with_columns(
             # On sync rows Kineto's pid is the device and tid the stream (-1 for context syncs).
             device_id=pl.coalesce("device_id", "pid"),
@@ -637,7 +645,7 @@ def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 def _nvtx(ev: pl.DataFrame) -> pl.DataFrame:
     ranges = (
-        ev.filter(pl.col("activity").is_in(["user_annotation", "cpu_op"]))
+        _of(ev, pl.col("activity").is_in(["user_annotation", "cpu_op"]))
         .select(*_SPAN, "pid", "tid", text=pl.col("name"), domain=pl.col("activity"), kind=pl.lit("push_pop"))
         .sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True], nulls_last=True)
     )
