@@ -552,25 +552,27 @@ def _timed(frame: pl.DataFrame, t0: float) -> pl.DataFrame:
         end_ns=pl.col("start_ns") + pl.col("dur_ns")).drop("ts")
 
 
-def _of(ev: pl.DataFrame, which: pl.Expr) -> pl.DataFrame:
-    """The events ``which`` picks, in start order (in the order read among equal starts)."""
-    rows = ev.filter(which)
+def _of(ev: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:
+    """``columns`` of the events ``which`` picks, in start order (in the order read among equal
+    starts); only those columns are copied."""
+    rows = ev.lazy().filter(which).select(columns).collect()
     return rows if rows["start_ns"].is_sorted() else rows.sort("start_ns", maintain_order=True)
 
 
 def _launching_thread(ev: pl.DataFrame) -> pl.DataFrame:
     """correlation_id -> pid, tid of the API call that launched the work (one row per id)."""
     return (
-        _of(ev, pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null())
+        _of(ev, pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null(),
+            ["start_ns", "correlation_id", "pid", "tid"])
         .group_by("correlation_id")
         .agg(pl.col("pid").first(), pl.col("tid").first())
     )
 
 
-def _gpu_rows(ev: pl.DataFrame, activity: str, corr: pl.DataFrame) -> pl.DataFrame:
+def _gpu_rows(ev: pl.DataFrame, activity: str, corr: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     # On GPU rows Kineto's pid is the device and tid the stream: use them only where args lack those.
     return (
-        _of(ev, pl.col("activity") == activity)
+        _of(ev, pl.col("activity") == activity, [*_SPAN, *_GPU_PLACE, "tid", *columns])
         .with_columns(
             device_id=pl.coalesce("device_id", "pid"),
             stream_id=pl.coalesce("stream_id", "tid"),
@@ -585,7 +587,8 @@ _GPU_PLACE = ["device_id", "context_id", "stream_id", "correlation_id", "pid"]
 
 
 def _kernels(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
-    rows = _gpu_rows(ev, "kernel", corr).rename({"name": "demangled_name"})
+    rows = _gpu_rows(ev, "kernel", corr, ["name", "grid", "block", "registers_per_thread", "shared_mem_bytes"]).rename(
+        {"name": "demangled_name"})
     short = rows.select("demangled_name").unique().with_columns(
         name=pl.col("demangled_name").map_elements(short_kernel_name, return_dtype=pl.Utf8)
     )
@@ -601,7 +604,7 @@ def _memcpy(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     copy_kind, memory_kind = _mapping("copy_kind"), _mapping("memory_kind")
     parts = pl.col("name").str.extract_groups(_MEMCPY_NAME)
     return (
-        _gpu_rows(ev, "memcpy", corr)
+        _gpu_rows(ev, "memcpy", corr, ["name", "bytes"])
         .with_columns(
             kind=parts.struct.field("1").replace_strict(copy_kind, default="unknown"),
             src_memory=parts.struct.field("2").replace_strict(memory_kind, default="unknown"),
@@ -614,7 +617,7 @@ def _memcpy(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 def _memset(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     return (
-        _gpu_rows(ev, "memset", corr)
+        _gpu_rows(ev, "memset", corr, ["name", "bytes"])
         .with_columns(
             memory=pl.col("name").str.extract(_MEMSET_NAME, 1).replace_strict(_mapping("memory_kind"), default="unknown")
         )
@@ -623,14 +626,14 @@ def _memset(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 
 def _api(ev: pl.DataFrame) -> pl.DataFrame:
-    return _of(ev, pl.col("activity").is_in(["runtime", "driver"])).select(
+    return _of(ev, pl.col("activity").is_in(["runtime", "driver"]), [*_SPAN, "pid", "tid", "correlation_id", "name", "activity"]).select(
         *_SPAN, "pid", "tid", "correlation_id", "name", api=pl.col("activity")
     )
 
 
 def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     return (
-        _of(ev, pl.col("activity") == "sync")
+        _of(ev, pl.col("activity") == "sync", [*_SPAN, *_GPU_PLACE, "tid", "sync_kind", "name", "event_id"])
         .with_columns(
             # On sync rows Kineto's pid is the device and tid the stream (-1 for context syncs).
             device_id=pl.coalesce("device_id", "pid"),
@@ -645,7 +648,7 @@ def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 def _nvtx(ev: pl.DataFrame) -> pl.DataFrame:
     ranges = (
-        _of(ev, pl.col("activity").is_in(["user_annotation", "cpu_op"]))
+        _of(ev, pl.col("activity").is_in(["user_annotation", "cpu_op"]), [*_SPAN, "pid", "tid", "name", "activity"])
         .select(*_SPAN, "pid", "tid", text=pl.col("name"), domain=pl.col("activity"), kind=pl.lit("push_pop"))
         .sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True], nulls_last=True)
     )
