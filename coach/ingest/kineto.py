@@ -205,7 +205,7 @@ def read(path: str | Path) -> Timeline:
                                "with torch.profiler (its ROCm build writes the JSON trace coach reads) and pass that")
     read_whole = len(raw) < _PIECES_FROM_BYTES or raw.lstrip()[:1] == b"["
     pieces = None if read_whole else _read_pieces(raw, each=_classified_piece)
-    if pieces is not None and any(part.height for part, _ in pieces[1]):
+    if pieces is not None and any(_read_any(part) for part, _ in pieces[1]):
         # a large trace: each piece's events classified on the thread that read it, timed once joined
         doc, parts = pieces
         t0 = min(piece_t0 for part, piece_t0 in parts if piece_t0 is not None)
@@ -216,7 +216,7 @@ def read(path: str | Path) -> Timeline:
             raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
         t0 = events["ts"].min()
         ev = _canonical_events(events, t0)
-        if ev.is_empty():
+        if not _read_any(ev):
             raise _foreign_trace(path, events)
     corr = _launching_thread(ev)
     return make_timeline(
@@ -504,12 +504,10 @@ def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
 
 
 def _classified(events: pl.DataFrame) -> pl.DataFrame:
-    """The events of categories coach reads, with their activity class, duration, process, thread
-    and canonical arguments; ``ts`` as read. Row by row: the classes of a trace's pieces are those of
-    the whole trace.
-
-    The arguments are taken out of their struct before any row is left out, so that only the columns
-    kept are copied."""
+    """The events with their activity class (null for a category coach does not read), duration,
+    process, thread and canonical arguments; ``ts`` as read. Row by row: the classes of a trace's
+    pieces are those of the whole trace. No row is left out here: each table picks its activities'
+    rows, and only the columns it uses, once (``_of``)."""
     return (
         events.with_columns(activity=pl.col("cat").replace_strict(_mapping("category"), default=None,
                                                                   return_dtype=pl.String))
@@ -521,10 +519,14 @@ def _classified(events: pl.DataFrame) -> pl.DataFrame:
             pid=pl.col("pid").cast(pl.Int64, strict=False),
             tid=_tid(events.get_column("tid")),
         )
-        .drop("dur", "ph")
+        .drop("dur", "ph", "cat")
         .pipe(_with_canonical_args, "arg", "args")
-        .filter(pl.col("activity").is_not_null())
     )
+
+
+def _read_any(ev: pl.DataFrame) -> bool:
+    """Whether ``_classified`` events hold any of a category coach reads."""
+    return ev.height > ev["activity"].null_count()
 
 
 def _tid(tid: pl.Series) -> pl.Series:
