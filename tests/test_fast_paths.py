@@ -113,3 +113,27 @@ def test_a_thread_named_as_a_stream_is_read_as_its_number():
     tids = pl.Series("tid", ["7", None, "stream 3", "main"])
     assert kineto._tid(tids).to_list() == [7, None, 3, None]
     assert kineto._tid(pl.Series("tid", ["1", "2"])).to_list() == [1, 2]
+
+
+@pytest.mark.parametrize("export", [*sorted((DATA / "nsys_torch_softmax").glob("*.sqlite")), RANKS[5]],
+                         ids=lambda p: p.name)
+def test_an_export_read_in_rowid_ranges_on_parallel_connections_is_the_export_read_whole(export, monkeypatch):
+    """A large export's tables are read in rowid ranges on parallel connections; here ranges of 5
+    rows make every table of a recorded export with more rows read that way."""
+    from coach.ingest import nsys_sqlite
+
+    whole = nsys_sqlite.read(export)
+    split = []
+    ranges = nsys_sqlite._Export._ranges
+
+    def spy(self, plans):
+        out = ranges(self, plans)
+        split.extend(table for table, parts in out.items() if len(parts) > 1)
+        return out
+
+    monkeypatch.setattr(nsys_sqlite, "PARALLEL_READ_ROWS", 5)
+    monkeypatch.setattr(nsys_sqlite._Export, "_ranges", spy)
+    in_ranges = nsys_sqlite.read(export)
+    assert {"kernels", "api"} <= set(split)
+    assert whole.kernels.height > 5
+    assert _same_tables(whole, in_ranges) == []
