@@ -32,7 +32,7 @@ folder's reports and that exits just after it; so the CPU time is the whole run'
 shared: the load average is recorded before every run, next to its time.
 
 ``--baseline DIR`` adds, in the cases that run ``coach load``, a side that runs the same command from
-another checkout of coach (``git worktree add DIR COMMIT``, or ``git archive COMMIT | tar -x -C DIR``),
+another checkout of coach (``git archive COMMIT | tar -x -C DIR``, the commit written into ``DIR/COMMIT``),
 alternating with this one: the same inputs, machine and moment, before and after a change.
 
     python benchmarks/bench_scale.py                          # everything (10M needs ~2 GB of disk)
