@@ -26,8 +26,14 @@ Cases (``--cases``, comma-separated; all by default):
     a script would start with): ``coach load FILE --json``.
 
 Each run is one process, timed from spawn to exit; CPU time and peak resident memory come from
-``os.wait4`` (the process and the children it waited for). The machine may be shared: the load
-average is recorded before every run, next to its time.
+``os.wait4``: of the process, the children it waited for, and (on Linux, where the benchmark makes
+itself their reaper) the processes it left behind, such as the fork server whose children read a
+folder's reports and that exits just after it; so the CPU time is the whole run's. The machine may be
+shared: the load average is recorded before every run, next to its time.
+
+``--baseline DIR`` adds, in the cases that run ``coach load``, a side that runs the same command from
+another checkout of coach (``git archive COMMIT | tar -x -C DIR``, the commit written into ``DIR/COMMIT``),
+alternating with this one: the same inputs, machine and moment, before and after a change.
 
     python benchmarks/bench_scale.py                          # everything (10M needs ~2 GB of disk)
     python benchmarks/bench_scale.py --cases nsys-1m --repeat 3
@@ -99,11 +105,52 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def measure(side: str, command: list[str], env: dict[str, str] | None = None) -> Run:
+#: Seconds the processes a run leaves behind (a fork server, which exits when its parent has) are
+#: given to exit before they are stopped.
+LEFT_BEHIND_S = 30.0
+
+_reaper = False
+
+
+def _become_reaper() -> None:
+    """Make this process the reaper of its descendants (Linux's PR_SET_CHILD_SUBREAPER), so that a
+    process a run leaves behind is waited for here and its CPU time counted."""
+    global _reaper
+    if _reaper or not sys.platform.startswith("linux"):
+        return
+    import ctypes  # noqa: PLC0415
+
+    try:
+        _reaper = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _reaper = False
+
+
+def _left_behind(group: int) -> tuple[float, int]:
+    """CPU seconds and peak resident bytes of the processes a run left behind, once they have exited."""
+    cpu, peak, deadline = 0.0, 0, time.monotonic() + LEFT_BEHIND_S
+    while _reaper:
+        try:
+            pid, _, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if not pid:
+            if time.monotonic() > deadline:
+                os.killpg(group, 9)
+                deadline = float("inf")
+            time.sleep(0.01)
+            continue
+        cpu += usage.ru_utime + usage.ru_stime
+        peak = max(peak, usage.ru_maxrss * 1024)
+    return cpu, peak
+
+
+def measure(side: str, command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Run:
+    _become_reaper()
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+b") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True)
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd, start_new_session=True)
         while True:  # poll, stopping the run (its whole process group) if it outgrows the limit
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
@@ -111,17 +158,19 @@ def measure(side: str, command: list[str], env: dict[str, str] | None = None) ->
             if _rss(proc.pid) > MEMORY_LIMIT_BYTES:
                 os.killpg(proc.pid, 9)
                 os.wait4(proc.pid, 0)
+                _left_behind(proc.pid)
                 raise OverLimit(f"{side} passed {MEMORY_LIMIT_BYTES / 1e9:g} GB of memory after "
                                 f"{time.perf_counter() - started:.0f} s and was stopped")
             time.sleep(0.05)
         wall = time.perf_counter() - started
+        more_cpu, more_peak = _left_behind(proc.pid)
         err.seek(0)
         stderr = err.read().decode(errors="replace")
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{shlex.join(command)} failed: {stderr.strip()[-2000:]}")
         out.seek(0)
         text = out.read()
-    run = Run(side, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, load, text)
+    run = Run(side, wall, usage.ru_utime + usage.ru_stime + more_cpu, max(usage.ru_maxrss * 1024, more_peak), load, text)
     print(f"  {side}: {run.wall_s:.2f} s wall, {run.cpu_s:.2f} s CPU, {run.peak_bytes / 2**20:.0f} MiB "
           f"(load {load:.2f})", file=sys.stderr)
     return run
@@ -129,6 +178,27 @@ def measure(side: str, command: list[str], env: dict[str, str] | None = None) ->
 
 def coach(*args: str) -> list[str]:
     return [sys.executable, "-m", "coach", *args]
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A checkout of coach a side runs: ``python -m coach`` from its root (which comes first on
+    ``sys.path``), with it first on ``PYTHONPATH`` too."""
+
+    label: str
+    root: Path
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+        return {**env, "PYTHONPATH": os.pathsep.join([str(self.root), *rest])}
+
+
+def checkouts(baseline: Checkout | None) -> list[Checkout]:
+    return [Checkout("", ROOT), *([baseline] if baseline else [])]
+
+
+def side_name(name: str, checkout: Checkout) -> str:
+    return f"{name} ({checkout.label})" if checkout.label else name
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,27 +323,44 @@ def case_nsys(path: Path, repeat: int, nsys: str, env: dict) -> tuple[dict[str, 
     return runs, note
 
 
-def case_ranks(folder: Path, repeat: int, env: dict, work: Path) -> tuple[dict[str, list[Run]], str]:
-    runs: dict[str, list[Run]] = {"coach load (cold cache)": []}
+def case_ranks(folder: Path, repeat: int, env: dict, work: Path,
+               baseline: Checkout | None = None) -> tuple[dict[str, list[Run]], str]:
+    sides = checkouts(baseline)
+    runs: dict[str, list[Run]] = {side_name("coach load (cold cache)", c): [] for c in sides}
     for i in range(repeat):
-        cache = work / f"cache-{time.time_ns()}"
-        runs["coach load (cold cache)"].append(
-            measure("coach load (cold cache)", coach("load", str(folder), "--json"), {**env, "COACH_CACHE": str(cache)}))
-        shutil.rmtree(cache, ignore_errors=True)
-    doc = json.loads(runs["coach load (cold cache)"][0].stdout)
-    return runs, f"{len(doc['reports'])} reports side by side; slowest named: {doc['slowest']}"
+        for c in sides if i % 2 == 0 else sides[::-1]:  # alternating which goes first
+            cache = work / f"cache-{time.time_ns()}"
+            name = side_name("coach load (cold cache)", c)
+            runs[name].append(measure(name, coach("load", str(folder), "--json"),
+                                      {**c.env(env), "COACH_CACHE": str(cache)}, cwd=c.root))
+            shutil.rmtree(cache, ignore_errors=True)
+    docs = [json.loads(rs[0].stdout) for rs in runs.values()]
+    if any(d != docs[0] for d in docs[1:]):
+        raise SystemExit("coach load printed different side-by-side tables from the two checkouts")
+    same = " (both checkouts print the same JSON)" if len(docs) > 1 else ""
+    return runs, f"{len(docs[0]['reports'])} reports side by side; slowest named: {docs[0]['slowest']}{same}"
 
 
-def case_kineto(path: Path, repeat: int, env: dict) -> tuple[dict[str, list[Run]], str]:
-    runs: dict[str, list[Run]] = {"coach load": [], "python json.load": []}
-    for _ in range(repeat):
-        runs["coach load"].append(measure("coach load", coach("load", str(path), "--json"), env))
+def case_kineto(path: Path, repeat: int, env: dict, baseline: Checkout | None = None) -> tuple[dict[str, list[Run]], str]:
+    sides = checkouts(baseline)
+    runs: dict[str, list[Run]] = {**{side_name("coach load", c): [] for c in sides}, "python json.load": []}
+    for i in range(repeat):
+        for c in sides if i % 2 == 0 else sides[::-1]:
+            name = side_name("coach load", c)
+            runs[name].append(measure(name, coach("load", str(path), "--json"), c.env(env), cwd=c.root))
         runs["python json.load"].append(measure("python json.load", [
             sys.executable, "-c", "import json, sys; d = json.load(open(sys.argv[1])); print(len(d['traceEvents']))",
             str(path)]))
-    doc = json.loads(runs["coach load"][0].stdout)
+    docs = [json.loads(runs[side_name("coach load", c)][0].stdout) for c in sides]
+    if any(_without_path(d) != _without_path(docs[0]) for d in docs[1:]):
+        raise SystemExit("coach load printed different summaries from the two checkouts")
+    doc = docs[0]
     return runs, (f"{path.stat().st_size / 1e6:.0f} MB, {runs['python json.load'][0].stdout.strip()} events; coach read "
                   f"{doc['summary']['counts']['kernels']:,} kernels, {doc['summary']['counts']['api']:,} API calls")
+
+
+def _without_path(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "path"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,7 +402,13 @@ def verdict(case: str, runs: dict[str, list[Run]], results: dict) -> str:
                 f"(not measured: twice the 5M run, too low if the cost grows faster than the rows) {pred_time:.0f}x the 1M time and {pred_peak / 1e9:.1f} GB")
     side = next(iter(runs))
     limit = {"ranks-64": 3.0, "kineto-200mb": 2.5}[case]
-    return f"{med(runs[side], 'wall_s'):.2f} s: **{'met' if med(runs[side], 'wall_s') < limit else 'NOT met'}**"
+    verdict = f"{med(runs[side], 'wall_s'):.2f} s: **{'met' if med(runs[side], 'wall_s') < limit else 'NOT met'}**"
+    before = next((s for s in runs if s != side and s.startswith(side.split(" (")[0] + " (")), None)
+    if before:
+        verdict += (f"; against {before.rsplit('(', 1)[-1].rstrip(')')} in the same run: "
+                    f"{med(runs[side], 'wall_s') / med(runs[before], 'wall_s'):.2f}x its wall time, "
+                    f"{med(runs[side], 'cpu_s') / med(runs[before], 'cpu_s'):.2f}x its CPU time (medians)")
+    return verdict
 
 
 def ratios(case: str, runs: dict[str, list[Run]]) -> str:
@@ -327,6 +420,16 @@ def ratios(case: str, runs: dict[str, list[Run]]) -> str:
     parts = [f"{side}: {med(rs, 'wall_s') / med(runs[base], 'wall_s'):.2f}x wall, "
              f"{med(rs, 'cpu_s') / med(runs[base], 'cpu_s'):.2f}x CPU" for side, rs in runs.items() if side != base]
     return f"Ratios to {base} (medians): " + "; ".join(parts) + "."
+
+
+def _commit(root: Path) -> str | None:
+    """The short commit of a checkout: git's, or the one ``git archive`` wrote into a tarball's header
+    (not kept by tar), else the name of a file ``COMMIT`` at its root."""
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if out.returncode == 0 and Path(root, ".git").exists():
+        return out.stdout.strip()
+    marker = Path(root, "COMMIT")
+    return marker.read_text().strip() if marker.is_file() else None
 
 
 def provenance(nsys: str) -> dict[str, str]:
@@ -342,7 +445,9 @@ def provenance(nsys: str) -> dict[str, str]:
             "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1024**3:.0f} GiB",
             "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
             "polars": pl.__version__, "nsys": version, "coach commit": commit or "-",
-            "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+            "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "bytecode": ("not written (PYTHONDONTWRITEBYTECODE is set: each run compiles the modules it imports)"
+                         if os.environ.get("PYTHONDONTWRITEBYTECODE") else "cached (.pyc)")}
 
 
 def render(results: dict, notes: dict, prov: dict, command: str, repeat: int) -> str:
@@ -371,6 +476,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nsys", default=shutil.which("nsys") or "nsys")
     parser.add_argument("--work", type=Path, help="folder for the built inputs (kept and reused)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another checkout of coach, run as a side of its own in the ranks-64 and kineto-200mb cases")
     parser.add_argument("--memory-limit-gb", type=float, default=MEMORY_LIMIT_BYTES / 1e9,
                         help="stop a run whose resident memory passes this (default 8)")
     args = parser.parse_args(argv)
@@ -383,6 +490,11 @@ def main(argv: list[str] | None = None) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "COACH_CACHE": str(work / "cache"), "COLUMNS": "80"}
     prov = provenance(args.nsys)
+    baseline = None
+    if args.baseline is not None:
+        label = _commit(args.baseline) or args.baseline.name
+        baseline = Checkout(f"at {label}", args.baseline.resolve())
+        prov["baseline"] = f"{args.baseline} ({label})"
     results, notes = {}, {}
     MEMORY_LIMIT_BYTES = int(args.memory_limit_gb * 1e9)
     stopped = {}
@@ -394,9 +506,9 @@ def main(argv: list[str] | None = None) -> None:
                 results[case], notes[case] = case_nsys(nsys_export(work, rows), args.repeat, args.nsys, env)
                 notes[case] = f"{rows:,} kernels + {rows:,} API calls; " + notes[case]
             elif case == "ranks-64":
-                results[case], notes[case] = case_ranks(ranks_folder(work), args.repeat, env, work)
+                results[case], notes[case] = case_ranks(ranks_folder(work), args.repeat, env, work, baseline)
             else:
-                results[case], notes[case] = case_kineto(kineto_trace(work), args.repeat, env)
+                results[case], notes[case] = case_kineto(kineto_trace(work), args.repeat, env, baseline)
         except OverLimit as over:
             stopped[case] = str(over)
     command = shlex.join(["python", "benchmarks/bench_scale.py", *(argv if argv is not None else sys.argv[1:])])

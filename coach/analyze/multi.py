@@ -45,11 +45,13 @@ median of the other reports; those it exceeds by more than run-to-run noise are 
 Memory. A folder of reports may not fit in memory together. Each report is read once (by its own
 reader, one report at a time in each of as many worker processes as there are cores) and saved as Parquet tables into a cache folder (``$COACH_CACHE``, else
 ``~/.cache/coach``), keyed by the report's path, size, modification time and coach's version; later
-runs read only the cache. The sums (kernel time, synchronisation, copies, windows) come from one
-lazy query over every report's Parquet tables, run by Polars' streaming engine, which reads only
-the columns it needs. Busy time, gaps and steps need each report's operations in time order, so they
-are computed one report at a time: memory holds one report's GPU operations (four integer columns),
-its synchronisation calls and its top-level ranges, never the folder. Where Nsight Systems has
+runs read only the cache. The report's row of the side-by-side table (its sums: kernel time,
+synchronisation, copies, window; and its busy time, gaps and steps, which need its operations in
+time order) is computed there too, from the report in the worker's memory, and kept beside its
+tables (``ROW_FILE``): a comparison reads one small file per report, and memory holds one report
+at a time in each worker, never the folder. A saved profile without that file (one written by
+``coach profile``, or by an older coach) has its row computed from its Parquet tables, one report at
+a time: its GPU operations (four integer columns), its calls and its top-level ranges. Where Nsight Systems has
 recipes, ``side_by_side_from_recipes`` gets the same per-report numbers from NVIDIA's recipes
 instead, which can run on a Dask cluster (``--mode dask-futures``) for folders too big for one
 process.
@@ -263,7 +265,7 @@ def side_by_side(folders: Sequence[Path], names: Sequence[str] | None = None) ->
     if len(folders) < 2:
         raise InputError(folders[0] if folders else ".", "a side-by-side summary needs at least two reports")
     names = list(names) if names is not None else [report_name(f) for f in folders]
-    table = _sums(folders, names).join(_per_report(folders, names), on="report", how="left", maintain_order="left")
+    table = _per_report(folders, names)
     table = table.with_columns(busy_pct=pl.col("busy_ns") / (pl.col("wall_ns") * pl.col("devices")) * 100.0).select(
         "report", *_STEP_COLUMNS, "wall_ns", "kernels", "kernel_ns", "busy_pct", "gaps", "gap_ns", "max_gap_ns",
         "sync_calls", "sync_ns", "memcpy_ns", "api_calls")
@@ -285,30 +287,24 @@ def compare_reports(table: pl.DataFrame, whole: str) -> SideBySide:
     return SideBySide(result.table, result.slowest, result.reasons, result.verdict + why, result.measured_by)
 
 
-def _scan(folders: Sequence[Path], names: Sequence[str], table: str, columns: Sequence[str]) -> pl.LazyFrame:
-    return pl.concat([pl.scan_parquet(f / f"{table}.parquet").select(*columns).with_columns(report=pl.lit(n))
-                      for f, n in zip(folders, names)])
+#: The sums of a report's row: counts and times that are filled with 0 where the report has none.
+_COUNTS = ("kernels", "kernel_ns", "api_calls", "sync_calls", "sync_ns", "memcpy_ns")
 
 
-def _sums(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
-    """Counts, sums and windows per report: one lazy query over every report's tables."""
-    spans = pl.concat([_scan(folders, names, t, ("start_ns", "end_ns")) for t in (*_WORK_TABLES, "api")])
-    api = _scan(folders, names, "api", ("name", "dur_ns")).with_columns(
-        sync=base_api_name(pl.col("name")).str.contains(SYNC_CALLS))
-    kernels = _scan(folders, names, "kernels", ("dur_ns",))
-    queries = [
-        pl.LazyFrame({"report": list(names)}),
-        spans.group_by("report").agg(wall_ns=pl.col("end_ns").max() - pl.col("start_ns").min()),
-        kernels.group_by("report").agg(kernels=pl.len(), kernel_ns=pl.col("dur_ns").sum()),
-        api.group_by("report").agg(api_calls=pl.len(), sync_calls=pl.col("sync").sum(),
-                                   sync_ns=pl.col("dur_ns").filter(pl.col("sync")).sum()),
-        _scan(folders, names, "memcpy", ("dur_ns",)).group_by("report").agg(memcpy_ns=pl.col("dur_ns").sum()),
+def _sums(tables: Callable[[str, Sequence[str]], pl.LazyFrame]) -> dict:
+    """Counts, sums and the window of one report, from its tables (``tables(name, columns)``, a lazy
+    frame of those columns): one query."""
+    spans = pl.concat([tables(t, ("start_ns", "end_ns")) for t in (*_WORK_TABLES, "api")])
+    api = tables("api", ("name", "dur_ns")).with_columns(sync=base_api_name(pl.col("name")).str.contains(SYNC_CALLS))
+    parts = [
+        spans.select(wall_ns=pl.col("end_ns").max() - pl.col("start_ns").min()),
+        tables("kernels", ("dur_ns",)).select(kernels=pl.len(), kernel_ns=pl.col("dur_ns").sum()),
+        api.select(api_calls=pl.len(), sync_calls=pl.col("sync").sum(), sync_ns=pl.col("dur_ns").filter(pl.col("sync")).sum()),
+        tables("memcpy", ("dur_ns",)).select(memcpy_ns=pl.col("dur_ns").sum()),
     ]
-    joined = queries[0]
-    for q in queries[1:]:
-        joined = joined.join(q, on="report", how="left", maintain_order="left")
-    counts = ("kernels", "kernel_ns", "api_calls", "sync_calls", "sync_ns", "memcpy_ns")
-    return joined.with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in counts).collect(engine="streaming")
+    row = pl.concat(parts, how="horizontal").with_columns(
+        pl.col(c).fill_null(0).cast(pl.Int64) for c in _COUNTS).collect(engine="in-memory").row(0, named=True)
+    return row
 
 
 def _per_report(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
@@ -317,7 +313,8 @@ def _per_report(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
     reports = list(zip(folders, names))
     computed = iter(map_reports(_report_row, [r for r in reports if not (r[0] / ROW_FILE).is_file()]))
     rows = [_report_row(r) if (r[0] / ROW_FILE).is_file() else next(computed) for r in reports]
-    return pl.DataFrame(rows, schema={"report": pl.Utf8, "devices": pl.Int64, "busy_ns": pl.Int64, "gaps": pl.Int64,
+    return pl.DataFrame(rows, schema={"report": pl.Utf8, "wall_ns": pl.Int64, **{c: pl.Int64 for c in _COUNTS},
+                                      "devices": pl.Int64, "busy_ns": pl.Int64, "gaps": pl.Int64,
                                       "gap_ns": pl.Int64, "max_gap_ns": pl.Int64, **_STEP_COLUMNS})
 
 
@@ -325,7 +322,7 @@ def _per_report(folders: Sequence[Path], names: Sequence[str]) -> pl.DataFrame:
 #: the report is cached, so that a later comparison reads one small file per report. The number is
 #: the row's version: change it with what the row holds or how it is computed, and older rows are
 #: computed afresh.
-ROW_FILE = "side-by-side-row-1.json"
+ROW_FILE = "side-by-side-row-2.json"
 
 
 def _report_row(report: tuple[Path, str]) -> dict:
@@ -338,8 +335,8 @@ def _report_row(report: tuple[Path, str]) -> dict:
             pass  # recomputed below
     scan = lambda table, *cols: pl.scan_parquet(folder / f"{table}.parquet").select(*cols)  # noqa: E731
     ops = pl.concat([scan(t, "device_id", "start_ns", "end_ns") for t in _WORK_TABLES]).collect()
-    return {"report": name, **_row(ops, scan("nvtx", "depth", "start_ns", "end_ns").collect(),
-                                   scan("api", "name", "start_ns", "end_ns").collect())}
+    return {"report": name, **_sums(lambda table, cols: scan(table, *cols)),
+            **_row(ops, scan("nvtx", "depth", "start_ns", "end_ns").collect(), scan("api", "name", "start_ns", "end_ns").collect())}
 
 
 def _row(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:
@@ -356,7 +353,7 @@ def _row(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:
 
 def _row_of(profile: Timeline) -> dict:
     ops = pl.concat([getattr(profile, t).select("device_id", "start_ns", "end_ns") for t in _WORK_TABLES])
-    return _row(ops, profile.nvtx, profile.api)
+    return {**_sums(lambda table, cols: getattr(profile, table).lazy().select(*cols)), **_row(ops, profile.nvtx, profile.api)}
 
 
 def _steps(ops: pl.DataFrame, nvtx: pl.DataFrame, api: pl.DataFrame) -> dict:

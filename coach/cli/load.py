@@ -64,11 +64,18 @@ def load_cmd(
     """
     from coach.cli.output import stdin_paths, write_frame
     from coach.errors import CoachError
+
+    selecting = any(x is not None for x in (kernel, nvtx, start, end))
+    if not selecting and csv is None and parquet is None and (len(files) > 1 or any(f.is_dir() for f in files)):
+        # likely several timelines side by side: the workers' fork server imports the readers while
+        # this process imports its own and finds the reports (coach.analyze.parallel)
+        from coach.analyze.parallel import warm_up
+
+        warm_up()
     from coach.ingest import expand, load  # polars: imported only when the command runs
 
     if sort not in SORTS:
         raise CoachError(f"--sort {sort!r}: use one of {', '.join(SORTS)}")
-    selecting = any(x is not None for x in (kernel, nvtx, start, end))
     with stdin_paths(list(files)) as (given, shown):
         paths = expand(given)
         if len(paths) > 1 and not selecting and csv is None and parquet is None and side_by_side(paths, as_json):

@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 # Piped or captured output has no terminal width to follow: use a width that fits a kernel table
 # rather than Rich's 80 columns. A terminal, or $COLUMNS, still decides where there is one. Decided
@@ -66,7 +65,13 @@ def ask(question: str) -> str:
 
 @contextmanager
 def progress(description: str, total: int | None = None) -> Iterator[Any]:
-    """A progress bar on stderr that appears only if the work takes over a second."""
+    """A progress bar on stderr that appears only if the work takes over a second, and only on a
+    terminal (elsewhere nothing is drawn, and Rich's progress module is not imported)."""
+    if not err_console.is_terminal:
+        yield lambda n=1, **kw: None
+        return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
     bar = Progress(
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),

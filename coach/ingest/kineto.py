@@ -51,6 +51,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import polars as pl
 
@@ -59,6 +60,8 @@ from coach.ingest.text import as_utf8
 from coach.model import Source, Timeline, make_timeline
 
 FIELDS_TABLE = Path(__file__).with_name("kineto_fields.csv")
+
+_T = TypeVar("_T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 _US_TO_NS = 1000.0
@@ -149,28 +152,41 @@ def _canonical_args(kind: str, struct: str) -> list[pl.Expr]:
 
 
 def _with_canonical_args(frame: pl.DataFrame, kind: str, struct: str) -> pl.DataFrame:
-    """``frame`` with ``_canonical_args(kind, struct)`` in place of ``struct``, the integer lists
-    (launch grids) parsed once per distinct text rather than once per row: a trace launches the same
-    few grids again and again."""
+    """``frame`` with ``_canonical_args(kind, struct)`` in place of ``struct``: the scalar fields, then
+    the integer lists (launch grids), each coalesced over the raw names of every era.
+
+    Each raw field is converted the cheap way where that gives what ``_as`` gives: an integer field
+    whose every value reads as an integer is not read again as a float; a list field whose every
+    element reads as an integer (the launch grids of a trace without text grids) is cast element by
+    element, an empty list null. Otherwise the lists are parsed as text (``_int_list_text``), once per
+    distinct text rather than once per row: a trace launches the same few grids again and again."""
     fields_ = _canonical_fields(kind)
-    lists = {canonical: raws for canonical, (dtype, raws) in fields_.items() if dtype == "int_list"}
-    texts = {canonical: [f"_{canonical}_{i}" for i in range(len(raws))] for canonical, raws in lists.items()}
-    frame = frame.with_columns(
-        *(pl.coalesce([_as(dtype, pl.col(struct).struct.field(raw)) for raw in raws]).alias(canonical)
-          for canonical, (dtype, raws) in fields_.items() if canonical not in lists),
-        *(pl.col(struct).struct.field(raw).list.join(",").alias(text)
-          for canonical, raws in lists.items() for raw, text in zip(raws, texts[canonical])),
-    )
-    frame = frame.drop(struct)  # before the rows are joined: no copy of every event's arguments
-    for text in (t for names in texts.values() for t in names):
-        parsed = frame.select(pl.col(text).unique()).with_columns(_int_list_text(pl.col(text)).alias(text + "_parsed"))
-        # the one column joined, not the frame: the other columns are not copied
-        looked_up = (frame.select(text).join(parsed, on=text, how="left", maintain_order="left", nulls_equal=True)
-                     .get_column(text + "_parsed"))
-        frame = frame.drop(text).with_columns(looked_up)
-    return frame.with_columns(
-        pl.coalesce([pl.col(t + "_parsed") for t in texts[canonical]]).alias(canonical) for canonical in lists
-    ).drop([t + "_parsed" for names in texts.values() for t in names])
+    args = frame.get_column(struct)
+    scalars, lists = {}, {}
+    for canonical, (dtype, raws) in fields_.items():
+        values = [_arg_values(args.struct.field(raw), dtype) for raw in raws]
+        column = values[0] if len(values) == 1 else pl.select(pl.coalesce(values)).to_series()
+        (lists if dtype == "int_list" else scalars)[canonical] = column.alias(canonical)
+    return frame.drop(struct).with_columns(*scalars.values(), *lists.values())
+
+
+def _arg_values(raw: pl.Series, dtype: str) -> pl.Series:
+    """One raw argument's values as ``_as(dtype, ...)`` gives them."""
+    if dtype == "int":
+        ints = raw.cast(pl.Int64, strict=False)
+        if ints.null_count() == raw.null_count():
+            return ints
+        return pl.select(pl.coalesce(ints, raw.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False))).to_series()
+    if dtype != "int_list":
+        return raw
+    ints = raw.list.eval(pl.element().cast(pl.Int64, strict=False))
+    if not ints.list.eval(pl.element().is_null()).list.any().fill_null(False).any():  # no element null, or not an integer
+        return pl.select(pl.when(ints.list.len() > 0).then(ints)).to_series()
+    texts = raw.list.join(",")
+    distinct = pl.DataFrame({"text": texts}).unique("text").with_columns(parsed=_int_list_text(pl.col("text")))
+    # the one column joined, not the frame: the other columns are not copied
+    return (pl.DataFrame({"text": texts}).join(distinct, on="text", how="left", maintain_order="left", nulls_equal=True)
+            .get_column("parsed"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,13 +203,21 @@ def read(path: str | Path) -> Timeline:
         raise InputError(path, f"is a rocprof JSON trace (AMD ROCm's rocprof v1 with --hip-trace, --hsa-trace or --sys-trace; "
                                f"lanes {', '.join(repr(r) for r in rocprof)}), which coach does not read: record the run "
                                "with torch.profiler (its ROCm build writes the JSON trace coach reads) and pass that")
-    doc, events = _parse(raw, path)
-    if events.is_empty():
-        raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
-    t0 = events["ts"].min()
-    ev = _canonical_events(events, t0)
-    if ev.is_empty():
-        raise _foreign_trace(path, events)
+    read_whole = len(raw) < _PIECES_FROM_BYTES or raw.lstrip()[:1] == b"["
+    pieces = None if read_whole else _read_pieces(raw, each=_classified_piece)
+    if pieces is not None and any(_read_any(part) for part, _ in pieces[1]):
+        # a large trace: each piece's events classified on the thread that read it, timed once joined
+        doc, parts = pieces
+        t0 = min(piece_t0 for part, piece_t0 in parts if piece_t0 is not None)
+        ev = _timed(pl.concat([part for part, _ in parts]), t0)
+    else:  # a small trace, or one the pieces did not read (the whole read names what is wrong)
+        doc, events = _parse(raw, path, pieces=read_whole)
+        if events.is_empty():
+            raise InputError(path, "holds no trace events (an empty profile: was anything run inside the profiler?)")
+        t0 = events["ts"].min()
+        ev = _canonical_events(events, t0)
+        if not _read_any(ev):
+            raise _foreign_trace(path, events)
     corr = _launching_thread(ev)
     return make_timeline(
         _source(path, doc, t0),
@@ -228,7 +252,7 @@ def _read_bytes(path: Path) -> bytes:
 _AUTOGRAD_PIDS = ("CPU functions", "CUDA functions")
 
 
-def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _parse(raw: bytes, path: Path, pieces: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The document (its ``traceEvents`` aside) and its duration events (``_DURATION``), one row each
     (the event's fields as columns). A large trace is read in pieces on every core
     (``_parse_pieces``), each piece's events picked out on its own thread; any piece that does not
@@ -249,9 +273,9 @@ def _parse(raw: bytes, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             raise InputError(path, f"is a JSON array of {events.height:,} events none of which has a category: not a "
                                    "PyTorch-profiler trace")
         return doc, events
-    pieces = _parse_pieces(raw) if len(raw) >= _PIECES_FROM_BYTES else None
-    if pieces is not None:
-        return pieces
+    parsed = _parse_pieces(raw) if pieces and len(raw) >= _PIECES_FROM_BYTES else None
+    if parsed is not None:
+        return parsed
     try:
         doc = pl.read_json(raw, schema=_file_schema())
     except pl.exceptions.PolarsError:
@@ -292,9 +316,16 @@ def _no_trace_events(raw: bytes, path: Path) -> InputError:
 
 
 #: Traces from this size on are read in pieces of about ``_PIECE_BYTES`` each: Polars reads one JSON
-#: document on one thread, and a 200 MB document about four times slower per byte than 1 MB ones.
+#: document on one thread, and a large document slower per byte than small ones (47 ms of CPU per MB
+#: for one 32 MB document, 5.4 ms in 1 MiB pieces: benchmarks/results/profile_scale.md). Smaller
+#: pieces read a little faster alone (4.2-4.5 ms/MB at 64-512 KiB), but with their events classified
+#: the whole read of the 202 MB trace was no cheaper in 512 KiB or 2 MiB pieces than in 1 MiB ones.
 _PIECES_FROM_BYTES = 16 * 2**20
 _PIECE_BYTES = 2**20
+#: The pieces go to the threads in this many runs per core: each run's pieces are read one after
+#: another and joined, and what is done to their events (``each``) is done once per run, so that its
+#: Python-side cost (building the expressions) is paid a few times, not once per piece.
+_RUNS_PER_CORE = 4
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _TAIL_BYTES = 1 << 16
@@ -302,7 +333,20 @@ _TAIL_BYTES = 1 << 16
 
 def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """``_parse`` of a large trace, its event array cut into pieces read in parallel, or None where
-    the cuts cannot be placed or a piece does not read (then the caller reads the whole file).
+    the cuts cannot be placed or a piece does not read (then the caller reads the whole file)."""
+    pieces = _read_pieces(raw, piece_bytes)
+    if pieces is None:
+        return None
+    doc, parts = pieces
+    return doc, pl.concat(parts)
+
+
+def _read_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES,
+                 each: Callable[[pl.DataFrame], _T] | None = None) -> tuple[pl.DataFrame, list] | None:
+    """The document (its event array empty) and, run by run of pieces in order, the duration events
+    (``_DURATION``) of each run, or what ``each`` makes of them; None where the cuts cannot be placed
+    or a piece does not read. ``each`` runs on the thread that read the run, as the reading does
+    (Polars works without holding the GIL), so on every core.
 
     A cut goes between two events, at a ``}`` followed by a comma and a ``{``. Placed anywhere else
     (inside a string, or between two objects nested in an event) it leaves the piece before it with
@@ -327,19 +371,24 @@ def _parse_pieces(raw: bytes, piece_bytes: int = _PIECE_BYTES) -> tuple[pl.DataF
     bodies = [view[a if a >= 0 else b:b] for a, b in zip(starts, cuts[1:])]
     schema = pl.Schema(_file_schema()["traceEvents"].inner.to_schema())
     head = raw[:first] + raw[end:]  # the document with an empty event array
+    workers = _cores()
+    runs = min(len(bodies), workers * _RUNS_PER_CORE)
+    bounds = [len(bodies) * i // runs for i in range(runs + 1)]
 
-    def read(body: bytes) -> pl.DataFrame:
-        return pl.read_json(b"".join((b"[", body, b"]")), schema=schema).filter(_DURATION)
+    def read(run: int):
+        events = [pl.read_json(b"".join((b"[", body, b"]")), schema=schema) for body in bodies[bounds[run]:bounds[run + 1]]]
+        events = (pl.concat(events) if len(events) > 1 else events[0]).filter(_DURATION)
+        return events if each is None else each(events)
 
     try:
-        with ThreadPoolExecutor(max_workers=_cores()) as pool:  # Polars reads without holding the GIL
-            parts = list(pool.map(read, bodies))
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # Polars reads without holding the GIL
+            parts = list(pool.map(read, range(runs)))
         doc = pl.read_json(head, schema=_file_schema())
     except pl.exceptions.PolarsError:
         return None
     if doc.height != 1:
         return None
-    return doc, pl.concat(parts)
+    return doc, parts
 
 
 def _array_end(raw: bytes, first: int) -> int | None:
@@ -449,46 +498,83 @@ def _foreign_trace(path: Path, events: pl.DataFrame) -> InputError:
 
 
 def _canonical_events(events: pl.DataFrame, t0: float) -> pl.DataFrame:
-    """Canonical activity class, integer ns times, and canonical argument columns, in start order; the
-    events of categories coach does not read are left out.
+    """Canonical activity class, integer ns times, and canonical argument columns; the events of
+    categories coach does not read are left out: ``_timed(_classified(events), t0)``."""
+    return _timed(_classified(events), t0)
 
-    The arguments are taken out of their struct before any row is moved (left out or sorted), so that
-    only the columns kept are copied; a trace already in start order is not sorted again."""
-    frame = (
+
+def _classified(events: pl.DataFrame) -> pl.DataFrame:
+    """The events with their activity class (null for a category coach does not read), duration,
+    process, thread and canonical arguments; ``ts`` as read. Row by row: the classes of a trace's
+    pieces are those of the whole trace. No row is left out here: each table picks its activities'
+    rows, and only the columns it uses, once (``_of``)."""
+    return (
         events.with_columns(activity=pl.col("cat").replace_strict(_mapping("category"), default=None,
                                                                   return_dtype=pl.String))
         .with_columns(
             activity=pl.when((pl.col("cat") == "Operator") & pl.col("name").str.starts_with(_PROFILER_STEP))
             .then(pl.lit("user_annotation"))
             .otherwise(pl.col("activity")),
-            start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64),
             dur_ns=(pl.col("dur") * _US_TO_NS).round().cast(pl.Int64).clip(lower_bound=0).fill_null(0),
             pid=pl.col("pid").cast(pl.Int64, strict=False),
-            # torch 1.8-era GPU rows name their stream in tid ("stream 7"); later ones write the number
-            tid=pl.coalesce(pl.col("tid").cast(pl.Int64, strict=False),
-                            pl.col("tid").str.extract(r"^stream (\d+)$", 1).cast(pl.Int64)),
+            tid=_tid(events.get_column("tid")),
         )
-        .with_columns(end_ns=pl.col("start_ns") + pl.col("dur_ns"))
-        .drop("ts", "dur", "ph")
+        .drop("dur", "ph", "cat")
         .pipe(_with_canonical_args, "arg", "args")
-        .filter(pl.col("activity").is_not_null())
     )
-    return frame if frame["start_ns"].is_sorted() else frame.sort("start_ns", maintain_order=True)
+
+
+def _read_any(ev: pl.DataFrame) -> bool:
+    """Whether ``_classified`` events hold any of a category coach reads."""
+    return ev.height > ev["activity"].null_count()
+
+
+def _tid(tid: pl.Series) -> pl.Series:
+    """The thread (or, on GPU rows, stream) as a number: torch 1.8-era GPU rows name their stream in tid
+    ("stream 7"), later ones write the number; the text is searched only where some tid is not one."""
+    ints = tid.cast(pl.Int64, strict=False)
+    if ints.null_count() == tid.null_count():
+        return ints
+    return pl.select(pl.coalesce(ints, tid.str.extract(r"^stream (\d+)$", 1).cast(pl.Int64))).to_series()
+
+
+def _classified_piece(events: pl.DataFrame) -> tuple[pl.DataFrame, float | None]:
+    """``_classified`` of a piece's duration events, and the earliest ``ts`` among all of them (the
+    trace's first event may be of a category left out: the profiler's own span)."""
+    return _classified(events), events["ts"].min()
+
+
+def _timed(frame: pl.DataFrame, t0: float) -> pl.DataFrame:
+    """``_classified`` events with integer ns times from ``t0`` (``start_ns``, ``end_ns``), in the
+    order they were read. Each table's rows are put in start order where they are picked out
+    (``_of``): a trace interleaves its kinds of events out of order (the GPU's after the host's), but
+    each kind is mostly in order already, and a stable sort of each kind's rows gives the rows, in the
+    order, that a stable sort of all of them would."""
+    return frame.with_columns(start_ns=((pl.col("ts") - t0) * _US_TO_NS).round().cast(pl.Int64)).with_columns(
+        end_ns=pl.col("start_ns") + pl.col("dur_ns")).drop("ts")
+
+
+def _of(ev: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:
+    """``columns`` of the events ``which`` picks, in start order (in the order read among equal
+    starts); only those columns are copied."""
+    rows = ev.lazy().filter(which).select(columns).collect()
+    return rows if rows["start_ns"].is_sorted() else rows.sort("start_ns", maintain_order=True)
 
 
 def _launching_thread(ev: pl.DataFrame) -> pl.DataFrame:
     """correlation_id -> pid, tid of the API call that launched the work (one row per id)."""
     return (
-        ev.filter(pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null())
+        _of(ev, pl.col("activity").is_in(["runtime", "driver"]) & pl.col("correlation_id").is_not_null(),
+            ["start_ns", "correlation_id", "pid", "tid"])
         .group_by("correlation_id")
         .agg(pl.col("pid").first(), pl.col("tid").first())
     )
 
 
-def _gpu_rows(ev: pl.DataFrame, activity: str, corr: pl.DataFrame) -> pl.DataFrame:
+def _gpu_rows(ev: pl.DataFrame, activity: str, corr: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     # On GPU rows Kineto's pid is the device and tid the stream: use them only where args lack those.
     return (
-        ev.filter(pl.col("activity") == activity)
+        _of(ev, pl.col("activity") == activity, [*_SPAN, *_GPU_PLACE, "tid", *columns])
         .with_columns(
             device_id=pl.coalesce("device_id", "pid"),
             stream_id=pl.coalesce("stream_id", "tid"),
@@ -503,7 +589,8 @@ _GPU_PLACE = ["device_id", "context_id", "stream_id", "correlation_id", "pid"]
 
 
 def _kernels(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
-    rows = _gpu_rows(ev, "kernel", corr).rename({"name": "demangled_name"})
+    rows = _gpu_rows(ev, "kernel", corr, ["name", "grid", "block", "registers_per_thread", "shared_mem_bytes"]).rename(
+        {"name": "demangled_name"})
     short = rows.select("demangled_name").unique().with_columns(
         name=pl.col("demangled_name").map_elements(short_kernel_name, return_dtype=pl.Utf8)
     )
@@ -519,7 +606,7 @@ def _memcpy(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     copy_kind, memory_kind = _mapping("copy_kind"), _mapping("memory_kind")
     parts = pl.col("name").str.extract_groups(_MEMCPY_NAME)
     return (
-        _gpu_rows(ev, "memcpy", corr)
+        _gpu_rows(ev, "memcpy", corr, ["name", "bytes"])
         .with_columns(
             kind=parts.struct.field("1").replace_strict(copy_kind, default="unknown"),
             src_memory=parts.struct.field("2").replace_strict(memory_kind, default="unknown"),
@@ -532,7 +619,7 @@ def _memcpy(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 def _memset(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     return (
-        _gpu_rows(ev, "memset", corr)
+        _gpu_rows(ev, "memset", corr, ["name", "bytes"])
         .with_columns(
             memory=pl.col("name").str.extract(_MEMSET_NAME, 1).replace_strict(_mapping("memory_kind"), default="unknown")
         )
@@ -541,14 +628,14 @@ def _memset(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 
 def _api(ev: pl.DataFrame) -> pl.DataFrame:
-    return ev.filter(pl.col("activity").is_in(["runtime", "driver"])).select(
+    return _of(ev, pl.col("activity").is_in(["runtime", "driver"]), [*_SPAN, "pid", "tid", "correlation_id", "name", "activity"]).select(
         *_SPAN, "pid", "tid", "correlation_id", "name", api=pl.col("activity")
     )
 
 
 def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
     return (
-        ev.filter(pl.col("activity") == "sync")
+        _of(ev, pl.col("activity") == "sync", [*_SPAN, *_GPU_PLACE, "tid", "sync_kind", "name", "event_id"])
         .with_columns(
             # On sync rows Kineto's pid is the device and tid the stream (-1 for context syncs).
             device_id=pl.coalesce("device_id", "pid"),
@@ -563,7 +650,7 @@ def _sync(ev: pl.DataFrame, corr: pl.DataFrame) -> pl.DataFrame:
 
 def _nvtx(ev: pl.DataFrame) -> pl.DataFrame:
     ranges = (
-        ev.filter(pl.col("activity").is_in(["user_annotation", "cpu_op"]))
+        _of(ev, pl.col("activity").is_in(["user_annotation", "cpu_op"]), [*_SPAN, "pid", "tid", "name", "activity"])
         .select(*_SPAN, "pid", "tid", text=pl.col("name"), domain=pl.col("activity"), kind=pl.lit("push_pop"))
         .sort("pid", "tid", "start_ns", "end_ns", descending=[False, False, False, True], nulls_last=True)
     )

@@ -278,7 +278,7 @@ class _Export:
                 raise InputError(self.path, f"table {plan.raw_table} lacks the columns for {', '.join(named)}: an "
                                             f"export layout coach does not know ({self.written_by})")
             plans[table] = plan
-        jobs = {table: self._ranges(plan) for table, plan in plans.items()}
+        jobs = self._ranges(plans)
         if all(len(ranges) == 1 for ranges in jobs.values()):  # a small export: threads would cost more than they save
             frames = {table: self._frame(plans[table].sql(), text=plans[table].text_columns) for table in jobs}
             return {table: (self._with_all_columns(table, frames[table]) if table in frames else None)
@@ -292,17 +292,18 @@ class _Export:
                       for table, futures in parts.items()}
         return {table: (self._with_all_columns(table, frames[table]) if table in frames else None) for table in tables}
 
-    def _ranges(self, plan: schema.TablePlan) -> list[tuple[str, tuple]]:
-        """WHERE clauses (with parameters) that split ``plan``'s table into rowid ranges."""
-        # Two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends,
-        # but scans the whole table for both in one SELECT.
-        bounds = self._arrow(f'SELECT (SELECT min(rowid) FROM "{plan.raw_table}") AS first, '
-                             f'(SELECT max(rowid) FROM "{plan.raw_table}") AS last').to_pylist()[0]
-        first, last = bounds["first"], bounds["last"]
-        if first is None or last - first < PARALLEL_READ_ROWS:
-            return [("", ())]
-        bounds = list(range(first - 1, last, PARALLEL_READ_ROWS)) + [last]
-        return [(" WHERE rowid > ? AND rowid <= ?", (lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+    def _ranges(self, plans: dict[str, schema.TablePlan]) -> dict[str, list[tuple[str, tuple]]]:
+        """For each table, WHERE clauses (with parameters) that split its raw table into rowid ranges;
+        the bounds of every table from one query (a small export's reading is mostly such fixed costs)."""
+        if not plans:
+            return {}
+        # Two subqueries per table: SQLite answers a lone min() or max() of the rowid from the b-tree's
+        # ends, but scans the whole table for both in one SELECT.
+        columns = ", ".join(f'(SELECT min(rowid) FROM "{plan.raw_table}") AS "first{i}", '
+                            f'(SELECT max(rowid) FROM "{plan.raw_table}") AS "last{i}"'
+                            for i, plan in enumerate(plans.values()))
+        bounds = self._arrow(f"SELECT {columns}").to_pylist()[0]
+        return {table: _rowid_ranges(bounds[f"first{i}"], bounds[f"last{i}"]) for i, table in enumerate(plans)}
 
     @staticmethod
     def _with_all_columns(table: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -398,6 +399,15 @@ class _Export:
             return adbc.connect(path.resolve().as_uri() + "?mode=ro")
         except adbc_driver_manager.Error as err:
             raise InputError(path, f"cannot be opened as SQLite ({_first_line(err)})") from None
+
+
+def _rowid_ranges(first: int | None, last: int | None) -> list[tuple[str, tuple]]:
+    """WHERE clauses (with parameters) for the rowid ranges of ``PARALLEL_READ_ROWS`` rows between
+    ``first`` and ``last``; one clause reading everything where there are fewer."""
+    if first is None or last - first < PARALLEL_READ_ROWS:
+        return [("", ())]
+    bounds = list(range(first - 1, last, PARALLEL_READ_ROWS)) + [last]
+    return [(" WHERE rowid > ? AND rowid <= ?", (lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
 
 
 def _utf8(column: pa.ChunkedArray) -> pa.ChunkedArray:
