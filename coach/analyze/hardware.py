@@ -106,7 +106,11 @@ LEVEL_FIELDS: dict[str, str] = {
     "l2": "l2_bandwidth_bytes_per_s",
     "shared": "shared_bandwidth_bytes_per_s",
 }
-#: Which measurement replaces which datasheet ceiling. DRAM takes the better of copy and read.
+#: The best DRAM rate of any read/write mix recorded on a GPU (``coach.recorded_rates.ANY``): with
+#: the shipped calibration, the DRAM roof is at least this.
+DRAM_ROOF = "dram_bandwidth_bytes_per_s"
+#: Which measurement replaces which datasheet ceiling. DRAM takes the better of copy and read, and
+#: with the shipped calibration at least the best recorded DRAM rate of any mix (``DRAM_ROOF``).
 MEASURED_FOR: dict[str, tuple[str, ...]] = {
     "dram": ("dram_copy_bandwidth_bytes_per_s", "dram_read_bandwidth_bytes_per_s"),
     "fp32": ("fp32_simt_matmul_flop_per_s",),
@@ -721,6 +725,17 @@ def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) 
             best = max(keys, key=lambda k: raised_by[k][0] or 0.0)
             value, raised = raised_by[best]
             source = f"{m.describe()}: {best}" + (f"; raised to {raised}" if raised else "")
+            if name == "dram" and m is catalog().measured.get(gpu.id):
+                # the roof is the attainable DRAM bandwidth, whatever the mix: no kernel recorded on
+                # the GPU moves DRAM bytes faster (coach.recorded_rates ANY), though neither the copy
+                # nor the read ceiling may count it (those stay the floors' that name them)
+                entry = best_rates.read(gpu.id)["rates"].get(DRAM_ROOF) or {}
+                any_mix = entry.get("value")
+                if isinstance(any_mix, (int, float)) and any_mix > value:
+                    value = float(any_mix)
+                    source = (f"{m.describe()}: {best}" + (f" ({raised})" if raised else "")
+                              + "; the DRAM roof raised to the best DRAM rate of any read/write mix recorded on this GPU "
+                              f"({entry.get('where', 'a recording')})")
             return Ceiling(name, unit, value, "measured", source, sheet, value, ref=m.path.name)
         return Ceiling(name, unit, sheet, s.origin, s.describe(), sheet, ref=s.source)
 
