@@ -16,7 +16,9 @@ take precedence: they were measured on the GPU at hand.
 to an approximate entry built from a report's own device attributes (a ``coach.model.DEVICES``
 row). ``ceilings(gpu)`` gives the bandwidths and compute rates the roofline and the predictions
 use: measured where a calibration exists (the user's, else the shipped one), datasheet otherwise,
-each saying which.
+each saying which. With the shipped calibration the DRAM roof is also at least the best DRAM rate of
+any read/write mix recorded on the GPU (``coach.best_rates``), which can exceed both the copy and
+the read ceiling (a kernel that reads and writes a little); a user's own calibration stands alone.
 """
 
 from __future__ import annotations
