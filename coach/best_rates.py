@@ -19,7 +19,9 @@ checks that it agrees with the traces. A rate above the datasheet's peak is not 
 only be a miscount) but listed under ``rejected``, which the same test requires to be empty. A DRAM
 rate whose traffic is not known to be of the ceiling's kind (a copy's mix of reads and writes, or
 reads alone: ``coach.recorded_rates``) is not folded in either, but listed under ``not_used`` with
-what it needs.
+what it needs. Every DRAM rate, whatever its mix, also counts toward ``dram_bandwidth_bytes_per_s``:
+no calibration measures it, but the roofline's DRAM roof (``coach.analyze.hardware.ceilings``) is
+never below it, so that no recorded kernel sits above the roof.
 
 This module needs only the standard library: scenarios and ladders read it on the GPU machine too.
 """

@@ -24,7 +24,12 @@ A kernel's split is what Nsight Compute counted (dram__bytes_read.sum and dram__
 their sectors); a scenario's is its model's ``written_bytes`` over its ``useful_bytes``; a ladder's
 ceiling is named by its work model (a ladder naming the copy ceiling reads and writes each element
 once, tests/test_recorded_rates.py checks its declared size). A rate whose split is unknown, or fits
-neither kind, is not used: it is listed under ``not_used``, with what it needs.
+neither kind, is not used for them: it is listed under ``not_used``, with what it needs.
+
+The roofline's DRAM roof is neither ceiling but the attainable DRAM bandwidth, whatever the mix: a
+kernel recorded above the roof would contradict it. So every DRAM rate also counts toward ``ANY``
+(``dram_bandwidth_bytes_per_s``, the datasheet's field): a kernel's read plus written bytes over its
+duration, a scenario's or a ladder's useful bytes over its time, of any split, known or not.
 
 A rate above the GPU's datasheet peak of the same kind is a miscount, not a measurement: it is kept
 out of the ceiling and listed as rejected.
@@ -47,6 +52,7 @@ from coach.paths import traces_dir
 DATASHEET_FIELD = {
     "dram_copy_bandwidth_bytes_per_s": "dram_bandwidth_bytes_per_s",
     "dram_read_bandwidth_bytes_per_s": "dram_bandwidth_bytes_per_s",
+    "dram_bandwidth_bytes_per_s": "dram_bandwidth_bytes_per_s",
     "fp32_simt_matmul_flop_per_s": "peak_fp32_flop_per_s",
     "tf32_tensor_matmul_flop_per_s": "peak_tf32_tensor_flop_per_s",
     "bf16_tensor_matmul_flop_per_s": "peak_bf16_tensor_flop_per_s",
@@ -55,6 +61,8 @@ DATASHEET_FIELD = {
 #: The DRAM ceilings, by the traffic each measures.
 COPY = "dram_copy_bandwidth_bytes_per_s"
 READ = "dram_read_bandwidth_bytes_per_s"
+#: The DRAM roof: DRAM bytes read and written per second, whatever the mix (no calibration measures it).
+ANY = "dram_bandwidth_bytes_per_s"
 #: Write shares of DRAM traffic (written over read plus written bytes) that count as a copy's mix.
 #: The calibration's copy writes half its bytes; the bounds take in a kernel that reads two arrays and
 #: writes one (a third written) and leave out one that writes a tenth, whose traffic is mostly reads.
@@ -95,6 +103,10 @@ def recorded(gpu: str, traces: Path | None = None) -> pl.DataFrame:
     it counts toward ``measurement``)."""
     base = (Path(traces) if traces is not None else traces_dir()) / gpu
     rows = [*_ladder_rates(base), *_scenario_rates(base, gpu, traces), *_ncu_rates(base)]
+    # a ladder's or a scenario's DRAM rate, of either kind or neither, is also a DRAM rate of some mix
+    # (a kernel profile gives its own ANY row: read plus written bytes, where its READ row counts reads)
+    rows += [{**r, "measurement": ANY, "why": None} for r in rows
+             if r["measurement"] in (COPY, READ) and not r["where"].startswith("Nsight Compute, ")]
     return pl.DataFrame([{"why": None, **r} for r in rows], schema=SCHEMA)
 
 
@@ -216,7 +228,8 @@ _REDERIVED = ("duration_ns", "dram_bytes", "dram_read_bytes", "dram_write_bytes"
 def profile_rates(profile: Any, where: str) -> list[dict[str, Any]]:
     """The rates one kernel profile records, as rows of ``recorded``: its fastest DRAM rate of each
     kind (copy, read) among the launches whose read/write split is known to be of that kind, its
-    fastest FP32 rate, and its fastest DRAM rate that counts toward neither (with why)."""
+    fastest DRAM rate of any mix (toward the DRAM roof, ``ANY``), its fastest FP32 rate, and its
+    fastest DRAM rate that counts toward neither the copy nor the read ceiling (with why)."""
     from coach.analyze.kernel_metrics import ratio, with_derived  # noqa: PLC0415
 
     launches = _with_metric_columns(profile)
@@ -247,12 +260,18 @@ def profile_rates(profile: Any, where: str) -> list[dict[str, Any]]:
     if fp32.height:
         rows.append({"measurement": "fp32_simt_matmul_flop_per_s", "value": float(fp32["fp32_flop_per_s"][0]),
                      "where": f"{where} {fp32['kernel_name'][0]}"})
+    every = fastest(wide, "dram_bandwidth_bytes_per_s")
+    if every:  # toward the DRAM roof, whatever the mix
+        name, value, share = every
+        split = "its read/write split not counted" if share is None else f"{share:.0%} of its DRAM bytes written"
+        rows.append({"measurement": ANY, "value": float(value), "where": f"{where} {name}, {split}"})
     other = fastest(wide.filter(pl.col("kind").is_null()), "dram_bandwidth_bytes_per_s")
     if other:
         name, value, share = other
         why = NEEDS_SPLIT if share is None else _neither(share, "its DRAM bytes")
-        # not a calibration measurement's rate: the kernel's DRAM bytes, read and written, per second
-        rows.append({"measurement": "dram_bandwidth_bytes_per_s", "value": float(value), "where": f"{where} {name}",
+        # the kernel's DRAM bytes, read and written, per second: the DRAM roof's (ANY) kind, not the
+        # copy's nor the read's, so listed as not used for those
+        rows.append({"measurement": ANY, "value": float(value), "where": f"{where} {name}",
                      "why": why})
     return rows
 

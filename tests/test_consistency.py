@@ -17,7 +17,7 @@ import re
 import pytest
 from test_capture_support import flat, run_cli
 
-from coach import correctness, correctness_recordings, ladders, recordings, scenarios
+from coach import best_rates, correctness, correctness_recordings, ladders, recordings, scenarios
 from coach.analyze.diagnose import diagnose
 from coach.analyze.diff import diff, fmt_value
 from coach.analyze.hardware import ceilings, get
@@ -94,7 +94,9 @@ def test_measured_dram_ceiling_agrees_across_scenarios_hardware_and_ladders(caps
     dram = ceilings(get("h200"), True)
     copy = scenarios.find("01").model.bytes_per_s  # measured:dram_copy_bandwidth_bytes_per_s
     read = scenarios.find("08").model.bytes_per_s  # measured:dram_read_bandwidth_bytes_per_s
-    assert dram.bandwidth["dram"].value == pytest.approx(max(copy, read))
+    # the DRAM roof: at least the better of the two, and no recorded DRAM rate of any mix above it
+    roof = best_rates.read("h200")["rates"]["dram_bandwidth_bytes_per_s"]["value"]
+    assert dram.bandwidth["dram"].value == pytest.approx(max(copy, read, roof)) and roof > max(copy, read)
     code, out, err = run_cli(["ladder", "softmax", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["ceiling"]["value"] == pytest.approx(copy)
@@ -108,6 +110,7 @@ def test_measured_dram_ceiling_agrees_across_scenarios_hardware_and_ladders(caps
     rows = {r["quantity"]: r for r in json.loads(out)}
     assert rows["HBM copy bandwidth (measured)"]["value"] == pytest.approx(copy)
     assert rows["HBM read bandwidth (measured)"]["value"] == pytest.approx(read)
+    assert rows["HBM bandwidth, any read/write mix (measured: the DRAM roof)"]["value"] == dram.bandwidth["dram"].value
     from coach.app.pages.hardware import ridges
     from coach.app import format as fmt
 
@@ -187,12 +190,16 @@ def test_ridges_in_roofline_are_those_of_numbers(capsys, tmp_path):
     sheet = {r["quantity"]: r["shown"] for r in json.loads(out)}
     code, out, err = run_cli(["numbers", "--gpu", "h200", "--json"], capsys)
     assert code == 0, err
-    copy = next(r["shown"] for r in json.loads(out) if r["quantity"] == "HBM copy bandwidth (measured)")
+    from coach.analyze.roofline import _rate
+
+    # the DRAM roof `coach numbers` lists, as the roofline's sentences write a rate
+    roof = _rate(next(r["value"] for r in json.loads(out)
+                      if r["quantity"] == "HBM bandwidth, any read/write mix (measured: the DRAM roof)"), "B/s")
     path = str(traces_dir() / "h200" / "scenario-01" / "slow" / "ncu")
     code, out, err = run_cli(["roofline", path, "--out", str(tmp_path / "r.html")], capsys)
     assert code == 0, err
     text = flat(out)
-    assert f"(FP32 51.2 TFLOP/s, DRAM {copy}) put the practical ridge at {sheet['FP32 ridge (measured)']} FLOP/byte" in text
+    assert f"(FP32 51.2 TFLOP/s, DRAM {roof}) put the practical ridge at {sheet['FP32 ridge (measured)']} FLOP/byte" in text
     assert f"put the practical ridge at {sheet['BF16 ridge (measured)']} FLOP/byte" in text
     assert f"the datasheet's (990 TFLOP/s, 4.8 TB/s) put the ridge at {sheet['BF16 ridge (datasheet)']}." in text
 

@@ -16,7 +16,9 @@ take precedence: they were measured on the GPU at hand.
 to an approximate entry built from a report's own device attributes (a ``coach.model.DEVICES``
 row). ``ceilings(gpu)`` gives the bandwidths and compute rates the roofline and the predictions
 use: measured where a calibration exists (the user's, else the shipped one), datasheet otherwise,
-each saying which.
+each saying which. With the shipped calibration the DRAM roof is also at least the best DRAM rate of
+any read/write mix recorded on the GPU (``coach.best_rates``), which can exceed both the copy and
+the read ceiling (a kernel that reads and writes a little); a user's own calibration stands alone.
 """
 
 from __future__ import annotations
@@ -106,7 +108,11 @@ LEVEL_FIELDS: dict[str, str] = {
     "l2": "l2_bandwidth_bytes_per_s",
     "shared": "shared_bandwidth_bytes_per_s",
 }
-#: Which measurement replaces which datasheet ceiling. DRAM takes the better of copy and read.
+#: The best DRAM rate of any read/write mix recorded on a GPU (``coach.recorded_rates.ANY``): with
+#: the shipped calibration, the DRAM roof is at least this.
+DRAM_ROOF = "dram_bandwidth_bytes_per_s"
+#: Which measurement replaces which datasheet ceiling. DRAM takes the better of copy and read, and
+#: with the shipped calibration at least the best recorded DRAM rate of any mix (``DRAM_ROOF``).
 MEASURED_FOR: dict[str, tuple[str, ...]] = {
     "dram": ("dram_copy_bandwidth_bytes_per_s", "dram_read_bandwidth_bytes_per_s"),
     "fp32": ("fp32_simt_matmul_flop_per_s",),
@@ -721,6 +727,17 @@ def ceilings(gpu: GPU | str, measured: bool | Measurements | str | Path = True) 
             best = max(keys, key=lambda k: raised_by[k][0] or 0.0)
             value, raised = raised_by[best]
             source = f"{m.describe()}: {best}" + (f"; raised to {raised}" if raised else "")
+            if name == "dram" and m is catalog().measured.get(gpu.id):
+                # the roof is the attainable DRAM bandwidth, whatever the mix: no kernel recorded on
+                # the GPU moves DRAM bytes faster (coach.recorded_rates ANY), though neither the copy
+                # nor the read ceiling may count it (those stay the floors' that name them)
+                entry = best_rates.read(gpu.id)["rates"].get(DRAM_ROOF) or {}
+                any_mix = entry.get("value")
+                if isinstance(any_mix, (int, float)) and any_mix > value:
+                    value = float(any_mix)
+                    source = (f"{m.describe()}: {best}" + (f" ({raised})" if raised else "")
+                              + "; the DRAM roof raised to the best DRAM rate of any read/write mix recorded on this GPU "
+                              f"({entry.get('where', 'a recording')})")
             return Ceiling(name, unit, value, "measured", source, sheet, value, ref=m.path.name)
         return Ceiling(name, unit, sheet, s.origin, s.describe(), sheet, ref=s.source)
 

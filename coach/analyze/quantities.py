@@ -9,7 +9,9 @@ never 0.
 **Ceilings.** A DRAM bandwidth has three sources, and each is labelled wherever it is shown:
 
 - *measured*: the calibration (``hardware/measured/<gpu>.json``) raised to the best rate recorded on
-  the GPU (``coach.best_rates``), so that no recorded rate exceeds it; the floors use it;
+  the GPU (``coach.best_rates``): of a copy, of reads, and of any read/write mix, so that no kernel
+  recorded on the GPU moves DRAM bytes faster than this roof; the floors here use it (a scenario's or
+  a ladder's floor uses the copy or read ceiling it names);
 - *datasheet*: the GPU table's published peak (``hardware/gpus/<gpu>.toml``);
 - *Nsight Compute's peak*: the device attribute the report carries (``dram__bytes.sum.peak_sustained``
   x its clock), the 100% of Nsight Compute's own "% of peak" figures.

@@ -103,6 +103,11 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
             rows.append(_row(g, "memory", label, value, "B/s", "measured",
                              f"{m.describe(key)}: {key}" + (f"; raised to {raised}" if raised else "")))
     dram = roofs.bandwidth["dram"]
+    if dram.origin == "measured":
+        # the roofline's DRAM roof and the ridge points' bandwidth: the better of the two above, and at
+        # least the best DRAM rate of any read/write mix recorded on this GPU (shipped calibration only)
+        rows.append(_row(g, "memory", "HBM bandwidth, any read/write mix (measured: the DRAM roof)", dram.value, "B/s",
+                         "measured", dram.source))
     if gpu.dram_bytes and dram.value:
         rows.append(_row(g, "memory", "Time to read all of HBM once", gpu.dram_bytes / dram.value, "s", "derived",
                          f"HBM capacity / HBM bandwidth ({'measured' if dram.origin == 'measured' else 'datasheet'}): "
@@ -131,7 +136,7 @@ def sheet(gpu_id: str, *, measured: bool | hardware.Measurements | str | Path = 
                              f"dense {label} peak / HBM bandwidth, both datasheet"))
         if roofs.compute[p].origin == "measured" and dram.origin == "measured":
             rows.append(_row(g, "ridge points", f"{label} ridge (measured)", roofs.ridge_point(p), "FLOP/B", "derived",
-                             f"measured {label} matmul rate / measured HBM bandwidth"))
+                             f"measured {label} matmul rate / the measured DRAM roof"))
 
     # links
     rows.append(_field(gpu, "links", "PCIe, each direction", "pcie_bytes_per_s_per_direction", "B/s"))
