@@ -109,12 +109,12 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
         own, notes = _apply(module, launch, ctx)
         backed = getattr(module, "from_ncu", None)
         if backed is not None and not own:
-            # the rule's counts said nothing: Nsight Compute's result of its kind decides where they
-            # could not (notes), and where they could, a warning of that kind is a disagreement
+            # the rule's counts said nothing: Nsight Compute's result of its kind decides where the report
+            # has none of them, and where they decided, a warning of that kind is a disagreement said
             f = backed(launch, ctx, notes)
-            if f is not None and notes:
+            if f is not None and notes and not [c for c in module.NCU_ONLY_WITHOUT if launch.get(c) is not None]:
                 own, notes = [f], []
-            elif f is not None:
+            elif f is not None and not notes:
                 disagree.append(_disagreement(module, f))
         found += own
         skipped += notes

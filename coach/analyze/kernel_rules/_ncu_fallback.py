@@ -4,15 +4,19 @@ Many reports lack the counters a rule decides from but carry Nsight Compute's ru
 details page of ``--set full`` (text or CSV) prints the sections' metrics and the rules' OPT/WRN
 paragraphs, not the raw L1 sector or bank-conflict counts. Nsight Compute's UncoalescedGlobalAccess
 counts excess sectors as coach's rule does (from the source counters' ideal sectors), and
-SharedMemoryConflicts the bank-conflict wavefronts; their messages carry those numbers.
+SharedMemoryConflicts the bank conflicts of shared loads and stores; their messages carry those numbers.
+Rules of a neighbouring kind are not taken: MemoryCacheAccessPattern's unused bytes per sector are low
+for any small access, UncoalescedSharedAccess's excess wavefronts count shared atomics too (the
+recorded scenarios where coach's counts and those rules disagree are named in the rule modules).
 
 A rule that can take this evidence lists the Nsight Compute rules of its kind (``Claim``: the rule id,
-the sentence of its message that states the problem, and the share of the traffic that sentence's
-numbers call excess) and the share from which its own check would fire. A result backs a finding
-only when it is a warning (never an INF-only result), its message states the problem in those
-words, and its numbers pass the rule's own threshold: a message that says otherwise, or a wording
-not known here, is not evidence. Where the counters are in the report, the rule's own check decides;
-where the two disagree, the launch's top finding says so (``kernel_rules.diagnose_launch``).
+the sentence of its message that states the problem, and the counts in it: excess of total) and the
+share from which its own check would fire. A result backs a finding only when it is a warning (never
+an INF-only result), its message states the problem in those words, its numbers pass the rule's own
+threshold, and the report has none of the rule's own counts (``NCU_ONLY_WITHOUT``): a message that
+says otherwise, or a wording not known here, is not evidence. Where the counts are in the report, the
+rule's own check decides; where it finds nothing and Nsight Compute's rule warns, the launch's top
+finding says so (``kernel_rules.diagnose_launch``).
 
 The estimated saving is Nsight Compute's estimated speed-up of the kernel's time, bounded like the
 rule's own estimate: by the share of the time the fix acts on (the memory or L1 share of peak) times
@@ -46,28 +50,36 @@ class Claim:
     rule_id: str
     #: the sentence of the rule's message that states the problem, with its numbers as groups
     pattern: re.Pattern[str]
-    #: the share (0 to 1) of the traffic that the matched numbers call excess
-    share: Callable[[re.Match[str]], float]
+    #: (excess, total) that the matched numbers count: excess sectors of all sectors, conflicts of wavefronts
+    counts: Callable[[re.Match[str]], tuple[float, float]]
     #: what the share is a share of, in words ("of the global sectors are excess")
     says: str
 
 
 @dataclass(frozen=True)
 class Backing:
-    """A Nsight Compute rule result that states the problem, with the share its numbers give."""
+    """A Nsight Compute rule's warnings for a launch that state the problem (one per operation where the
+    rule reports loads and stores apart), with the share their numbers give together."""
 
-    result: dict[str, Any]
     claim: Claim
-    share: float
-    sentence: str
+    results: tuple[dict[str, Any], ...]
+    excess: float
+    total: float
+    sentences: tuple[str, ...]
 
     @property
     def rule_id(self) -> str:
         return self.claim.rule_id
 
     @property
+    def share(self) -> float:
+        return self.excess / self.total
+
+    @property
     def speedup_pct(self) -> float | None:
-        return self.result.get("speedup_pct")
+        """Nsight Compute's estimates for the operations, added (each is a share of the kernel's time)."""
+        pcts = [r["speedup_pct"] for r in self.results if r.get("speedup_pct") is not None]
+        return sum(pcts) if pcts else None
 
 
 def backing(ctx: KernelContext, claims: Iterable[Claim], fires: Callable[[float], bool]) -> list[Backing]:
@@ -75,6 +87,7 @@ def backing(ctx: KernelContext, claims: Iterable[Claim], fires: Callable[[float]
     states the problem with numbers for which the rule's own threshold ``fires``."""
     out = []
     for claim in claims:
+        results, excess, total, sentences = [], 0.0, 0.0, []
         for r in ctx.ncu_rules:
             if r.get("rule_id") != claim.rule_id or r.get("severity") not in WARNINGS:
                 continue
@@ -82,11 +95,14 @@ def backing(ctx: KernelContext, claims: Iterable[Claim], fires: Callable[[float]
             if m is None:
                 continue
             try:
-                share = claim.share(m)
-            except (ValueError, ZeroDivisionError):
+                e, t = claim.counts(m)
+            except ValueError:
                 continue
-            if fires(share):
-                out.append(Backing(r, claim, share, " ".join(m.group(0).split())))
+            results.append(r)
+            excess, total = excess + e, total + t
+            sentences.append(" ".join(m.group(0).split()))
+        if results and total > 0 and fires(excess / total):
+            out.append(Backing(claim, tuple(results), excess, total, tuple(sentences)))
     return out
 
 
@@ -126,7 +142,8 @@ def backed_finding(spec: RuleSpec, launch: dict[str, Any], found: list[Backing],
     first = found[0]
     pct = first.speedup_pct
     est = f"; est. speedup {fmt_pct(pct)}" if pct is not None else ""
-    message = (f"Nsight Compute's rule {first.rule_id}: \"{first.sentence}\"{est}. By its numbers "
+    quoted = "; ".join(f'"{q}"' for q in first.sentences)
+    message = (f"Nsight Compute's rule {first.rule_id}: {quoted}{est}. By its numbers "
                f"{100 * first.share:.0f}% {first.claim.says}, past coach's threshold of {100 * threshold_share:.0f}%. "
                f"Coach's own {own} cannot decide here: {why_not_own(notes)}. This finding rests on Nsight "
                "Compute's reading.")
@@ -142,6 +159,6 @@ def backed_finding(spec: RuleSpec, launch: dict[str, Any], found: list[Backing],
     saving_ns, gain_model = saving(launch, first, weight, weight_name)
     return finding(spec, launch, title=f"{title} (Nsight Compute's {first.rule_id})", message=message,
                    next_step=next_step, evidence=evidence, saving_ns=saving_ns, gain_model=gain_model,
-                   ncu=first.result,
+                   ncu={"rule_id": first.rule_id, "speedup_pct": pct},
                    details={FROM_NCU_RULE: first.rule_id, "excess_share": first.share,
                             "ncu_rules": [b.rule_id for b in found]})

@@ -24,9 +24,8 @@ against 16.8 M. They count loads and stores together.
 Where the report has none of these counts but Nsight Compute's own rule results (the ``--set full``
 details page, as text or CSV), its UncoalescedGlobalAccess warning counts the same excess from the
 same source counters ("58720256 excessive sectors (78% of the total 75497472 sectors)" on the H200
-strided copy of tests/data/ncu_pages_2025), and MemoryCacheAccessPattern the bytes of each global
-sector that no thread uses ("only 4.0 of the 32 bytes"): the finding rests on those numbers, held to
-this rule's threshold (``_ncu_fallback``).
+strided copy of tests/data/ncu_pages_2025): the finding rests on those numbers, held to this rule's
+threshold (``_ncu_fallback``). Where the report has any of the counts above, they decide.
 """
 
 from __future__ import annotations
@@ -82,18 +81,18 @@ _METRIC = {"global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.su
            "global_store_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"}
 
 
-#: Nsight Compute's rules that state uncoalesced global access, first preferred: the excess sectors of
-#: the source counters (the count this rule's own last resort reads), then the unused bytes of each
-#: sector of global loads or stores (not local ones: those are the local-memory rule's).
+#: Nsight Compute's rule that states uncoalesced global access with this rule's measure: the source
+#: counters' excess sectors against the coalesced ideal. Not MemoryCacheAccessPattern: it counts the
+#: bytes of each sector a thread uses, which is low for any small access (scenario-05's one 4-byte sum
+#: stored per warp: "only 4.0 of the 32 bytes", one sector per request, nothing in excess).
 NCU_CLAIMS = (
     fallback.Claim("UncoalescedGlobalAccess", re.compile(
         r"uncoalesced global accesses resulting in a total of ([\d,]+) excessive sectors \([\d.]+% of the total ([\d,]+) "
-        r"sectors\)"), lambda m: fallback.count(m[1]) / fallback.count(m[2]), "of the global sectors are excess"),
-    fallback.Claim("MemoryCacheAccessPattern", re.compile(
-        r"The memory access pattern for global (?:loads from|stores to) \w+ might not be optimal\. On average, only "
-        r"([\d.]+) of the ([\d.]+) bytes transmitted per sector are utilized by each thread"),
-        lambda m: 1 - float(m[1]) / float(m[2]), "of the bytes of each global sector go unused"),
+        r"sectors\)"), lambda m: (fallback.count(m[1]), fallback.count(m[2])), "of the global sectors are excess"),
 )
+#: Nsight Compute's results back a finding only where the report has none of this rule's own counts.
+NCU_ONLY_WITHOUT = ("global_load_sectors", "global_store_sectors", "l1_to_l2_read_sectors", "l1_to_l2_write_sectors",
+                    "l2_global_sectors")
 #: sectors / ideal > EXCESS_RATIO is an excess share of more than 1 - 1 / EXCESS_RATIO (20%)
 NCU_LEAST_SHARE = 1 - 1 / EXCESS_RATIO
 
