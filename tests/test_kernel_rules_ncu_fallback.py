@@ -193,8 +193,8 @@ def test_a_recorded_disagreement_is_said_on_the_top_finding():
     found = diagnose(load(TRACES / "scenario-08" / "slow" / "report.ncu-rep.xz"))
     assert UNCOALESCED not in {f.rule_id for f in found}
     top = next(f for f in found if not is_not_checked(f))
-    assert "Nsight Compute's rule UncoalescedGlobalAccess reports uncoalesced global access (33% excess" in \
-        top.differs_from_ncu
+    assert ("Nsight Compute's rule UncoalescedGlobalAccess reports uncoalesced global access (33% of the global "
+            "sectors are excess") in top.differs_from_ncu
 
 
 def test_where_the_counts_find_nothing_a_warning_of_the_kind_is_a_disagreement_said(strided):
@@ -210,3 +210,32 @@ def test_where_the_counts_find_nothing_a_warning_of_the_kind_is_a_disagreement_s
     assert "UncoalescedGlobalAccess reports uncoalesced global access" in twin[0].differs_from_ncu
     assert "the counters decide here" in twin[0].differs_from_ncu
     assert [f.rule_id for f in diagnose(strided) if f.launch_id == 1] == [f.rule_id for f in found if f.launch_id == 1]
+
+
+# --------------------------------------------------------------------------------------------
+# Warp stalls: the details page prints the cycles between issues, not the stall reasons
+# --------------------------------------------------------------------------------------------
+
+STALLS = r"^smsp__average_warps_issue_stalled_|^smsp__average_warp_latency_issue_stalled_"
+
+
+@pytest.mark.parametrize("page", FULL_PAGES)
+def test_the_coalesced_copys_stall_reason_comes_from_cpistall(pages, page):
+    found = diagnose(load(pages / page))
+    [stalls] = [f for f in confident(found, "copy_coalesced") if f.rule_id == "warp-stalls"]
+    assert stalls.details[FROM_NCU_RULE] == "CPIStall" and "long scoreboard" in stalls.title
+    assert stalls.details["excess_share"] == pytest.approx(57.9 / 69.8)  # "57.9 cycles ... of 69.8 cycles"
+    root = next(f for f in found if f.scope == "copy_coalesced" and f.rule_id == "speed-of-light")
+    assert stalls.estimated_saving_ns <= root.estimated_saving_ns  # a latency cause: at most the gap
+    # the strided copy's CPIStall warns too, but it runs at its roof: the root leaves the latency rules out
+    assert "warp-stalls" not in {f.rule_id.removeprefix("not-checked:") for f in by_kernel(found, "copy_strided")}
+
+
+def test_with_the_stall_reasons_in_the_report_they_decide_and_without_cpistall_names_the_same(strided):
+    [own] = [f for f in diagnose(strided) if f.rule_id == "warp-stalls"]
+    assert FROM_NCU_RULE not in own.details and own.details["stall"] == "long scoreboard"
+    variant = without_metrics(strided, patterns=[STALLS], label="synthetic-variant-without-stalls")
+    [backed] = [f for f in diagnose(variant) if f.rule_id == "warp-stalls"]
+    assert backed.launch_id == own.launch_id and backed.details[FROM_NCU_RULE] == "CPIStall"
+    assert "long scoreboard" in backed.title
+    assert backed.details["excess_share"] == pytest.approx(own.details["share"], abs=0.01)

@@ -148,8 +148,9 @@ def _disagreement(module: ModuleType, backed: Finding) -> str:
     share = backed.details.get("excess_share")
     pct = backed.ncu_speedup_pct
     est = f", est. speedup {pct:.0f}%" if pct is not None else ""
-    return (f"Nsight Compute's rule {rule} reports {module.SPEC.name.lower()} ({100 * share:.0f}% excess{est}), but "
-            f"coach's own counts in this report find none past its threshold; the counters decide here.")
+    return (f"Nsight Compute's rule {rule} reports {module.SPEC.name.lower()} ({100 * share:.0f}% "
+            f"{backed.details.get('ncu_says')}{est}), but coach's own counts in this report find none past its "
+            "threshold; the counters decide here.")
 
 
 def _root_after_tied_causes(found: list[Finding], ctx: KernelContext) -> list[Finding]:

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from coach.analyze.findings import Finding, RuleSpec
+from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_pct, fmt_time
 
 #: Nsight Compute's message types that state a problem (an INF result only informs).
@@ -54,6 +54,10 @@ class Claim:
     counts: Callable[[re.Match[str]], tuple[float, float]]
     #: what the share is a share of, in words ("of the global sectors are excess")
     says: str
+    #: what the share is called in the evidence
+    measure: str = "excess share"
+    #: the words quoted from the match (default: all of it)
+    quote: Callable[[re.Match[str]], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ def backing(ctx: KernelContext, claims: Iterable[Claim], fires: Callable[[float]
                 continue
             results.append(r)
             excess, total = excess + e, total + t
-            sentences.append(" ".join(m.group(0).split()))
+            sentences.append(" ".join((claim.quote(m) if claim.quote else m.group(0)).split()))
         if results and total > 0 and fires(excess / total):
             out.append(Backing(claim, tuple(results), excess, total, tuple(sentences)))
     return out
@@ -136,7 +140,8 @@ def why_not_own(notes: Iterable[Finding]) -> str:
 
 def backed_finding(spec: RuleSpec, launch: dict[str, Any], found: list[Backing], notes: Iterable[Finding], *,
                    own: str, title: str, next_step: str, weight: float, weight_name: str,
-                   threshold_share: float, healthy: str) -> Finding:
+                   threshold_share: float, healthy: str, category: Bottleneck | None = None,
+                   cap: Callable[[float | None], float | None] | None = None) -> Finding:
     """The rule's finding from the first of ``found`` (the others named beside it), where its own
     ``own`` counts could not decide (``notes``)."""
     first = found[0]
@@ -152,13 +157,16 @@ def backed_finding(spec: RuleSpec, launch: dict[str, Any], found: list[Backing],
         message += " " + " ".join(
             f"Its rule {b.rule_id} agrees: {100 * b.share:.0f}% {b.claim.says}"
             + (f" (est. speedup {fmt_pct(b.speedup_pct)})." if b.speedup_pct is not None else ".") for b in others)
-    evidence = [ev(f"{b.rule_id}: excess share", 100 * b.share, "%", healthy, 100 * threshold_share,
+    evidence = [ev(f"{b.rule_id}: {b.claim.measure}", 100 * b.share, "%", healthy, 100 * threshold_share,
                    source=f"Nsight Compute rule {b.rule_id}") for b in found]
     evidence += [ev(f"{b.rule_id}: estimated speed-up", b.speedup_pct, "%", "no warning", None,
                     source=f"Nsight Compute rule {b.rule_id}") for b in found if b.speedup_pct is not None]
     saving_ns, gain_model = saving(launch, first, weight, weight_name)
-    return finding(spec, launch, title=f"{title} (Nsight Compute's {first.rule_id})", message=message,
+    if cap is not None and saving_ns is not None and (capped := cap(saving_ns)) != saving_ns:
+        saving_ns, gain_model = capped, f"{gain_model.rsplit('; saves ', 1)[0]}, capped at the gap to the roof; " \
+                                        f"saves {fmt_time(capped)}"
+    return finding(spec, launch, title=f"{title} (Nsight Compute's {first.rule_id})", message=message, category=category,
                    next_step=next_step, evidence=evidence, saving_ns=saving_ns, gain_model=gain_model,
                    ncu={"rule_id": first.rule_id, "speedup_pct": pct},
-                   details={FROM_NCU_RULE: first.rule_id, "excess_share": first.share,
+                   details={FROM_NCU_RULE: first.rule_id, "excess_share": first.share, "ncu_says": first.claim.says,
                             "ncu_rules": [b.rule_id for b in found]})
