@@ -9,6 +9,11 @@ run, and the diagnosis says which evidence was missing instead. A rule may defin
 ``apply_partial(launch, ctx, missing)`` for what it can still say without them (the root: the
 bound named by a unit the report measures at its roof), returned beside that note.
 
+Where a rule's own counters are not in the report (a pasted ``--page details``), a rule that defines
+``from_ncu(launch, ctx, notes)`` takes Nsight Compute's own warning of its kind instead, held to the
+rule's threshold, and its finding says so; where the counters are there, they decide, and the launch's
+top finding says where Nsight Compute's rule of that kind warns all the same (``_ncu_fallback``).
+
     from coach.analyze.kernel_rules import run_all
     findings = run_all(profile)            # ranked: largest estimated saving first
 
@@ -50,6 +55,7 @@ from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import speed_of_light
 from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, Verdict, fmt_time, missing
+from coach.analyze.kernel_rules._ncu_fallback import FROM_NCU_RULE, neighbours_said
 from coach.model import KernelProfile
 
 ROOT = "speed_of_light"
@@ -116,6 +122,8 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
                 own, notes = [f], []
             elif f is not None and not notes:
                 disagree.append(_disagreement(module, f))
+        if notes and not own and (said := neighbours_said(ctx, getattr(module, "NCU_NEIGHBOURS", ()))):
+            notes = [replace(notes[0], message=f"{notes[0].message} {said}"), *notes[1:]]
         found += own
         skipped += notes
     found = _launch_limits_first(_root_after_tied_causes(rank(found), ctx), ctx.verdict)
@@ -144,7 +152,7 @@ def _apply(module: ModuleType, launch: dict[str, Any], ctx: KernelContext) -> tu
 
 def _disagreement(module: ModuleType, backed: Finding) -> str:
     """Where a rule's own counts find nothing and Nsight Compute's rule of its kind warns: said, not picked."""
-    rule = backed.details.get("from_ncu_rule")
+    rule = backed.details.get(FROM_NCU_RULE)
     share = backed.details.get("excess_share")
     pct = backed.ncu_speedup_pct
     est = f", est. speedup {pct:.0f}%" if pct is not None else ""

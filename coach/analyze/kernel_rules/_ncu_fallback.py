@@ -20,7 +20,8 @@ finding says so (``kernel_rules.diagnose_launch``).
 
 The estimated saving is Nsight Compute's estimated speed-up of the kernel's time, bounded like the
 rule's own estimate: by the share of the time the fix acts on (the memory or L1 share of peak) times
-the excess share the message's numbers give, coach's model on Nsight Compute's numbers.
+the excess share the message's numbers give, coach's model on Nsight Compute's numbers; a latency
+cause (warp stalls) is capped at the gap to the roof besides, as the rule's own estimate is.
 """
 
 from __future__ import annotations
@@ -170,3 +171,28 @@ def backed_finding(spec: RuleSpec, launch: dict[str, Any], found: list[Backing],
                    ncu={"rule_id": first.rule_id, "speedup_pct": pct},
                    details={FROM_NCU_RULE: first.rule_id, "excess_share": first.share, "ncu_says": first.claim.says,
                             "ncu_rules": [b.rule_id for b in found]})
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A Nsight Compute rule of a neighbouring kind: named in the rule's note where the rule could not
+    check, never taken as its evidence."""
+
+    rule_id: str
+    #: what its message must say to be about this rule's subject
+    about: re.Pattern[str]
+    #: why it is not this rule's evidence
+    why_not: str
+
+
+def neighbours_said(ctx: KernelContext, neighbours: Iterable[Neighbour]) -> str:
+    """One sentence a note carries for each neighbouring warning of the launch ("" where there is none)."""
+    out = []
+    for n in neighbours:
+        hits = [r for r in ctx.ncu_rules if r.get("rule_id") == n.rule_id and r.get("severity") in WARNINGS
+                and n.about.search(r.get("message") or "")]
+        if hits:
+            pcts = [r["speedup_pct"] for r in hits if r.get("speedup_pct") is not None]
+            est = f" (est. speedup {fmt_pct(max(pcts))})" if pcts else ""
+            out.append(f"Nsight Compute's rule {n.rule_id} warns here{est}, not taken as evidence: {n.why_not}.")
+    return " ".join(out)

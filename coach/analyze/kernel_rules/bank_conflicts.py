@@ -45,6 +45,10 @@ NCU_CLAIMS = (
         r"shared (?:loads|stores)"), lambda m: (fallback.count(m[1]), fallback.count(m[2])),
         "of the shared wavefronts are bank-conflict replays"),
 )
+NCU_NEIGHBOURS = (fallback.Neighbour(
+    "UncoalescedSharedAccess", re.compile(r"uncoalesced shared accesses"),
+    "its excess wavefronts count every shared instruction, atomics too, not the bank conflicts of loads and "
+    "stores alone"),)
 #: Nsight Compute's results back a finding only where the report has none of this rule's own counts.
 NCU_ONLY_WITHOUT = ("shared_bank_conflicts", "shared_load_wavefronts", "shared_store_wavefronts")
 

@@ -90,6 +90,9 @@ NCU_CLAIMS = (
         r"uncoalesced global accesses resulting in a total of ([\d,]+) excessive sectors \([\d.]+% of the total ([\d,]+) "
         r"sectors\)"), lambda m: (fallback.count(m[1]), fallback.count(m[2])), "of the global sectors are excess"),
 )
+NCU_NEIGHBOURS = (fallback.Neighbour(
+    "MemoryCacheAccessPattern", re.compile(r"access pattern for global"),
+    "it counts the bytes of each sector a thread uses, which are few for any small access, coalesced or not"),)
 #: Nsight Compute's results back a finding only where the report has none of this rule's own counts.
 NCU_ONLY_WITHOUT = ("global_load_sectors", "global_store_sectors", "l1_to_l2_read_sectors", "l1_to_l2_write_sectors",
                     "l2_global_sectors")
