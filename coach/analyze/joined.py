@@ -27,7 +27,7 @@ import polars as pl
 from coach.analyze.diagnose import is_not_checked
 from coach.analyze.diff import CONFIG
 from coach.analyze.kernel_metrics import with_derived
-from coach.analyze.kernel_rules import diagnose_launch, speed_of_light
+from coach.analyze.kernel_rules import diagnose_launch, ncu_rules_by_launch, speed_of_light
 from coach.errors import CoachError
 from coach.model import KernelProfile, Timeline
 
@@ -89,9 +89,7 @@ def _profiled(profile: KernelProfile) -> pl.DataFrame:
     """Each profiled launch: name, configuration, order within its (name, grid, block), a few metrics,
     the speed-of-light bound and the top finding."""
     wide = with_derived(profile.launches, profile.devices).sort("launch_id")
-    ncu_rules: dict[int, list[dict[str, Any]]] = {}
-    for r in profile.rules.select("launch_id", "rule_id", "severity", "title", "speedup_pct").to_dicts():
-        ncu_rules.setdefault(r["launch_id"], []).append(r)
+    ncu_rules = ncu_rules_by_launch(profile.rules)
     verdicts = []
     for launch in wide.iter_rows(named=True):  # Nsight Compute profiles a handful of launches
         v = speed_of_light.verdict(launch)

@@ -9,6 +9,11 @@ run, and the diagnosis says which evidence was missing instead. A rule may defin
 ``apply_partial(launch, ctx, missing)`` for what it can still say without them (the root: the
 bound named by a unit the report measures at its roof), returned beside that note.
 
+Where a rule's own counters are not in the report (a pasted ``--page details``), a rule that defines
+``from_ncu(launch, ctx, notes)`` takes Nsight Compute's own warning of its kind instead, held to the
+rule's threshold, and its finding says so; where the counters are there, they decide, and the launch's
+top finding says where Nsight Compute's rule of that kind warns all the same (``_ncu_fallback``).
+
     from coach.analyze.kernel_rules import run_all
     findings = run_all(profile)            # ranked: largest estimated saving first
 
@@ -50,6 +55,7 @@ from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import speed_of_light
 from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, Verdict, fmt_time, missing
+from coach.analyze.kernel_rules._ncu_fallback import FROM_NCU_RULE, neighbours_said
 from coach.model import KernelProfile
 
 ROOT = "speed_of_light"
@@ -83,7 +89,7 @@ def specs() -> list[RuleSpec]:
 def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
     """Every applicable rule over every launch, ranked; then one note per rule that could not run."""
     wide = with_derived(profile.launches, profile.devices, hardware)
-    ncu_rules = _ncu_rules_by_launch(profile.rules)
+    ncu_rules = ncu_rules_by_launch(profile.rules)
     findings: list[Finding] = []
     notes: list[Finding] = []
     for launch in wide.iter_rows(named=True):
@@ -104,23 +110,55 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
     modules = [RULES[ROOT], *(RULES[name] for sub in TREE if sub in subtrees for name in TREE[sub])]
     found: list[Finding] = []
     skipped: list[Finding] = []
+    disagree: list[str] = []
     for module in modules:
-        gone = missing(launch, module.SPEC.requires)
-        if gone:
-            skipped.append(_not_checked(module.SPEC, launch, gone))
-            if hasattr(module, "apply_partial"):  # what the rule can still say without them
-                found += module.apply_partial(launch, ctx, gone)
-            continue
-        none_of = [group for group in module.SPEC.requires_one_of if len(missing(launch, group)) == len(group)]
-        if none_of:
-            skipped.append(_not_checked(module.SPEC, launch, [], needs=none_of))
-            continue
-        for f in module.apply(launch, ctx):  # a rule may also say it could not decide
-            (skipped if f.rule_id.startswith(NOT_CHECKED_PREFIX) else found).append(f)
+        own, notes = _apply(module, launch, ctx)
+        backed = getattr(module, "from_ncu", None)
+        if backed is not None and not own:
+            # the rule's counts said nothing: Nsight Compute's result of its kind decides where the report
+            # has none of them, and where they decided, a warning of that kind is a disagreement said
+            f = backed(launch, ctx, notes)
+            if f is not None and notes and not [c for c in module.NCU_ONLY_WITHOUT if launch.get(c) is not None]:
+                own, notes = [f], []
+            elif f is not None and not notes:
+                disagree.append(_disagreement(module, f))
+        if notes and not own and (said := neighbours_said(ctx, getattr(module, "NCU_NEIGHBOURS", ()))):
+            notes = [replace(notes[0], message=f"{notes[0].message} {said}"), *notes[1:]]
+        found += own
+        skipped += notes
     found = _launch_limits_first(_root_after_tied_causes(rank(found), ctx), ctx.verdict)
     if found:
         found[0] = _compare_with_ncu(found[0], ctx.ncu_rules)
+        if disagree:
+            said = " ".join(filter(None, (found[0].differs_from_ncu, *disagree)))
+            found[0] = replace(found[0], differs_from_ncu=said)
     return found, skipped
+
+
+def _apply(module: ModuleType, launch: dict[str, Any], ctx: KernelContext) -> tuple[list[Finding], list[Finding]]:
+    """One rule on one launch: (its findings, its notes on what it could not check)."""
+    gone = missing(launch, module.SPEC.requires)
+    if gone:
+        # what the rule can still say without them
+        partial = module.apply_partial(launch, ctx, gone) if hasattr(module, "apply_partial") else []
+        return partial, [_not_checked(module.SPEC, launch, gone)]
+    none_of = [group for group in module.SPEC.requires_one_of if len(missing(launch, group)) == len(group)]
+    if none_of:
+        return [], [_not_checked(module.SPEC, launch, [], needs=none_of)]
+    out = module.apply(launch, ctx)  # a rule may also say it could not decide
+    return ([f for f in out if not f.rule_id.startswith(NOT_CHECKED_PREFIX)],
+            [f for f in out if f.rule_id.startswith(NOT_CHECKED_PREFIX)])
+
+
+def _disagreement(module: ModuleType, backed: Finding) -> str:
+    """Where a rule's own counts find nothing and Nsight Compute's rule of its kind warns: said, not picked."""
+    rule = backed.details.get(FROM_NCU_RULE)
+    share = backed.details.get("excess_share")
+    pct = backed.ncu_speedup_pct
+    est = f", est. speedup {pct:.0f}%" if pct is not None else ""
+    return (f"Nsight Compute's rule {rule} reports {module.SPEC.name.lower()} ({100 * share:.0f}% "
+            f"{backed.details.get('ncu_says')}{est}), but coach's own counts in this report find none past its "
+            "threshold; the counters decide here.")
 
 
 def _root_after_tied_causes(found: list[Finding], ctx: KernelContext) -> list[Finding]:
@@ -168,9 +206,10 @@ def _rank_launches(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (saving(f) is None, -(saving(f) or 0.0)))
 
 
-def _ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
+def ncu_rules_by_launch(rules: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
+    """launch id -> Nsight Compute's rule results for it, as the rules' ``KernelContext`` holds them."""
     out: dict[int, list[dict[str, Any]]] = {}
-    for r in rules.select("launch_id", "rule_id", "severity", "title", "speedup_pct").to_dicts():
+    for r in rules.select("launch_id", "rule_id", "severity", "title", "message", "speedup_pct").to_dicts():
         out.setdefault(r["launch_id"], []).append(r)
     return out
 

@@ -3,13 +3,21 @@
 Shared memory has 32 banks, 4 bytes wide; a warp's request is served in one pass (wavefront) unless
 several threads address different words in the same bank, which serialises them (CUDA C++
 Programming Guide, "Shared Memory"). The report counts the extra wavefronts as bank conflicts.
+
+Where the report lacks those counts but has Nsight Compute's own rule results (the ``--set full``
+details page, as text or CSV), its SharedMemoryConflicts warning gives the same share ("65315200 bank
+conflicts, which represent 96.89% of the overall 67412352 wavefronts" on the H200 transpose of
+tests/data/ncu_pages_2025; one result for loads, one for stores): the finding rests on those numbers,
+held to this rule's threshold (``_ncu_fallback``). Where the report has any of the counts, they decide.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from coach.analyze.kernel_rules import _ncu_fallback as fallback
 from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_count, fmt_time
 
 SPEC = RuleSpec(
@@ -25,6 +33,40 @@ SPEC = RuleSpec(
 
 # Nsight Compute's SharedMemoryConflicts rule reports conflicts from 10% of the shared wavefronts on.
 CONFLICT_FRACTION = 0.10
+
+
+#: Nsight Compute's rule that states bank conflicts of shared loads and stores (one result for each),
+#: as this rule counts them. Not UncoalescedSharedAccess: its excess wavefronts count every shared
+#: instruction, atomics too (scenario-08/fixed's shared-atomic histogram: "50% of the total" where its
+#: loads and stores have 7 conflicts).
+NCU_CLAIMS = (
+    fallback.Claim("SharedMemoryConflicts", re.compile(
+        r"This results in ([\d,]+) bank conflicts,\s+which represent [\d.]+% of the overall ([\d,]+) wavefronts for "
+        r"shared (?:loads|stores)"), lambda m: (fallback.count(m[1]), fallback.count(m[2])),
+        "of the shared wavefronts are bank-conflict replays"),
+)
+NCU_NEIGHBOURS = (fallback.Neighbour(
+    "UncoalescedSharedAccess", re.compile(r"uncoalesced shared accesses"),
+    "its excess wavefronts count every shared instruction, atomics too, not the bank conflicts of loads and "
+    "stores alone"),)
+#: Nsight Compute's results back a finding only where the report has none of this rule's own counts.
+NCU_ONLY_WITHOUT = ("shared_bank_conflicts", "shared_load_wavefronts", "shared_store_wavefronts")
+
+
+def from_ncu(launch: dict[str, Any], ctx: KernelContext, notes: list[Finding]) -> Finding | None:
+    """The finding from Nsight Compute's own rule results where the report lacks the bank-conflict
+    counts (``notes``); None where no warning of the report states the problem."""
+    found = fallback.backing(ctx, NCU_CLAIMS, lambda share: share >= CONFLICT_FRACTION)
+    if not found:
+        return None
+    l1 = launch.get("l1_throughput_pct")
+    return fallback.backed_finding(
+        SPEC, launch, found, notes, own="bank-conflict counts",
+        title=f"Shared-memory bank conflicts: {100 * found[0].share:.0f}% of wavefronts replayed",
+        next_step=("Pad the shared array (e.g. tile[32][33] for a 32x32 float tile) or swizzle the index (XOR "
+                   "the column with the row) so a warp's 32 words fall in 32 different banks."),
+        weight=1.0 if l1 is None else min(1.0, l1 / 100), weight_name="L1/shared throughput share",
+        threshold_share=CONFLICT_FRACTION, healthy="0 (one wavefront per request for 4-byte accesses)")
 
 
 def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:

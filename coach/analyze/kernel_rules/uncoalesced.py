@@ -20,14 +20,22 @@ decide: the L2 sectors the kernel's global instructions touched (``memory_l2_the
 against the sectors they would touch coalesced (``..._ideal``, which Nsight Compute computes from each
 instruction's access width): on the H200 strided copy 75.5 M against 16.8 M, on its float4 twin 16.8 M
 against 16.8 M. They count loads and stores together.
+
+Where the report has none of these counts but Nsight Compute's own rule results (the ``--set full``
+details page, as text or CSV), its UncoalescedGlobalAccess warning counts the same excess from the
+same source counters ("58720256 excessive sectors (78% of the total 75497472 sectors)" on the H200
+strided copy of tests/data/ncu_pages_2025): the finding rests on those numbers, held to this rule's
+threshold (``_ncu_fallback``). Where the report has any of the counts above, they decide.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_metrics import SECTOR_BYTES
+from coach.analyze.kernel_rules import _ncu_fallback as fallback
 from coach.analyze.kernel_rules._common import (NCU, KernelContext, cannot_decide, ev, finding, fmt_bytes, fmt_count,
                                                fmt_time)
 
@@ -71,6 +79,43 @@ _METRIC = {"global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.su
            "l1_to_l2_write_sectors": "lts__t_sectors_srcunit_tex_op_write.sum",
            "global_load_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
            "global_store_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"}
+
+
+#: Nsight Compute's rule that states uncoalesced global access with this rule's measure: the source
+#: counters' excess sectors against the coalesced ideal. Not MemoryCacheAccessPattern: it counts the
+#: bytes of each sector a thread uses, which is low for any small access (scenario-05's one 4-byte sum
+#: stored per warp: "only 4.0 of the 32 bytes", one sector per request, nothing in excess).
+NCU_CLAIMS = (
+    fallback.Claim("UncoalescedGlobalAccess", re.compile(
+        r"uncoalesced global accesses resulting in a total of ([\d,]+) excessive sectors \([\d.]+% of the total ([\d,]+) "
+        r"sectors\)"), lambda m: (fallback.count(m[1]), fallback.count(m[2])), "of the global sectors are excess"),
+)
+NCU_NEIGHBOURS = (fallback.Neighbour(
+    "MemoryCacheAccessPattern", re.compile(r"access pattern for global"),
+    "it counts the bytes of each sector a thread uses, which are few for any small access, coalesced or not"),)
+#: Nsight Compute's results back a finding only where the report has none of this rule's own counts.
+NCU_ONLY_WITHOUT = ("global_load_sectors", "global_store_sectors", "l1_to_l2_read_sectors", "l1_to_l2_write_sectors",
+                    "l2_global_sectors")
+#: sectors / ideal > EXCESS_RATIO is an excess share of more than 1 - 1 / EXCESS_RATIO (20%)
+NCU_LEAST_SHARE = 1 - 1 / EXCESS_RATIO
+
+
+def from_ncu(launch: dict[str, Any], ctx: KernelContext, notes: list[Finding]) -> Finding | None:
+    """The finding from Nsight Compute's own rule results where this rule's counts cannot decide
+    (``notes``: what it said it lacked); None where no warning of the report states the problem."""
+    found = fallback.backing(ctx, NCU_CLAIMS, lambda share: share > NCU_LEAST_SHARE)
+    if not found:
+        return None
+    share = found[0].share
+    return fallback.backed_finding(
+        SPEC, launch, found, notes, own="sector counts",
+        title=f"Uncoalesced global access: {100 * share:.0f}% of the sectors excess",
+        next_step=("Make consecutive threads touch consecutive addresses: index with threadIdx.x in the fastest-moving "
+                   "dimension, turn arrays of structs into structs of arrays, or stage the access through shared "
+                   "memory. Profile with `ncu --set full` into a report (-o) for coach's own sector counts per "
+                   "request, loads and stores apart."),
+        weight=ctx.memory_weight(launch), weight_name="memory share", threshold_share=NCU_LEAST_SHARE,
+        healthy="0 (every sector's bytes used)")
 
 
 def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:

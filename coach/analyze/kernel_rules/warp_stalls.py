@@ -3,13 +3,21 @@
 Each stall metric counts the warps in that state per issued instruction; their sum is the average
 warp cycles between issues (Kernel Profiling Guide, "Warp Scheduler States"). The dominant reason
 says what the latency is made of; it is a symptom, so this rule names it and points at the cause.
+
+The details page of ``--set full`` (text or CSV) prints the cycles between issues but not the stall
+reasons; Nsight Compute's CPIStall warnings there name the dominant reason and its share ("57.9 cycles
+being stalled waiting for a scoreboard dependency on a L1TEX ... about 82.9% of the total average of
+69.8 cycles" on the H200 coalesced copy of tests/data/ncu_pages_2025). Where the report has none of
+the stall columns, the finding rests on those numbers, held to this rule's threshold (``_ncu_fallback``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from coach.analyze.kernel_rules import _ncu_fallback as fallback
 from coach.analyze.kernel_rules._common import KernelContext, ev, finding, fmt_time
 
 SPEC = RuleSpec(
@@ -74,6 +82,51 @@ STALLS: dict[str, tuple[Bottleneck, str, str]] = {
         Bottleneck.TENSOR, "a warpgroup matrix-multiply (wgmma) to finish",
         "Overlap wgmma with the next tile's loads (deeper pipeline) so the tensor cores never wait."),
 }
+
+
+#: CPIStall's wording of each stall reason (Nsight Compute 2025.3.1 on the H200, and the rule's 2021
+#: source: coach/ingest/ncu_text_rules.csv) -> the stall column it is about
+NCU_STALL_WORDS = {
+    "stall_long_scoreboard": r"waiting for a scoreboard dependency on a L1TEX",
+    "stall_short_scoreboard": r"waiting for a scoreboard dependency on an MIO",
+    "stall_barrier": r"waiting for sibling warps at a CTA barrier",
+    "stall_mio_throttle": r"waiting for the MIO",
+    "stall_lg_throttle": r"waiting for the (?:L1 instruction queue for local and global \(LG\)|local/global instruction queue)",
+    "stall_math_pipe_throttle": r"waiting for a math execution pipeline",
+    "stall_drain": r"(?:after EXIT waiting|waiting after an EXIT instruction)",
+}
+#: the cycles of one reason and of all, as CPIStall's message gives them
+_CPI_SHARE = (r"(?P<first>each warp of this (?:kernel|workload) spends (?P<stall>[\d.,]+) cycles being stalled {words}"
+              r"[^.]*)\..*?(?P<last>This stall type represents about [\d.]+% of the total average of (?P<all>[\d.,]+) "
+              r"cycles between issuing two instructions)")
+NCU_CLAIMS = tuple(
+    fallback.Claim("CPIStall", re.compile(_CPI_SHARE.format(words=words), re.S),
+                   lambda m: (fallback.count(m["stall"]), fallback.count(m["all"])),
+                   f"of the cycles between two issued instructions go waiting for {STALLS[column][1]}",
+                   measure=f"{column} share", quote=lambda m: f"{m['first']} ... {m['last']}")
+    for column, words in NCU_STALL_WORDS.items())
+_CLAIM_STALL = dict(zip(NCU_CLAIMS, NCU_STALL_WORDS))
+#: Nsight Compute's results back a finding only where the report has none of this rule's own counts.
+NCU_ONLY_WITHOUT = tuple(STALLS)
+
+
+def from_ncu(launch: dict[str, Any], ctx: KernelContext, notes: list[Finding]) -> Finding | None:
+    """The finding from Nsight Compute's CPIStall warnings where the report lacks the stall reasons
+    (``notes``): the reason with the largest share past this rule's threshold."""
+    issue = launch.get("issue_active_pct")
+    if issue is not None and issue >= ISSUE_ACTIVE_PCT:
+        return None
+    found = sorted(fallback.backing(ctx, NCU_CLAIMS, lambda share: share > SHARE), key=lambda b: -b.share)
+    if not found:
+        return None
+    column = _CLAIM_STALL[found[0].claim]
+    category, _, step = STALLS[column]
+    name = column.removeprefix("stall_").replace("_", " ")
+    return fallback.backed_finding(
+        SPEC, launch, found, notes, own="stall reasons", category=category,
+        title=f"Warps mostly stalled on {name} ({100 * found[0].share:.0f}% of cycles)", next_step=step,
+        weight=1.0, weight_name="all of it", threshold_share=SHARE,
+        healthy=f"well under {SHARE:.0%}", cap=lambda saving: ctx.cap(saving, launch))
 
 
 def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
