@@ -372,7 +372,7 @@ def test_transpose_tile_shapes_every_candidate_is_exact():
 # emulator (each block its own dynamic shared memory) on schedules that let blocks drift apart.
 
 SEGMENTED = ["scan11_items16_ahead2_lag1", "scan11_items16_ahead1_lag2", "scan11_items16_ahead1_lag1",
-             "scan11_items16_ahead3_lag1", "scan11_items8_ahead2_lag1"]
+             "scan11_items16_ahead3_lag1", "scan11_items32_ahead1_lag1", "scan11_items8_ahead2_lag1"]
 SEGMENT_ROUNDS = 10  # rounds a block: more than the 8 segments of status words kept, so their ring wraps
 
 

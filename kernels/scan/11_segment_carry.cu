@@ -42,7 +42,8 @@
 // a cooperative launch's blocks side by side, can give each block its own.
 // Candidates (problem.py times them on the first call for each n and keeps the fastest): 16 values a
 // thread with (AHEAD, LAG) = (2, 1) or (1, 2) at 3 blocks per SM, (1, 1) at 4, (3, 1) at 2; 8 values
-// with (2, 1) at 6. WINDOW: status words a thread reads per round (G <= 256 WINDOW).
+// with (2, 1) at 6; 32 values (tiles of 8,192: 32 rounds of 256 blocks at 2^26) with (1, 1) at 2.
+// WINDOW: status words a thread reads per round (G <= 256 WINDOW).
 // Counters: dram__throughput toward rung 07's tile pass (80%); barrier stalls well under rung 09's.
 #define BLOCK 256
 #define WARPS (BLOCK / 32)
@@ -295,6 +296,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 2)
 scan11_items16_ahead3_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned n, unsigned base) {
     segment_scan<16, 3, 1, 2>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 2)
+scan11_items32_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<32, 1, 1, 1>(x, out, status, n, base);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 6)

@@ -271,6 +271,7 @@ SEGMENTED = (
     Segmented("scan11_items16_ahead1_lag2", 16, 1, 2, 3, 2),
     Segmented("scan11_items16_ahead1_lag1", 16, 1, 1, 4, 3),
     Segmented("scan11_items16_ahead3_lag1", 16, 3, 1, 2, 2),
+    Segmented("scan11_items32_ahead1_lag1", 32, 1, 1, 2, 1),
     Segmented("scan11_items8_ahead2_lag1", 8, 2, 1, 6, 4),
 )
 KEPT11 = 8  # segments of status words rung 11 keeps per block (its KEPT)
