@@ -28,8 +28,8 @@
 // from an earlier call never matches and no memset clears the buffer between calls (a zeroed buffer,
 // tag 0, base >= 1). A word is rewritten KEPT segments later: a block publishing segment s has
 // seen (in its previous round's window) every other block's aggregate of segment s - 2 - LAG, so
-// every reader of segment s - 3 - 2 LAG has finished with it, and KEPT = 8 >= 2 LAG + 3 segments
-// are never rewritten unread (LAG <= 2). A word whose tag is newer than the one awaited (rewritten:
+// every reader of segment s - 3 - 2 LAG has finished with it, and KEPT = 16 >= 2 LAG + 3 segments
+// are never rewritten unread (LAG <= 6). A word whose tag is newer than the one awaited (rewritten:
 // the argument above broken) traps.
 // Deadlock-free if all G blocks are resident: a tile waits only for aggregates of smaller tiles,
 // whose blocks publish them after waiting only for aggregates of still smaller tiles (by induction
@@ -43,12 +43,15 @@
 // Candidates (problem.py times them on the first call for each n and keeps the fastest): 16 values a
 // thread with (AHEAD, LAG) = (2, 1) or (1, 2) at 3 blocks per SM, (1, 1) at 4, (3, 1) at 2; 8 values
 // with (2, 1) at 6; 32 values (tiles of 8,192: 32 rounds of 256 blocks at 2^26) with (1, 1) at 2.
+// After the first trial (LAG 2 fastest: 16 values (1, 2) at 3 per SM, 138.5 us in its tuning, against
+// 147.0-163.6 us for LAG 1), LAG 2 and 3 with more warps an SM: 12 values (1, 2) at 4, 8 values (1, 2)
+// at 6, 16 values (1, 3) at 2, 12 values (1, 3) at 3, 8 values (1, 3) at 5.
 // WINDOW: status words a thread reads per round (G <= 256 WINDOW).
 // Counters: dram__throughput toward rung 07's tile pass (80%); barrier stalls well under rung 09's.
 #define BLOCK 256
 #define WARPS (BLOCK / 32)
 #define FULL 0xffffffffu
-#define KEPT 8u  // segments of status words kept for each block
+#define KEPT 16u  // segments of status words kept for each block
 #ifdef __CUDA_ARCH__
 #define SPIN_LIMIT (1u << 22)
 #else
@@ -296,6 +299,36 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 2)
 scan11_items16_ahead3_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned n, unsigned base) {
     segment_scan<16, 3, 1, 2>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 4)
+scan11_items12_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<12, 1, 2, 3>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 6)
+scan11_items8_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned n, unsigned base) {
+    segment_scan<8, 1, 2, 4>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 2)
+scan11_items16_ahead1_lag3(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<16, 1, 3, 2>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 3)
+scan11_items12_ahead1_lag3(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<12, 1, 3, 2>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 5)
+scan11_items8_ahead1_lag3(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned n, unsigned base) {
+    segment_scan<8, 1, 3, 3>(x, out, status, n, base);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 2)

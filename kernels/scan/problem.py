@@ -273,8 +273,13 @@ SEGMENTED = (
     Segmented("scan11_items16_ahead3_lag1", 16, 3, 1, 2, 2),
     Segmented("scan11_items32_ahead1_lag1", 32, 1, 1, 2, 1),
     Segmented("scan11_items8_ahead2_lag1", 8, 2, 1, 6, 4),
+    Segmented("scan11_items12_ahead1_lag2", 12, 1, 2, 4, 3),
+    Segmented("scan11_items8_ahead1_lag2", 8, 1, 2, 6, 4),
+    Segmented("scan11_items16_ahead1_lag3", 16, 1, 3, 2, 2),
+    Segmented("scan11_items12_ahead1_lag3", 12, 1, 3, 3, 2),
+    Segmented("scan11_items8_ahead1_lag3", 8, 1, 3, 5, 3),
 )
-KEPT11 = 8  # segments of status words rung 11 keeps per block (its KEPT)
+KEPT11 = 16  # segments of status words rung 11 keeps per block (its KEPT)
 #: Rung 11's next tag base per status buffer (keyed by its address): each call's tags (base + tile)
 #: lie past every earlier call's, so no memset clears the words between calls. The buffer is zeroed
 #: when first made (tag 0: nothing published, and bases start at 1).
