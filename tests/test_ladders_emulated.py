@@ -477,3 +477,118 @@ def test_scan_segment_carry_grid_fits_and_fills_its_last_segment(scan11, monkeyp
     monkeypatch.setattr(build, "blocks_per_sm", lambda name, threads, smem: 0)
     with pytest.raises(RuntimeError, match="fits on an SM"):
         problem.segmented_grid(ctx, cfg, 40 * cfg.tile)
+
+
+# Rung 12: rung 11's carry with tiles from a counter (two counters, by call parity).
+
+COUNTED = ["scan12_items16_ahead1_lag2", "scan12_items12_ahead1_lag2", "scan12_items8_ahead1_lag3"]
+
+
+@pytest.fixture(scope="module")
+def scan12():
+    defn = load_definition("scan")
+    return runner.load_problem(defn), EmuBuild(defn.path(defn.rung("12")))
+
+
+def _counted_calls(problem, build, cfg, calls, seed, rounds=SEGMENT_ROUNDS):
+    """As _segmented_calls, through rung 12's launcher."""
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    build.schedule = seed
+    grid = SM_COUNT * min(cfg.blocks_per_sm, EMU_BLOCKS_PER_SM)
+    n = (rounds - 1) * grid * cfg.tile + 3 * cfg.tile + 5
+    for _ in range(calls):
+        x = torch.randint(-2, 3, (n,)).float()
+        out = torch.full((n,), float("nan"))
+        problem.launch_counted(ctx, cfg, x, out)
+        yield x, out, torch.equal(out, torch.cumsum(x.double(), 0).float())
+
+
+@needs_gxx
+def test_scan_problem_declares_every_rung_12_kernel(scan12):
+    problem, build = scan12
+    assert [c.kernel for c in problem.COUNTED] == COUNTED and set(COUNTED) == set(build.signatures)
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", COUNTED)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scan_counter_carry_is_exact_on_skewed_schedules_without_a_memset(scan12, kernel, seed):
+    """Every rung 12 candidate through its launcher: three calls on one status buffer and one pair of
+    counters, blocks side by side at one pace or at speeds 1-8 times apart (a slow block takes fewer
+    tiles, so windows are of every length), each call exact on fresh inputs."""
+    problem, build = scan12
+    cfg = next(c for c in problem.COUNTED if c.kernel == kernel)
+    assert [exact for _, _, exact in _counted_calls(problem, build, cfg, 3, seed)] == [True] * 3
+
+
+def _mutant12(tmp_path, replacements):
+    source = load_definition("scan").path(load_definition("scan").rung("12")).read_text()
+    for old, new in replacements:
+        assert source.count(old) == 1, f"the mutation's target {old!r} is not in rung 12 once"
+        source = source.replace(old, new)
+    path = tmp_path / "12_mutant.cu"
+    path.write_text(source)
+    return EmuBuild(path)
+
+
+@needs_gxx
+def test_scan_counter_carry_next_calls_counter_left_uncleared_is_caught(scan12, tmp_path):
+    """A mutant in which block 0 does not clear the next call's counter: the third call (the first's
+    counter again) starts past every tile and writes nothing."""
+    problem, _ = scan12
+    build = _mutant12(tmp_path, [("if (blockIdx.x == 0) counters[(call + 1u) & 1u] = 0;", "")])
+    assert [exact for _, _, exact in _counted_calls(problem, build, problem.COUNTED[0], 3, 1)] == [True, True, False]
+
+
+@needs_gxx
+def test_scan_counter_carry_ring_shorter_than_the_tiles_in_flight_traps(scan12, tmp_path):
+    """A mutant keeping 8 status words instead of 16,384: a block rewrites a word before a lagging block
+    has read it, and the reader, finding a newer tag than it waits for, traps."""
+    problem, _ = scan12
+    build = _mutant12(tmp_path, [("#define RING (1u << 14)", "#define RING (1u << 3)")])
+    with pytest.raises(RuntimeError, match="__trap"):
+        list(_counted_calls(problem, build, problem.COUNTED[0], 1, 1))
+
+
+@needs_gxx
+def test_scan_counter_carry_tags_without_the_calls_base_are_caught(scan12, tmp_path):
+    """As rung 11's: tags that are the tile index alone let the second call read the first call's
+    aggregates (not exact) or trap."""
+    problem, _ = scan12
+    build = _mutant12(tmp_path, [("base + cur, total", "1u + cur, total"), ("!= base + tw;", "!= 1u + tw;")])
+    for seed in (1, 2, 3):
+        calls = _counted_calls(problem, build, problem.COUNTED[0], 2, seed)
+        assert next(calls)[2]
+        try:
+            caught = not next(calls)[2]
+        except RuntimeError as err:
+            caught = "__trap" in str(err)
+        assert caught, f"seed {seed}: the second call read stale aggregates unnoticed"
+
+
+@needs_gxx
+@pytest.mark.parametrize("first", [40, 700])
+def test_scan_counter_carry_adds_a_window_longer_than_the_block(scan12, first):
+    """The call's counter starts at ``first`` past aggregates already published with this call's tags:
+    the block's first tile adds a window of ``first`` words (700: three passes of 256 threads)."""
+    problem, build = scan12
+    cfg = problem.COUNTED[0]
+    base, call = 5, 1
+    n = (first + 2) * cfg.tile + 5
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    state = torch.zeros(problem.RING12 + 1, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    bits = aggregates.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    state[:first] = bits | ((base + torch.arange(first)) << 32)
+    counters = state[problem.RING12:].view(torch.int32)
+    counters[call] = first
+    counters[1 - call] = 99
+    build.schedule = 0
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    ctx.launch(cfg.kernel, 1, 256, x, out, state[:problem.RING12], counters, n, base, call, smem=cfg.smem,
+               cooperative=True)
+    expected = torch.cumsum(x[first * cfg.tile:].double(), 0) + float(aggregates.sum())
+    assert torch.equal(out[first * cfg.tile:], expected.float())
+    assert torch.isnan(out[: first * cfg.tile]).all(), "tiles before the counter's start are not touched"
+    assert counters[1 - call].item() == 0, "the next call's counter is cleared"

@@ -314,6 +314,55 @@ def launch_segmented(ctx, cfg: Segmented, x, out) -> None:
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:KEPT11 * grid], n, base, smem=cfg.smem, cooperative=True)
 
 
+class Counted(NamedTuple):
+    """One instantiation of rung 12's template: its kernel, values per thread, tiles loading ahead,
+    rounds between a tile's aggregate and its store, blocks per SM (its launch bounds)."""
+
+    kernel: str
+    items: int
+    ahead: int
+    lag: int
+    blocks_per_sm: int
+
+    @property
+    def tile(self) -> int:
+        return 256 * self.items
+
+    @property
+    def smem(self) -> int:
+        """The ring of ahead + 1 + lag tiles, then 256 bytes: warp and window totals, aggregates, tile ids."""
+        return (self.ahead + 1 + self.lag) * self.tile * 4 + 256
+
+
+#: Rung 12's candidates: rung 11's three fastest shapes with two or three rounds of lag.
+COUNTED = (
+    Counted("scan12_items16_ahead1_lag2", 16, 1, 2, 3),
+    Counted("scan12_items12_ahead1_lag2", 12, 1, 2, 4),
+    Counted("scan12_items8_ahead1_lag3", 8, 1, 3, 5),
+)
+RING12 = 1 << 14  # rung 12's status words (its RING): tile t's at t % RING12
+#: Rung 12's calls per status buffer (keyed by its address): the next tag base and the call count,
+#: whose parity picks the call's tile counter (the kernel clears the other for the next call).
+_COUNTED_CALLS: dict[int, tuple[int, int]] = {}
+
+
+def launch_counted(ctx, cfg: Counted, x, out) -> None:
+    n = x.numel()
+    tiles = math.ceil(n / cfg.tile)
+    fit = ctx.blocks_per_sm(cfg.kernel, 256, cfg.smem)
+    if fit < 1:
+        raise RuntimeError(f"{cfg.kernel}: no block of {cfg.smem} bytes of shared memory fits on an SM")
+    grid = min(tiles, ctx.sm_count * min(fit, cfg.blocks_per_sm), 1024)
+    state = ctx.scratch("state12", RING12 + 1, torch.int64, zero=True)
+    base, call = _COUNTED_CALLS.get(state.data_ptr(), (1, 0))
+    if base + tiles > 1 << 32:  # the 32-bit tags are spent: start again on a cleared buffer
+        state.zero_()
+        base, call = 1, 0
+    _COUNTED_CALLS[state.data_ptr()] = (base + tiles, call + 1)
+    ctx.launch(cfg.kernel, grid, 256, x, out, state[:RING12], state[RING12:].view(torch.int32), n, base, call & 1,
+               smem=cfg.smem, cooperative=True)
+
+
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -327,4 +376,5 @@ LAUNCH = {
     "09_lagged_lookback": _tuned("09_lagged_lookback", LAGGED, launch_lagged),
     "10_lookback_warp": _tuned("10_lookback_warp", SPECIALISED, launch_specialised),
     "11_segment_carry": _tuned("11_segment_carry", SEGMENTED, launch_segmented),
+    "12_counter_carry": _tuned("12_counter_carry", COUNTED, launch_counted),
 }
