@@ -12,8 +12,12 @@
 // take tile numbers from a counter, AHEAD + 1 rounds ahead (rung 09's ring of ids). A block's tiles
 // t_0 < t_1 < ... are no longer G apart, so the exclusive prefix of t_j is the block's own inclusive
 // prefix of t_(j-1) plus the aggregates of the tiles between them, t_(j-1) + 1 .. t_j - 1 (for t_0,
-// of tiles 0 .. t_0 - 1): a window of about G status words, loaded at the start of the round that
-// stores t_j (LAG rounds after its scan), 256 at a time. Still no tile waits for another tile's prefix,
+// of tiles 0 .. t_0 - 1): a window of about G status words. Each thread's first WINDOW words of a
+// window (256 WINDOW in all, more than G) are loaded a round before the round that stores t_j (LAG
+// rounds after its scan), so that their L2 round trip is off that round's path (in the trial of
+// 0e98dc9, which loaded the first 256 in the same round and the rest one by one after the scan, the
+// window's loads and the barrier after the window held 42% of the warp samples); a word loaded before
+// it was published is read again, and words past the first 256 WINDOW (a long window) are read then. Still no tile waits for another tile's prefix,
 // only for aggregates. A block that falls behind takes fewer tiles instead of holding the others back.
 // Status words: status[t % RING] = (base + t) << 32 | the aggregate, base per call as in rung 11; the
 // call's counter is counters[call & 1], and block 0 clears the other for the next call (calls on one
@@ -184,7 +188,20 @@ __device__ __forceinline__ void store_tile(float* __restrict__ out, unsigned til
     }
 }
 
-template <int ITEMS, int AHEAD, int LAG>
+// Tile tw's aggregate from its status word v (loaded earlier), read again until it carries tw's tag.
+__device__ __forceinline__ float awaited(const unsigned long long* status, unsigned tw, unsigned long long v,
+                                         unsigned base, unsigned tiles) {
+    for (unsigned spins = 0; static_cast<unsigned>(v >> 32) != base + tw; ++spins) {
+        const unsigned ahead = static_cast<unsigned>(v >> 32) - base;  // an older call's: wraps past tiles
+        if (ahead > tw && ahead < tiles) __trap();  // rewritten before it was read
+        if (spins == SPIN_LIMIT) __trap();
+        __nanosleep(32);
+        v = peek(status, tw % RING);
+    }
+    return __uint_as_float(static_cast<unsigned>(v));
+}
+
+template <int ITEMS, int AHEAD, int LAG, int WINDOW>
 __device__ __forceinline__ void counter_scan(const float* __restrict__ x, float* __restrict__ out,
                                              unsigned long long* __restrict__ status,
                                              unsigned* __restrict__ counters, unsigned n, unsigned base,
@@ -214,6 +231,10 @@ __device__ __forceinline__ void counter_scan(const float* __restrict__ x, float*
         copy_commit();
     }
     float carry = 0.0f;  // the inclusive prefix of the block's last stored tile
+    const unsigned k0 = threadIdx.x;
+    unsigned long long w_next[WINDOW];  // this thread's first words of the next round's window, loaded a round early
+#pragma unroll
+    for (int m = 0; m < WINDOW; ++m) w_next[m] = 0ull;
     for (unsigned i = 0;; ++i) {
         const unsigned cur = ids[i % 8], next = ids[(i + AHEAD) % 8];
         if (next < tiles) load_tile<ITEMS>(x, next, n, ring + ((i + AHEAD) % STAGES) * SLOTS);
@@ -221,8 +242,18 @@ __device__ __forceinline__ void counter_scan(const float* __restrict__ x, float*
         const unsigned late = i >= LAG ? ids[(i - LAG) % 8] : tiles;  // the tile to store this round
         const unsigned from = i > LAG ? ids[(i - LAG - 1) % 8] + 1 : 0;  // its window: tiles from .. late - 1
         const unsigned len = late < tiles ? late - from : 0;
-        const unsigned k0 = threadIdx.x;
-        unsigned long long w = k0 < len ? peek(status, (from + k0) % RING) : 0ull;  // the first 256, added after the scan
+        unsigned long long w[WINDOW];  // loaded last round; re-read below while a tag is not the awaited one
+        {  // the next round's window (its tiles were scanned about a round ago): its first 256 WINDOW words now
+            const unsigned late1 = i + 1 >= LAG ? ids[(i + 1 - LAG) % 8] : tiles;
+            const unsigned from1 = i + 1 > LAG ? ids[(i - LAG) % 8] + 1 : 0;
+            const unsigned len1 = late1 < tiles ? late1 - from1 : 0;
+#pragma unroll
+            for (int m = 0; m < WINDOW; ++m) {
+                w[m] = w_next[m];
+                const unsigned k = k0 + m * BLOCK;
+                w_next[m] = k < len1 ? peek(status, (from1 + k) % RING) : 0ull;
+            }
+        }
         copy_wait<AHEAD>();
         __syncthreads();  // everyone's copies of tile cur have landed
         if (cur < tiles) {
@@ -235,18 +266,13 @@ __device__ __forceinline__ void counter_scan(const float* __restrict__ x, float*
         if (threadIdx.x == 32) ids[(i + AHEAD + 1) % 8] = next < tiles ? atomicAdd(counter, 1u) : tiles;
         if (late < tiles) {
             float part = 0.0f;
-            for (unsigned k = k0; k < len; k += BLOCK) {
-                const unsigned tw = from + k, slot = tw % RING;
-                unsigned long long v = k == k0 ? w : peek(status, slot);
-                for (unsigned spins = 0; static_cast<unsigned>(v >> 32) != base + tw; ++spins) {
-                    const unsigned ahead = static_cast<unsigned>(v >> 32) - base;  // an older call's: wraps past tiles
-                    if (ahead > tw && ahead < tiles) __trap();  // rewritten before it was read
-                    if (spins == SPIN_LIMIT) __trap();
-                    __nanosleep(32);
-                    v = peek(status, slot);
-                }
-                part += __uint_as_float(static_cast<unsigned>(v));
+#pragma unroll
+            for (int m = 0; m < WINDOW; ++m) {  // the words loaded a round early
+                const unsigned k = k0 + m * BLOCK;
+                if (k < len) part += awaited(status, from + k, w[m], base, tiles);
             }
+            for (unsigned k = k0 + WINDOW * BLOCK; k < len; k += BLOCK)  // a window longer than 256 WINDOW (rare)
+                part += awaited(status, from + k, peek(status, (from + k) % RING), base, tiles);
             part = warp_sum_all(part);
             if (threadIdx.x % 32 == 0) window_totals[threadIdx.x / 32] = part;
             __syncthreads();  // also: aggregates[] of this round is written
@@ -265,17 +291,17 @@ __device__ __forceinline__ void counter_scan(const float* __restrict__ x, float*
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
 scan12_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ counters, unsigned n, unsigned base, unsigned call) {
-    counter_scan<16, 1, 2>(x, out, status, counters, n, base, call);
+    counter_scan<16, 1, 2, 2>(x, out, status, counters, n, base, call);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 4)
 scan12_items12_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                            unsigned* __restrict__ counters, unsigned n, unsigned base, unsigned call) {
-    counter_scan<12, 1, 2>(x, out, status, counters, n, base, call);
+    counter_scan<12, 1, 2, 3>(x, out, status, counters, n, base, call);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 5)
 scan12_items8_ahead1_lag3(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
                           unsigned* __restrict__ counters, unsigned n, unsigned base, unsigned call) {
-    counter_scan<8, 1, 3>(x, out, status, counters, n, base, call);
+    counter_scan<8, 1, 3, 3>(x, out, status, counters, n, base, call);
 }
