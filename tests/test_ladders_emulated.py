@@ -18,7 +18,7 @@ from coach.capture import ladder as runner  # noqa: E402
 from coach.ladders import ladder_names, load_definition  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_emu import EmuBuild, triton_interpreter  # noqa: E402
+from ladder_emu import EMU_BLOCKS_PER_SM, EmuBuild, triton_interpreter  # noqa: E402
 
 RUNGS = [(name, r) for name in ladder_names() for r in load_definition(name).rungs]
 SYNTHETIC_ROOT = Path(__file__).parent / "data" / "ladders" / "synthetic-root"
@@ -108,6 +108,19 @@ extern "C" __global__ void deadlock(float* out) {
 extern "C" __global__ void out_of_bounds(float* out, int n) {
     out[threadIdx.x + n] = 1.0f;
 }
+extern "C" __global__ void handshake(unsigned* flags, float* out) {
+    // each block's own shared memory, then a wait for the next block's flag: only all blocks resident finish
+    float* mine = static_cast<float*>(emu::dynamic_shared());
+    if (threadIdx.x == 0) mine[0] = static_cast<float>(blockIdx.x);
+    __syncthreads();
+    if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned*>(&flags[blockIdx.x]) = 1u;
+    const unsigned next = (blockIdx.x + 1) % gridDim.x;
+    for (unsigned spins = 0; *reinterpret_cast<volatile unsigned*>(&flags[next]) == 0u; ++spins) {
+        if (spins == 1000) __trap();
+        __nanosleep(32);
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = mine[0];
+}
 """
 
 
@@ -157,6 +170,21 @@ def test_emulator_reports_deadlock_and_out_of_bounds_writes(emu):
     out = torch.empty(32)
     _launch(emu, "out_of_bounds", 1, 32, out, 0)
     assert torch.equal(out, torch.ones(32))
+
+
+@needs_gxx
+@pytest.mark.parametrize("seed", [0, 1])
+def test_emulator_runs_a_cooperative_launchs_blocks_side_by_side(emu, seed):
+    """Block b waits for block b + 1's flag (the last for block 0's): a cooperative launch finishes,
+    each block reading back its own dynamic shared memory; block by block, block 0 waits for ever."""
+    emu.schedule = seed
+    out = torch.full((4 * 64,), float("nan"))
+    ctx = runner.Context(torch, "cpu", 1, emu)
+    ctx.launch("handshake", 4, 64, torch.zeros(4, dtype=torch.int32), out, smem=16, cooperative=True)
+    assert torch.equal(out, torch.arange(4).repeat_interleave(64).float())
+    with pytest.raises(RuntimeError, match=r"__trap\(\) \(block 0,0,0\)"):
+        ctx.launch("handshake", 4, 64, torch.zeros(4, dtype=torch.int32), out, smem=16)
+    emu.schedule = 0
 
 
 @needs_gxx
@@ -338,3 +366,229 @@ def test_transpose_tile_shapes_every_candidate_is_exact():
         out = torch.full((192, 128), float("nan"))
         problem.launch_shape(ctx, cfg, x, out)
         assert torch.equal(out, x.t()), cfg.kernel
+
+
+# Rung 11: a cooperative grid whose blocks wait for each other's aggregates, run side by side by the
+# emulator (each block its own dynamic shared memory) on schedules that let blocks drift apart.
+
+SEGMENTED = ["scan11_items16_ahead2_lag1", "scan11_items16_ahead1_lag2", "scan11_items16_ahead1_lag1",
+             "scan11_items16_ahead3_lag1", "scan11_items32_ahead1_lag1", "scan11_items8_ahead2_lag1",
+             "scan11_items12_ahead1_lag2", "scan11_items8_ahead1_lag2", "scan11_items16_ahead1_lag3",
+             "scan11_items12_ahead1_lag3", "scan11_items8_ahead1_lag3"]
+SEGMENT_ROUNDS = 18  # rounds a block: more than the 16 segments of status words kept, so their ring wraps
+
+
+@pytest.fixture(scope="module")
+def scan11():
+    defn = load_definition("scan")
+    return runner.load_problem(defn), EmuBuild(defn.path(defn.rung("11")))
+
+
+def _segmented_calls(problem, build, cfg, calls, seed):
+    """A generator of ``calls`` calls of rung 11's launcher on one context (one status buffer, never
+    cleared between calls), each on fresh integers over SEGMENT_ROUNDS rounds of the grid and a
+    partial last tile: (input, output, exact) for each call as it returns."""
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    build.schedule = seed
+    grid = SM_COUNT * min(cfg.blocks_per_sm, EMU_BLOCKS_PER_SM)
+    n = (SEGMENT_ROUNDS - 1) * grid * cfg.tile + 3 * cfg.tile + 5
+    for _ in range(calls):
+        x = torch.randint(-2, 3, (n,)).float()
+        out = torch.full((n,), float("nan"))
+        problem.launch_segmented(ctx, cfg, x, out)
+        yield x, out, torch.equal(out, torch.cumsum(x.double(), 0).float())
+
+
+@needs_gxx
+def test_scan_problem_declares_every_rung_11_kernel(scan11):
+    problem, build = scan11
+    assert [c.kernel for c in problem.SEGMENTED] == SEGMENTED and set(SEGMENTED) == set(build.signatures)
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", SEGMENTED)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scan_segment_carry_is_exact_on_skewed_schedules_without_a_memset(scan11, kernel, seed):
+    """Every rung 11 candidate through its launcher: three calls on one status buffer, the blocks side
+    by side at one pace (seed 0) or at speeds 1-8 times apart, each call exact on fresh inputs."""
+    problem, build = scan11
+    cfg = next(c for c in problem.SEGMENTED if c.kernel == kernel)
+    assert [exact for _, _, exact in _segmented_calls(problem, build, cfg, 3, seed)] == [True] * 3
+
+
+def _mutant(tmp_path, scan11, replacements):
+    source = load_definition("scan").path(load_definition("scan").rung("11")).read_text()
+    for old, new in replacements:
+        assert source.count(old) == 1, f"the mutation's target {old!r} is not in rung 11 once"
+        source = source.replace(old, new)
+    path = tmp_path / "11_mutant.cu"
+    path.write_text(source)
+    return EmuBuild(path)
+
+
+@needs_gxx
+def test_scan_segment_carry_tags_without_the_calls_base_are_caught(scan11, tmp_path):
+    """A mutant whose status tags are the tile index alone, the same in every call: a block that
+    reads a word before this call's aggregate is there takes the previous call's (the second call is
+    not exact) or finds a later tile's tag of the previous call in the slot and traps. The real kernel
+    is exact on the same schedules (the test above; seed 3 is one where the mutant traps)."""
+    problem, _ = scan11
+    build = _mutant(tmp_path, scan11, [("base + i * G + c, total", "1u + i * G + c, total"),
+                                       ("!= base + tw;", "!= 1u + tw;")])
+    cfg = problem.SEGMENTED[0]
+    for seed in (1, 2, 3):
+        calls = _segmented_calls(problem, build, cfg, 2, seed)
+        assert next(calls)[2], "the first call finds no stale words of its own tags"
+        try:
+            caught = not next(calls)[2]
+        except RuntimeError as err:
+            caught = "__trap" in str(err)
+        assert caught, f"seed {seed}: the second call read stale aggregates unnoticed"
+
+
+@needs_gxx
+def test_scan_segment_carry_ring_too_short_for_the_lag_traps(scan11, tmp_path):
+    """A mutant that keeps 2 segments of status words instead of 16 (readers may lag 2 LAG + 2): a
+    block rewrites a word before a lagging block has read it, and the reader, finding a newer tag
+    than it waits for, traps instead of adding the wrong aggregate."""
+    problem, _ = scan11
+    build = _mutant(tmp_path, scan11, [("#define KEPT 16u", "#define KEPT 2u"),
+                                       ('static_assert(2 * LAG + 3 <= KEPT', 'static_assert(true || 2 * LAG + 3 <= KEPT')])
+    cfg = problem.SEGMENTED[0]
+    with pytest.raises(RuntimeError, match="__trap"):
+        list(_segmented_calls(problem, build, cfg, 1, 1))
+
+
+@needs_gxx
+def test_scan_segment_carry_grid_fits_and_fills_its_last_segment(scan11, monkeypatch):
+    """Rung 11's grid is no larger than the SMs hold (the build's blocks_per_sm, here 1 or 2 an SM) and
+    takes as few blocks as need the same rounds; a kernel that fits nowhere is an error."""
+    problem, build = scan11
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    cfg = problem.SEGMENTED[0]
+    assert problem.segmented_grid(ctx, cfg, 40 * cfg.tile) == 6  # 3 SMs x 2: 7 rounds
+    assert problem.segmented_grid(ctx, cfg, 37 * cfg.tile) == 6  # 37 tiles: 7 rounds need 6 blocks
+    assert problem.segmented_grid(ctx, cfg, 31 * cfg.tile) == 6  # 6 rounds of 6, the last one full but 5
+    assert problem.segmented_grid(ctx, cfg, 25 * cfg.tile + 1) == 6  # 26 tiles, 5 rounds: 6 blocks, not fewer
+    assert problem.segmented_grid(ctx, cfg, 13 * cfg.tile) == 5  # 13 tiles: 3 rounds of 5, not 6, 6, 1
+    assert problem.segmented_grid(ctx, cfg, 2 * cfg.tile) == 2
+    monkeypatch.setattr(build, "blocks_per_sm", lambda name, threads, smem: 1)
+    assert problem.segmented_grid(ctx, cfg, 40 * cfg.tile) == 3
+    monkeypatch.setattr(build, "blocks_per_sm", lambda name, threads, smem: 0)
+    with pytest.raises(RuntimeError, match="fits on an SM"):
+        problem.segmented_grid(ctx, cfg, 40 * cfg.tile)
+
+
+# Rung 12: rung 11's carry with tiles from a counter (two counters, by call parity).
+
+COUNTED = ["scan12_items16_ahead1_lag2", "scan12_items12_ahead1_lag2", "scan12_items8_ahead1_lag3"]
+
+
+@pytest.fixture(scope="module")
+def scan12():
+    defn = load_definition("scan")
+    return runner.load_problem(defn), EmuBuild(defn.path(defn.rung("12")))
+
+
+def _counted_calls(problem, build, cfg, calls, seed, rounds=SEGMENT_ROUNDS):
+    """As _segmented_calls, through rung 12's launcher."""
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    build.schedule = seed
+    grid = SM_COUNT * min(cfg.blocks_per_sm, EMU_BLOCKS_PER_SM)
+    n = (rounds - 1) * grid * cfg.tile + 3 * cfg.tile + 5
+    for _ in range(calls):
+        x = torch.randint(-2, 3, (n,)).float()
+        out = torch.full((n,), float("nan"))
+        problem.launch_counted(ctx, cfg, x, out)
+        yield x, out, torch.equal(out, torch.cumsum(x.double(), 0).float())
+
+
+@needs_gxx
+def test_scan_problem_declares_every_rung_12_kernel(scan12):
+    problem, build = scan12
+    assert [c.kernel for c in problem.COUNTED] == COUNTED and set(COUNTED) == set(build.signatures)
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", COUNTED)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scan_counter_carry_is_exact_on_skewed_schedules_without_a_memset(scan12, kernel, seed):
+    """Every rung 12 candidate through its launcher: three calls on one status buffer and one pair of
+    counters, blocks side by side at one pace or at speeds 1-8 times apart (a slow block takes fewer
+    tiles, so windows are of every length), each call exact on fresh inputs."""
+    problem, build = scan12
+    cfg = next(c for c in problem.COUNTED if c.kernel == kernel)
+    assert [exact for _, _, exact in _counted_calls(problem, build, cfg, 3, seed)] == [True] * 3
+
+
+def _mutant12(tmp_path, replacements):
+    source = load_definition("scan").path(load_definition("scan").rung("12")).read_text()
+    for old, new in replacements:
+        assert source.count(old) == 1, f"the mutation's target {old!r} is not in rung 12 once"
+        source = source.replace(old, new)
+    path = tmp_path / "12_mutant.cu"
+    path.write_text(source)
+    return EmuBuild(path)
+
+
+@needs_gxx
+def test_scan_counter_carry_next_calls_counter_left_uncleared_is_caught(scan12, tmp_path):
+    """A mutant in which block 0 does not clear the next call's counter: the third call (the first's
+    counter again) starts past every tile and writes nothing."""
+    problem, _ = scan12
+    build = _mutant12(tmp_path, [("if (blockIdx.x == 0) counters[(call + 1u) & 1u] = 0;", "")])
+    assert [exact for _, _, exact in _counted_calls(problem, build, problem.COUNTED[0], 3, 1)] == [True, True, False]
+
+
+@needs_gxx
+def test_scan_counter_carry_ring_shorter_than_the_tiles_in_flight_traps(scan12, tmp_path):
+    """A mutant keeping 8 status words instead of 16,384: a block rewrites a word before a lagging block
+    has read it, and the reader, finding a newer tag than it waits for, traps."""
+    problem, _ = scan12
+    build = _mutant12(tmp_path, [("#define RING (1u << 14)", "#define RING (1u << 3)")])
+    with pytest.raises(RuntimeError, match="__trap"):
+        list(_counted_calls(problem, build, problem.COUNTED[0], 1, 1))
+
+
+@needs_gxx
+def test_scan_counter_carry_tags_without_the_calls_base_are_caught(scan12, tmp_path):
+    """As rung 11's: tags that are the tile index alone let the second call read the first call's
+    aggregates (not exact) or trap."""
+    problem, _ = scan12
+    build = _mutant12(tmp_path, [("base + cur, total", "1u + cur, total"), ("!= base + tw;", "!= 1u + tw;")])
+    for seed in (1, 2, 3):
+        calls = _counted_calls(problem, build, problem.COUNTED[0], 2, seed)
+        assert next(calls)[2]
+        try:
+            caught = not next(calls)[2]
+        except RuntimeError as err:
+            caught = "__trap" in str(err)
+        assert caught, f"seed {seed}: the second call read stale aggregates unnoticed"
+
+
+@needs_gxx
+@pytest.mark.parametrize("first", [40, 700])
+def test_scan_counter_carry_adds_a_window_longer_than_the_block(scan12, first):
+    """The call's counter starts at ``first`` past aggregates already published with this call's tags:
+    the block's first tile adds a window of ``first`` words (700: three passes of 256 threads)."""
+    problem, build = scan12
+    cfg = problem.COUNTED[0]
+    base, call = 5, 1
+    n = (first + 2) * cfg.tile + 5
+    x = torch.randint(-2, 3, (n,)).float()
+    out = torch.full((n,), float("nan"))
+    state = torch.zeros(problem.RING12 + 1, dtype=torch.int64)
+    aggregates = torch.randint(-50, 50, (first,)).float()
+    bits = aggregates.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    state[:first] = bits | ((base + torch.arange(first)) << 32)
+    counters = state[problem.RING12:].view(torch.int32)
+    counters[call] = first
+    counters[1 - call] = 99
+    build.schedule = 0
+    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
+    ctx.launch(cfg.kernel, 1, 256, x, out, state[:problem.RING12], counters, n, base, call, smem=cfg.smem,
+               cooperative=True)
+    expected = torch.cumsum(x[first * cfg.tile:].double(), 0) + float(aggregates.sum())
+    assert torch.equal(out[first * cfg.tile:], expected.float())
+    assert torch.isnan(out[: first * cfg.tile]).all(), "tiles before the counter's start are not touched"
+    assert counters[1 - call].item() == 0, "the next call's counter is cleared"

@@ -113,6 +113,30 @@ def test_context_checks_arguments_against_the_signature():
     assert a.tolist() == [0] * 8 and ctx.scratch("flags", 4, torch.int32).data_ptr() == a.data_ptr()
 
 
+def test_a_cooperative_launch_reaches_the_build_and_occupancy_needs_one_that_knows_it():
+    """Context.launch(cooperative=True) passes the flag to the build (plain launches do not, so a
+    build without it still works); blocks_per_sm asks the build, and one that cannot say is an error."""
+    torch = pytest.importorskip("torch")
+
+    class Cooperative(FakeBuild):
+        def launch(self, name, grid, block, args, smem, cooperative=False):
+            self.calls.append((name, grid, cooperative))
+
+        def blocks_per_sm(self, name, threads, smem):
+            return 3 if smem <= 1024 else 1
+
+    build = Cooperative('extern "C" __global__ void k(unsigned n) {}', {})
+    ctx = runner.Context(torch, "cpu", 4, build)
+    ctx.launch("k", 2, 32, 1)
+    ctx.launch("k", 2, 32, 1, cooperative=True)
+    assert build.calls == [("k", (2, 1, 1), False), ("k", (2, 1, 1), True)]
+    assert (ctx.blocks_per_sm("k", 256), ctx.blocks_per_sm("k", 256, 4096)) == (3, 1)
+    plain = runner.Context(torch, "cpu", 4, FakeBuild('extern "C" __global__ void k(unsigned n) {}', {"k": lambda n: None}))
+    plain.launch("k", 1, 32, 1)
+    with pytest.raises(RuntimeError, match="cannot say how many blocks fit"):
+        plain.blocks_per_sm("k", 256)
+
+
 def test_poison_unwritten_and_compare():
     torch = pytest.importorskip("torch")
     out = {"f": torch.empty(5), "i": torch.empty(3, dtype=torch.int32)}

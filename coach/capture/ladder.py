@@ -215,6 +215,10 @@ class Build(Protocol):
     def launch(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                args: Sequence[tuple[Param, Any]], smem: int) -> None: ...
 
+    # A build may also offer ``launch(..., smem, cooperative=True)`` (every block resident at once, or
+    # the launch fails) and ``blocks_per_sm(name, threads, smem)`` (the driver's occupancy), for the
+    # rungs whose blocks wait for each other (Context.launch's ``cooperative``).
+
 
 class Builder(Protocol):
     """Compiles one CUDA rung: ``arch`` the rung's target (None: the device's), ``include`` the
@@ -240,7 +244,9 @@ class Context:
         self.build = build
         self._scratch: dict[str, Any] = {}
 
-    def launch(self, kernel: str, grid: Dim, block: Dim, *args: Any, smem: int = 0) -> None:
+    def launch(self, kernel: str, grid: Dim, block: Dim, *args: Any, smem: int = 0, cooperative: bool = False) -> None:
+        """``cooperative``: every block of the grid resident at once, or the launch fails (the rung's
+        blocks wait for one another; size the grid with ``blocks_per_sm``)."""
         if self.build is None:
             raise RuntimeError("this rung has no CUDA build to launch from")
         params = self.build.signatures.get(kernel)
@@ -252,7 +258,17 @@ class Context:
         g, b = _dim3(grid), _dim3(block)
         if min(g) < 1 or min(b) < 1 or b[0] * b[1] * b[2] > 1024:
             raise ValueError(f"{kernel}: bad launch grid {g} block {b}")
-        self.build.launch(kernel, g, b, checked, smem)
+        if cooperative:
+            self.build.launch(kernel, g, b, checked, smem, cooperative=True)
+        else:
+            self.build.launch(kernel, g, b, checked, smem)
+
+    def blocks_per_sm(self, kernel: str, threads: int, smem: int = 0) -> int:
+        """How many blocks of ``kernel`` (``threads`` threads, ``smem`` bytes of dynamic shared memory)
+        an SM holds at once: the driver's occupancy calculator on the GPU."""
+        if self.build is None or not hasattr(self.build, "blocks_per_sm"):
+            raise RuntimeError("this rung's build cannot say how many blocks fit on an SM")
+        return int(self.build.blocks_per_sm(kernel, threads, smem))
 
     def time_each(self, candidates: Sequence[Any], run: Callable[[Any], None], *, warmup: int,
                   reps: int) -> dict[Any, float]:
@@ -383,14 +399,25 @@ class CupyBuild:
     _NP = {"int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float32": "float32"}
 
     def launch(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-               args: Sequence[tuple[Param, Any]], smem: int) -> None:
+               args: Sequence[tuple[Param, Any]], smem: int, cooperative: bool = False) -> None:
         np = self._np
         values = tuple(np.uint64(a.data_ptr()) if p.pointer else getattr(np, self._NP[SCALARS[p.ctype]])(a)
                        for p, a in args)
         fn = self._functions[name]
         if smem > 48 * 1024:  # above 48 KB a kernel must opt in to more dynamic shared memory
             fn.max_dynamic_shared_size_bytes = smem
-        fn(grid, block, values, shared_mem=smem)
+        if cooperative:  # cuLaunchCooperativeKernel; CuPy refuses a grid larger than the occupancy allows
+            fn.kernel(grid, block, values, shared_mem=smem, enable_cooperative_groups=True)
+        else:
+            fn(grid, block, values, shared_mem=smem)
+
+    def blocks_per_sm(self, name: str, threads: int, smem: int) -> int:
+        import cupy
+
+        fn = self._functions[name]
+        if smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, smem))
 
 
 def cupy_builder(path: Path, *, arch: str | None, include: Path) -> Build:

@@ -243,6 +243,126 @@ def launch_specialised(ctx, cfg: Specialised, x, out) -> None:
                smem=cfg.smem)
 
 
+class Segmented(NamedTuple):
+    """One instantiation of rung 11's template: its kernel, values per thread, tiles loading ahead,
+    rounds between a tile's aggregate and its store, blocks per SM (its launch bounds), and the status
+    words a thread reads per round (the grid is at most 256 times that)."""
+
+    kernel: str
+    items: int
+    ahead: int
+    lag: int
+    blocks_per_sm: int
+    window: int
+
+    @property
+    def tile(self) -> int:
+        return 256 * self.items
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory: the ring of ahead + 1 + lag tiles, then 128 bytes for the warp totals."""
+        return (self.ahead + 1 + self.lag) * self.tile * 4 + 128
+
+
+#: Rung 11's candidates: blocks per SM as the registers (launch bounds) and shared memory allow.
+SEGMENTED = (
+    Segmented("scan11_items16_ahead2_lag1", 16, 2, 1, 3, 2),
+    Segmented("scan11_items16_ahead1_lag2", 16, 1, 2, 3, 2),
+    Segmented("scan11_items16_ahead1_lag1", 16, 1, 1, 4, 3),
+    Segmented("scan11_items16_ahead3_lag1", 16, 3, 1, 2, 2),
+    Segmented("scan11_items32_ahead1_lag1", 32, 1, 1, 2, 1),
+    Segmented("scan11_items8_ahead2_lag1", 8, 2, 1, 6, 4),
+    Segmented("scan11_items12_ahead1_lag2", 12, 1, 2, 4, 3),
+    Segmented("scan11_items8_ahead1_lag2", 8, 1, 2, 6, 4),
+    Segmented("scan11_items16_ahead1_lag3", 16, 1, 3, 2, 2),
+    Segmented("scan11_items12_ahead1_lag3", 12, 1, 3, 3, 2),
+    Segmented("scan11_items8_ahead1_lag3", 8, 1, 3, 5, 3),
+)
+KEPT11 = 16  # segments of status words rung 11 keeps per block (its KEPT)
+#: Rung 11's next tag base per status buffer (keyed by its address): each call's tags (base + tile)
+#: lie past every earlier call's, so no memset clears the words between calls. The buffer is zeroed
+#: when first made (tag 0: nothing published, and bases start at 1).
+_TAG_BASES: dict[int, int] = {}
+
+
+def segmented_grid(ctx, cfg: Segmented, n: int) -> int:
+    """Rung 11's grid: every block resident at once (the kernel's blocks wait for each other), so no
+    more than the SMs hold by the driver's occupancy, nor more than the launch bounds ask for or the
+    window's registers allow. Within that, as few blocks as take the same number of rounds, so that
+    the last segment is nearly full (2^26 values in 16,384 tiles: 391 blocks, not 396, for 42 rounds;
+    512, not 528, for 32)."""
+    fit = ctx.blocks_per_sm(cfg.kernel, 256, cfg.smem)
+    if fit < 1:
+        raise RuntimeError(f"{cfg.kernel}: no block of {cfg.smem} bytes of shared memory fits on an SM")
+    tiles = math.ceil(n / cfg.tile)
+    most = min(tiles, ctx.sm_count * min(fit, cfg.blocks_per_sm), 256 * cfg.window)
+    return math.ceil(tiles / math.ceil(tiles / most))
+
+
+def launch_segmented(ctx, cfg: Segmented, x, out) -> None:
+    n = x.numel()
+    tiles = math.ceil(n / cfg.tile)
+    grid = segmented_grid(ctx, cfg, n)
+    most = KEPT11 * max(ctx.sm_count * c.blocks_per_sm for c in SEGMENTED)  # one buffer for every candidate
+    state = ctx.scratch("state11", most, torch.int64, zero=True)
+    base = _TAG_BASES.get(state.data_ptr(), 1)
+    if base + tiles > 1 << 32:  # the 32-bit tags are spent: start again on a cleared buffer
+        state.zero_()
+        base = 1
+    _TAG_BASES[state.data_ptr()] = base + tiles
+    ctx.launch(cfg.kernel, grid, 256, x, out, state[:KEPT11 * grid], n, base, smem=cfg.smem, cooperative=True)
+
+
+class Counted(NamedTuple):
+    """One instantiation of rung 12's template: its kernel, values per thread, tiles loading ahead,
+    rounds between a tile's aggregate and its store, blocks per SM (its launch bounds)."""
+
+    kernel: str
+    items: int
+    ahead: int
+    lag: int
+    blocks_per_sm: int
+
+    @property
+    def tile(self) -> int:
+        return 256 * self.items
+
+    @property
+    def smem(self) -> int:
+        """The ring of ahead + 1 + lag tiles, then 256 bytes: warp and window totals, aggregates, tile ids."""
+        return (self.ahead + 1 + self.lag) * self.tile * 4 + 256
+
+
+#: Rung 12's candidates: rung 11's three fastest shapes with two or three rounds of lag.
+COUNTED = (
+    Counted("scan12_items16_ahead1_lag2", 16, 1, 2, 3),
+    Counted("scan12_items12_ahead1_lag2", 12, 1, 2, 4),
+    Counted("scan12_items8_ahead1_lag3", 8, 1, 3, 5),
+)
+RING12 = 1 << 14  # rung 12's status words (its RING): tile t's at t % RING12
+#: Rung 12's calls per status buffer (keyed by its address): the next tag base and the call count,
+#: whose parity picks the call's tile counter (the kernel clears the other for the next call).
+_COUNTED_CALLS: dict[int, tuple[int, int]] = {}
+
+
+def launch_counted(ctx, cfg: Counted, x, out) -> None:
+    n = x.numel()
+    tiles = math.ceil(n / cfg.tile)
+    fit = ctx.blocks_per_sm(cfg.kernel, 256, cfg.smem)
+    if fit < 1:
+        raise RuntimeError(f"{cfg.kernel}: no block of {cfg.smem} bytes of shared memory fits on an SM")
+    grid = min(tiles, ctx.sm_count * min(fit, cfg.blocks_per_sm), 1024)
+    state = ctx.scratch("state12", RING12 + 1, torch.int64, zero=True)
+    base, call = _COUNTED_CALLS.get(state.data_ptr(), (1, 0))
+    if base + tiles > 1 << 32:  # the 32-bit tags are spent: start again on a cleared buffer
+        state.zero_()
+        base, call = 1, 0
+    _COUNTED_CALLS[state.data_ptr()] = (base + tiles, call + 1)
+    ctx.launch(cfg.kernel, grid, 256, x, out, state[:RING12], state[RING12:].view(torch.int32), n, base, call & 1,
+               smem=cfg.smem, cooperative=True)
+
+
 LAUNCH = {
     "00_reduce_then_scan": lambda ctx, inp, out: _reduce_then_scan(ctx, inp["x"], out["out"]),
     "01_blocked_scan": _three_pass("scan01"),
@@ -255,4 +375,6 @@ LAUNCH = {
     "08_block_lookback": _persistent("scan08_block_lookback", BLOCKS_PER_SM06),
     "09_lagged_lookback": _tuned("09_lagged_lookback", LAGGED, launch_lagged),
     "10_lookback_warp": _tuned("10_lookback_warp", SPECIALISED, launch_specialised),
+    "11_segment_carry": _tuned("11_segment_carry", SEGMENTED, launch_segmented),
+    "12_counter_carry": _tuned("12_counter_carry", COUNTED, launch_counted),
 }

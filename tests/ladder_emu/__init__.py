@@ -3,7 +3,7 @@ GPU's NVRTC build, so a test drives a rung through its real launcher, argument c
 runner's correctness check.
 
 The rung is compiled with g++ together with a generated table of its kernels, loaded with ctypes and
-launched block by block. Every tensor argument is copied into a buffer with guard bands of 0xFF bytes
+launched block by block (a cooperative launch's blocks side by side: ``cuda_emu.h``). Every tensor argument is copied into a buffer with guard bands of 0xFF bytes
 on both sides (NaN as float32 or bf16, -1 as an integer) and copied back after the launch: a write
 outside a tensor changes a guard and fails the launch; a read outside one reads NaN, which the
 correctness check then fails on.
@@ -29,19 +29,31 @@ _CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c
            "uint64": ctypes.c_uint64, "float32": ctypes.c_float}
 
 
+#: Blocks of any kernel that an emulated SM holds at once (``blocks_per_sm``): the grid of a rung
+#: that sizes it by occupancy, run side by side.
+EMU_BLOCKS_PER_SM = 2
+
+
 class EmuBuild:
     def __init__(self, path: Path, include: Path = COMMON):
-        """``include``: the folder of the headers rungs share (the ladder's kernels/common)."""
+        """``include``: the folder of the headers rungs share (the ladder's kernels/common).
+        ``schedule``: the seed of cooperative launches' schedules (0: blocks in order, all at one speed)."""
+        self.schedule = 0
         source = path.read_text(encoding="utf-8")
         self.signatures = kernel_signatures(source)
         self.resources = {k: {} for k in self.signatures}
         self._lib = _compile(path, source, list(self.signatures), include)
         self._lib.emu_launch.restype = ctypes.c_int
         self._lib.emu_launch.argtypes = [ctypes.c_char_p, *[ctypes.c_uint] * 6, ctypes.POINTER(ctypes.c_void_p),
-                                         ctypes.c_char_p, ctypes.c_int]
+                                         ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_char_p, ctypes.c_int]
+
+    def blocks_per_sm(self, name: str, threads: int, smem: int) -> int:
+        if name not in self.signatures:
+            raise KeyError(name)
+        return EMU_BLOCKS_PER_SM
 
     def launch(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-               args: Sequence[tuple[Param, Any]], smem: int) -> None:
+               args: Sequence[tuple[Param, Any]], smem: int, cooperative: bool = False) -> None:
         import torch
 
         guarded: dict[int, tuple[Any, Any]] = {}  # data_ptr -> (tensor, guarded copy)
@@ -55,7 +67,7 @@ class EmuBuild:
                 values.append(_CTYPES[SCALARS[p.ctype]](a))
         argv = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
         err = ctypes.create_string_buffer(512)
-        rc = self._lib.emu_launch(name.encode(), *grid, *block, argv, err, len(err))
+        rc = self._lib.emu_launch(name.encode(), *grid, *block, argv, smem, int(cooperative), self.schedule, err, len(err))
         if rc != 0:
             raise RuntimeError(f"{name}: {err.value.decode() or f'launch failed ({rc})'}")
         for tensor, buf in guarded.values():
@@ -78,9 +90,13 @@ def _compile(path: Path, source: str, kernels: list[str], include: Path) -> ctyp
     unit = f"""#include "cuda_emu.h"
 #include "{path}"
 extern "C" int emu_launch(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, void** args, char* err, int err_len) {{
+                          unsigned bz, void** args, unsigned smem, int cooperative, unsigned seed, char* err,
+                          int err_len) {{
   try {{
     const dim3 grid(gx, gy, gz), block(bx, by, bz);
+    emu::dynamic_bytes = smem;
+    emu::coresident = cooperative != 0;
+    emu::schedule_seed = seed;
 {table}
     std::snprintf(err, err_len, "no kernel named %s", name);
     return 2;

@@ -12,6 +12,13 @@
 // beside a warp that never joins them. __nanosleep yields to the block's other threads, so a thread
 // may spin on a shared-memory flag another thread of its block sets; __trap() fails the launch.
 //
+// A cooperative launch (all blocks resident at once on a GPU) runs its blocks side by side instead:
+// every thread of the grid is a fiber, barriers and warp exchanges act within a block, and a block
+// may spin (with __nanosleep) on a global word another block sets. Its kernel must keep its shared
+// memory in the dynamic buffer (emu::dynamic_shared(), one per block), since `static` storage would
+// be shared by all blocks. With a nonzero schedule seed each block is given a speed, one sweep in 1,
+// 2, 3 or 8, and sweeps visit the blocks in a shuffled order, so that blocks drift apart.
+//
 // Only what the ladders use is provided. A deadlock (some threads at a barrier that the others
 // never reach) or a shuffle whose mask names an exited lane is reported as an error.
 #pragma once
@@ -64,8 +71,9 @@ enum Op { SYNCWARP, SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT };
 
 struct Fiber {
     ucontext_t ctx;
-    uint3 tid;
-    unsigned linear = 0;
+    uint3 tid, bid;
+    unsigned linear = 0;  // the thread's index in its block
+    unsigned block = 0;   // its block's index among those running side by side
     State state = READY;
     // A warp-level request and its answer.
     Op op = SYNCWARP;
@@ -82,6 +90,10 @@ inline std::string error;
 inline void (*body)(void*) = nullptr;
 inline void* body_arg = nullptr;
 constexpr size_t STACK_BYTES = 256 * 1024;
+inline size_t dynamic_bytes = 0;                      // the launch's dynamic shared memory per block
+inline std::vector<std::unique_ptr<float4[]>> dynamic;  // one buffer per block running
+inline bool coresident = false;                       // the next launch is cooperative
+inline unsigned schedule_seed = 0;                    // 0: every ready fiber each sweep, blocks in order
 
 inline void fail(const std::string& what) {
     if (error.empty()) error = what;
@@ -146,60 +158,98 @@ inline bool release_warp(size_t first, size_t count) {
     return true;
 }
 
-inline void run_block(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) {
+inline uint32_t next_random(uint32_t& state) {  // xorshift32
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+}
+
+// Run `blocks` blocks (linear indices first, first + 1, ...) of `threads` threads side by side.
+inline void run_blocks(unsigned first, unsigned blocks, size_t threads) {
+    const size_t total = threads * blocks;
+    fibers.assign(total, Fiber{});
+    while (stacks.size() < total) stacks.emplace_back(new char[STACK_BYTES]);
+    dynamic.clear();
+    for (unsigned b = 0; b < blocks; ++b) {
+        dynamic.emplace_back(new float4[(dynamic_bytes + sizeof(float4) - 1) / sizeof(float4) + 1]);
+        std::memset(static_cast<void*>(dynamic.back().get()), 0xFF, dynamic_bytes);  // NaN: unset shared memory
+    }
+    for (size_t i = 0; i < total; ++i) {
         Fiber& f = fibers[i];
-        f = Fiber{};
-        f.linear = static_cast<unsigned>(i);
-        f.tid = {static_cast<unsigned>(i % block_dim.x), static_cast<unsigned>(i / block_dim.x % block_dim.y),
-                 static_cast<unsigned>(i / (block_dim.x * block_dim.y))};
+        const unsigned b = static_cast<unsigned>(i / threads), t = static_cast<unsigned>(i % threads);
+        const unsigned lb = first + b;
+        f.linear = t;
+        f.block = b;
+        f.tid = {t % block_dim.x, t / block_dim.x % block_dim.y, t / (block_dim.x * block_dim.y)};
+        f.bid = {lb % grid_dim.x, lb / grid_dim.x % grid_dim.y, lb / (grid_dim.x * grid_dim.y)};
         getcontext(&f.ctx);
         f.ctx.uc_stack.ss_sp = stacks[i].get();
         f.ctx.uc_stack.ss_size = STACK_BYTES;
         f.ctx.uc_link = nullptr;
         makecontext(&f.ctx, entry, 0);
     }
+    uint32_t rng = schedule_seed * 2654435761u + 1u;
+    std::vector<unsigned> period(blocks, 1), order(blocks);
+    for (unsigned b = 0; b < blocks; ++b) order[b] = b;
+    if (schedule_seed) {
+        static const unsigned speeds[4] = {1, 2, 3, 8};
+        for (unsigned b = 0; b < blocks; ++b) period[b] = speeds[next_random(rng) % 4];
+    }
     for (;;) {
-        bool ran = false;
-        for (size_t i = 0; i < threads && error.empty(); ++i) {
-            if (fibers[i].state != READY) continue;
-            current = i;
-            thread_idx = fibers[i].tid;
-            swapcontext(&scheduler, &fibers[i].ctx);
-            ran = true;
-        }
-        if (!error.empty()) return;
-        size_t done = 0, at_barrier = 0;
-        for (size_t i = 0; i < threads; ++i) {
-            done += fibers[i].state == DONE;
-            at_barrier += fibers[i].state == AT_BLOCK_BARRIER;
-        }
-        if (done == threads) return;
-        bool released = false;
-        for (size_t w = 0; w < threads; w += 32) released |= release_warp(w, std::min<size_t>(32, threads - w));
-        if (!error.empty()) return;
-        for (int id = 0; id < 16; ++id) {  // named barriers: released when `count` threads wait at one
-            size_t waiting = 0, count = 0;
-            for (size_t i = 0; i < threads; ++i)
-                if (fibers[i].state == AT_NAMED_BARRIER && fibers[i].arg == id) {
-                    ++waiting;
-                    count = fibers[i].mask;
-                }
-            if (waiting && waiting == count) {
-                for (size_t i = 0; i < threads; ++i)
-                    if (fibers[i].state == AT_NAMED_BARRIER && fibers[i].arg == id) fibers[i].state = READY;
-                released = true;
-            } else if (waiting > count) {
-                fail("more threads wait at a named barrier than its count");
-                return;
+        bool ran = false, skipped = false;
+        if (schedule_seed)
+            for (unsigned b = blocks; b > 1; --b) std::swap(order[b - 1], order[next_random(rng) % b]);
+        for (unsigned ob = 0; ob < blocks && error.empty(); ++ob) {
+            const unsigned b = order[ob];
+            const bool turn = period[b] == 1 || next_random(rng) % period[b] == 0;
+            for (size_t i = b * threads; i < (b + 1) * threads && error.empty(); ++i) {
+                if (fibers[i].state != READY) continue;
+                if (!turn) { skipped = true; continue; }
+                current = i;
+                thread_idx = fibers[i].tid;
+                block_idx = fibers[i].bid;
+                swapcontext(&scheduler, &fibers[i].ctx);
+                ran = true;
             }
         }
-        if (!released && at_barrier > 0 && at_barrier == threads - done) {
-            for (size_t i = 0; i < threads; ++i)
-                if (fibers[i].state == AT_BLOCK_BARRIER) fibers[i].state = READY;
-            released = true;
+        if (!error.empty()) return;
+        bool released = false, all_done = true;
+        for (size_t w = 0; w < total; w += 32) released |= release_warp(w, std::min<size_t>(32, total - w));
+        if (!error.empty()) return;
+        for (unsigned b = 0; b < blocks; ++b) {
+            const size_t lo = b * threads, hi = lo + threads;
+            size_t done = 0, at_barrier = 0, waiting[16] = {}, count[16] = {};
+            for (size_t i = lo; i < hi; ++i) {
+                const Fiber& f = fibers[i];
+                done += f.state == DONE;
+                at_barrier += f.state == AT_BLOCK_BARRIER;
+                if (f.state == AT_NAMED_BARRIER) {  // named barriers: released when `count` threads wait at one
+                    ++waiting[f.arg];
+                    count[f.arg] = f.mask;
+                }
+            }
+            all_done &= done == threads;
+            for (int id = 0; id < 16; ++id) {
+                if (waiting[id] && waiting[id] == count[id]) {
+                    for (size_t i = lo; i < hi; ++i)
+                        if (fibers[i].state == AT_NAMED_BARRIER && fibers[i].arg == id) fibers[i].state = READY;
+                    released = true;
+                } else if (waiting[id] > count[id]) {
+                    fail("more threads wait at a named barrier than its count");
+                    return;
+                }
+            }
+            bool named = false;
+            for (int id = 0; id < 16; ++id) named |= waiting[id] > 0;
+            if (!named && at_barrier > 0 && at_barrier == threads - done) {
+                for (size_t i = lo; i < hi; ++i)
+                    if (fibers[i].state == AT_BLOCK_BARRIER) fibers[i].state = READY;
+                released = true;
+            }
         }
-        if (!released && !ran) {
+        if (all_done) return;
+        if (!released && !ran && !skipped) {
             fail("deadlock: threads wait at barriers that the others never reach");
             return;
         }
@@ -211,22 +261,30 @@ inline void run_grid(dim3 grid, dim3 block, void (*fn)(void*), void* arg) {
     if (threads == 0 || threads > 1024) throw std::runtime_error("bad block size");
     if (threads % 32) throw std::runtime_error("the emulator needs whole warps (block size a multiple of 32)");
     error.clear();
-    fibers.assign(threads, Fiber{});
-    while (stacks.size() < threads) stacks.emplace_back(new char[STACK_BYTES]);
     grid_dim = grid;
     block_dim = block;
     body = fn;
     body_arg = arg;
-    for (unsigned z = 0; z < grid.z; ++z)
-        for (unsigned y = 0; y < grid.y; ++y)
-            for (unsigned x = 0; x < grid.x; ++x) {
-                block_idx = {x, y, z};
-                run_block(threads);
-                if (!error.empty())
-                    throw std::runtime_error(error + " (block " + std::to_string(x) + "," + std::to_string(y) + "," +
-                                             std::to_string(z) + ")");
-            }
+    const unsigned blocks = grid.x * grid.y * grid.z;
+    if (coresident) {
+        run_blocks(0, blocks, threads);
+        if (!error.empty()) {
+            const Fiber& f = fibers[current];
+            throw std::runtime_error(error + " (block " + std::to_string(f.bid.x) + "," + std::to_string(f.bid.y) + "," +
+                                     std::to_string(f.bid.z) + ", blocks side by side)");
+        }
+        return;
+    }
+    for (unsigned b = 0; b < blocks; ++b) {
+        run_blocks(b, 1, threads);
+        if (!error.empty())
+            throw std::runtime_error(error + " (block " + std::to_string(block_idx.x) + "," + std::to_string(block_idx.y) +
+                                     "," + std::to_string(block_idx.z) + ")");
+    }
 }
+
+// The calling thread's block's dynamic shared memory (extern __shared__ on the GPU).
+inline void* dynamic_shared() { return dynamic[fibers[current].block].get(); }
 
 // bar.sync id, count: wait until `count` threads (a multiple of 32) of the block have arrived at
 // barrier `id` (1-15; 0 is __syncthreads').
