@@ -91,8 +91,8 @@ def test_the_size_links_show_a_ladder_at_another_size_without_reloading(driver, 
 
 
 def test_a_ladder_that_misses_its_goal_opens_the_notes_on_why(driver, live_app):
-    open_page(driver, live_app, "/ladders/scan", "#lad-goal", "2.72 TB/s: missed")
-    assert "The look-back" in wait_for(driver, "#lad-goal details .notes", "What limits it").text
+    open_page(driver, live_app, "/ladders/gemv", "#lad-goal", "3.77 TB/s: missed")
+    assert "missed by the last rung" in wait_for(driver, "#lad-goal details .notes", "The goal is met by rung 02").text
     assert_clean_console(driver)
 
 
