@@ -90,9 +90,9 @@ _QUANTITY = re.compile(_NUM + r"(?P<x>x\b)?(?:\s*(?P<unit>us|ms|TB/s|GB/s|TFLOP/
 _XRATIO = re.compile(r"(?<![\w.])x(\d+)\.(\d+)")
 _RUNG = re.compile(r"\b[Rr]ungs?,?\s+(?:is\s+)?(\d\d)\b(?:\s*(?:-|and|,)\s*(\d\d)\b)?")
 _OTHER_RECORDING = re.compile(
-    r"\btrial\b|\bfirst recording\b|\brun before\b|\bmorning\b|\bsweep|\bbatch \d|\btuning\b|\btuner\b|stderr"
+    r"\btrials?\b|\bfirst recording\b|\brun before\b|\bmorning\b|\bsweep|\bbatch \d|\btuning\b|\btuner\b|stderr"
     r"|\bcommit [0-9a-f]{7}|\bearlier that day\b|\bbefore (?:the|this) ladder\b|\bfirst run\b|hardware/measured|\bdatasheet\b|\bprevious recording\b"
-    r"|\bprofiled (?:once more|on its own|separately)\b|\bsame day\b|\bncu-stalls\b", re.I)
+    r"|\bprofiled (?:once more|on its own|separately)\b|\bsame day\b|\bncu-stalls\b|\bprobes?\b", re.I)
 #: A date (and time) in prose names a recording: results.json's own, or another.
 _RECORDING_OF = re.compile(r"(\d{4}-\d\d-\d\d)(?:[ ,~]*(\d\d):(\d\d))?")
 #: An entity right after one of these words is what a number is compared with, not whose it is.
