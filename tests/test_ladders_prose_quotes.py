@@ -123,6 +123,8 @@ def test_the_quoted_precision_sets_the_tolerance():
     ("the first recording of this rung took 183.1 us", "another recording"),
     ("in the recording of 2026-11-30 it took 183.1 us", "another recording"),
     ("its sweep took 183.1 us", "another recording"),
+    ("the trials of that evening took 183.1 us", "another recording"),
+    ("torch's copy_ took 183.1 us in this run's probe", "another recording"),
     ("predicted 183.1 us", "a prediction"),
     ("not 183.1-190.0 us", None),  # a range: not read as a quantity at all
     ("under 183.1 us", "a prediction, a bound or a range"),
