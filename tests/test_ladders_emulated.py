@@ -384,19 +384,24 @@ def scan11():
     return runner.load_problem(defn), EmuBuild(defn.path(defn.rung("11")))
 
 
-def _segmented_calls(problem, build, cfg, calls, seed):
-    """A generator of ``calls`` calls of rung 11's launcher on one context (one status buffer, never
-    cleared between calls), each on fresh integers over SEGMENT_ROUNDS rounds of the grid and a
-    partial last tile: (input, output, exact) for each call as it returns."""
+def _launcher_calls(launch, build, cfg, calls, seed, rounds=SEGMENT_ROUNDS):
+    """A generator of ``calls`` calls of a rung's launcher (rung 11's launch_segmented, rung 12's
+    launch_counted) on one context (one status buffer, never cleared between calls), each on fresh
+    integers over ``rounds`` rounds of the grid and a partial last tile: (input, output, exact) for each
+    call as it returns."""
     ctx = runner.Context(torch, "cpu", SM_COUNT, build)
     build.schedule = seed
     grid = SM_COUNT * min(cfg.blocks_per_sm, EMU_BLOCKS_PER_SM)
-    n = (SEGMENT_ROUNDS - 1) * grid * cfg.tile + 3 * cfg.tile + 5
+    n = (rounds - 1) * grid * cfg.tile + 3 * cfg.tile + 5
     for _ in range(calls):
         x = torch.randint(-2, 3, (n,)).float()
         out = torch.full((n,), float("nan"))
-        problem.launch_segmented(ctx, cfg, x, out)
+        launch(ctx, cfg, x, out)
         yield x, out, torch.equal(out, torch.cumsum(x.double(), 0).float())
+
+
+def _segmented_calls(problem, build, cfg, calls, seed):
+    return _launcher_calls(problem.launch_segmented, build, cfg, calls, seed)
 
 
 @needs_gxx
@@ -491,16 +496,7 @@ def scan12():
 
 
 def _counted_calls(problem, build, cfg, calls, seed, rounds=SEGMENT_ROUNDS):
-    """As _segmented_calls, through rung 12's launcher."""
-    ctx = runner.Context(torch, "cpu", SM_COUNT, build)
-    build.schedule = seed
-    grid = SM_COUNT * min(cfg.blocks_per_sm, EMU_BLOCKS_PER_SM)
-    n = (rounds - 1) * grid * cfg.tile + 3 * cfg.tile + 5
-    for _ in range(calls):
-        x = torch.randint(-2, 3, (n,)).float()
-        out = torch.full((n,), float("nan"))
-        problem.launch_counted(ctx, cfg, x, out)
-        yield x, out, torch.equal(out, torch.cumsum(x.double(), 0).float())
+    return _launcher_calls(problem.launch_counted, build, cfg, calls, seed, rounds)
 
 
 @needs_gxx

@@ -280,10 +280,31 @@ SEGMENTED = (
     Segmented("scan11_items8_ahead1_lag3", 8, 1, 3, 5, 3),
 )
 KEPT11 = 16  # segments of status words rung 11 keeps per block (its KEPT)
-#: Rung 11's next tag base per status buffer (keyed by its address): each call's tags (base + tile)
-#: lie past every earlier call's, so no memset clears the words between calls. The buffer is zeroed
-#: when first made (tag 0: nothing published, and bases start at 1).
-_TAG_BASES: dict[int, int] = {}
+#: Rungs 11 and 12, per status buffer (keyed by its address): the next call's tag base and the calls
+#: made on it. Each call's tags (base + tile) lie past every earlier call's, so no memset clears the
+#: words between calls. The buffer is zeroed when first made (tag 0: nothing published, and bases
+#: start at 1).
+_TAGS: dict[int, tuple[int, int]] = {}
+
+
+def _next_tags(state, tiles: int) -> tuple[int, int]:
+    """This call's tag base on ``state`` and how many calls came before it (rung 12's counter parity),
+    starting again on a cleared buffer where the 32-bit tags are spent."""
+    base, call = _TAGS.get(state.data_ptr(), (1, 0))
+    if base + tiles > 1 << 32:
+        state.zero_()
+        base, call = 1, 0
+    _TAGS[state.data_ptr()] = (base + tiles, call + 1)
+    return base, call
+
+
+def _resident(ctx, cfg: Segmented | Counted) -> int:
+    """Blocks per SM a grid whose blocks wait for each other may use: what the driver's occupancy
+    holds, and no more than the launch bounds ask for."""
+    fit = ctx.blocks_per_sm(cfg.kernel, 256, cfg.smem)
+    if fit < 1:
+        raise RuntimeError(f"{cfg.kernel}: no block of {cfg.smem} bytes of shared memory fits on an SM")
+    return min(fit, cfg.blocks_per_sm)
 
 
 def segmented_grid(ctx, cfg: Segmented, n: int) -> int:
@@ -292,25 +313,17 @@ def segmented_grid(ctx, cfg: Segmented, n: int) -> int:
     window's registers allow. Within that, as few blocks as take the same number of rounds, so that
     the last segment is nearly full (2^26 values in 16,384 tiles: 391 blocks, not 396, for 42 rounds;
     512, not 528, for 32)."""
-    fit = ctx.blocks_per_sm(cfg.kernel, 256, cfg.smem)
-    if fit < 1:
-        raise RuntimeError(f"{cfg.kernel}: no block of {cfg.smem} bytes of shared memory fits on an SM")
     tiles = math.ceil(n / cfg.tile)
-    most = min(tiles, ctx.sm_count * min(fit, cfg.blocks_per_sm), 256 * cfg.window)
+    most = min(tiles, ctx.sm_count * _resident(ctx, cfg), 256 * cfg.window)
     return math.ceil(tiles / math.ceil(tiles / most))
 
 
 def launch_segmented(ctx, cfg: Segmented, x, out) -> None:
     n = x.numel()
-    tiles = math.ceil(n / cfg.tile)
     grid = segmented_grid(ctx, cfg, n)
     most = KEPT11 * max(ctx.sm_count * c.blocks_per_sm for c in SEGMENTED)  # one buffer for every candidate
     state = ctx.scratch("state11", most, torch.int64, zero=True)
-    base = _TAG_BASES.get(state.data_ptr(), 1)
-    if base + tiles > 1 << 32:  # the 32-bit tags are spent: start again on a cleared buffer
-        state.zero_()
-        base = 1
-    _TAG_BASES[state.data_ptr()] = base + tiles
+    base, _ = _next_tags(state, math.ceil(n / cfg.tile))
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:KEPT11 * grid], n, base, smem=cfg.smem, cooperative=True)
 
 
@@ -341,24 +354,16 @@ COUNTED = (
     Counted("scan12_items8_ahead1_lag3", 8, 1, 3, 5),
 )
 RING12 = 1 << 14  # rung 12's status words (its RING): tile t's at t % RING12
-#: Rung 12's calls per status buffer (keyed by its address): the next tag base and the call count,
-#: whose parity picks the call's tile counter (the kernel clears the other for the next call).
-_COUNTED_CALLS: dict[int, tuple[int, int]] = {}
 
 
 def launch_counted(ctx, cfg: Counted, x, out) -> None:
+    """The call count's parity on the status buffer (_next_tags) picks the call's tile counter; the kernel
+    clears the other for the next call."""
     n = x.numel()
     tiles = math.ceil(n / cfg.tile)
-    fit = ctx.blocks_per_sm(cfg.kernel, 256, cfg.smem)
-    if fit < 1:
-        raise RuntimeError(f"{cfg.kernel}: no block of {cfg.smem} bytes of shared memory fits on an SM")
-    grid = min(tiles, ctx.sm_count * min(fit, cfg.blocks_per_sm), 1024)
+    grid = min(tiles, ctx.sm_count * _resident(ctx, cfg), 1024)
     state = ctx.scratch("state12", RING12 + 1, torch.int64, zero=True)
-    base, call = _COUNTED_CALLS.get(state.data_ptr(), (1, 0))
-    if base + tiles > 1 << 32:  # the 32-bit tags are spent: start again on a cleared buffer
-        state.zero_()
-        base, call = 1, 0
-    _COUNTED_CALLS[state.data_ptr()] = (base + tiles, call + 1)
+    base, call = _next_tags(state, tiles)
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:RING12], state[RING12:].view(torch.int32), n, base, call & 1,
                smem=cfg.smem, cooperative=True)
 
