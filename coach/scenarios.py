@@ -629,33 +629,27 @@ def _model(f: _Fields) -> Model:
             raise fields.error(key, str(err)) from None
         return text
 
-    by_variant: dict[str, str] = {}
-    raw_useful = f.data.get("useful_bytes")
-    if isinstance(raw_useful, dict):
-        useful_t = f.table("useful_bytes")
-        for variant in useful_t.data:
+    def variant_table(key: str, what: str) -> dict[str, str] | None:
+        """``key`` given as a table of expressions by variant (the slow variant's required), or None
+        where it is given as one expression or not at all."""
+        if not isinstance(f.data.get(key), dict):
+            return None
+        table = f.table(key)
+        out = {}
+        for variant in table.data:
             if variant not in VARIANTS:
-                raise useful_t.error(variant, f"is not a variant (one of {', '.join(VARIANTS)})")
-            by_variant[variant] = expr(useful_t, variant)
-        if "slow" not in by_variant:
-            raise useful_t.error("slow", "is missing (the slow variant's useful bytes)")
-        useful_t.done()
-        useful = by_variant["slow"]
-    else:
-        useful = expr(f, "useful_bytes")
-    written: dict[str, str] = {}
-    raw_written = f.data.get("written_bytes")
-    if isinstance(raw_written, dict):
-        written_t = f.table("written_bytes")
-        for variant in written_t.data:
-            if variant not in VARIANTS:
-                raise written_t.error(variant, f"is not a variant (one of {', '.join(VARIANTS)})")
-            written[variant] = expr(written_t, variant)
-        if "slow" not in written:
-            raise written_t.error("slow", "is missing (the slow variant's written bytes)")
-        written_t.done()
-    elif raw_written is not None:
-        written["slow"] = expr(f, "written_bytes")
+                raise table.error(variant, f"is not a variant (one of {', '.join(VARIANTS)})")
+            out[variant] = expr(table, variant)
+        if "slow" not in out:
+            raise table.error("slow", f"is missing (the slow variant's {what})")
+        table.done()
+        return out
+
+    by_variant = variant_table("useful_bytes", "useful bytes")
+    useful = by_variant["slow"] if by_variant is not None else expr(f, "useful_bytes")
+    written = variant_table("written_bytes", "written bytes")
+    if written is None:
+        written = {"slow": expr(f, "written_bytes")} if f.data.get("written_bytes") is not None else {}
     flops = expr(f, "flops")
     flop_unit = f.text("flop_unit", "FLOP", required=False) or "FLOP"
     bytes_per_s, bytes_src = _ceiling(f, "bytes_per_s", required=True)
@@ -671,7 +665,7 @@ def _model(f: _Fields) -> Model:
         moved[variant] = expr(moved_t, variant)
     f.done()
     return Model(bound=bound, sizes=sizes, useful_bytes=useful, flops=flops, moved_bytes=moved,
-                 bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source, useful_by_variant=by_variant,
+                 bytes_per_s=bytes_per_s, flop_per_s=flop_per_s, ceiling_source=source, useful_by_variant=by_variant or {},
                  flop_unit=flop_unit, bytes_source=bytes_src or given, flops_source=flops_src or given,
                  bytes_ceiling_name=_measured_name(f, "bytes_per_s"), flops_ceiling_name=_measured_name(f, "flop_per_s"),
                  written_by_variant=written)
