@@ -193,19 +193,22 @@ def _strong_answers(sets=None) -> list[tuple[str, str, str]]:
     return out
 
 
+def _flags_fired(answers) -> list[tuple[str, str, str, str]]:
+    """(item, where, red flag, quote) for every red flag the grader reads in ``answers``."""
+    return [(item, where, h.concept.id, h.quote) for item, where, text in answers for h in grade_item(item, text).flags]
+
+
 def test_no_red_flag_fires_on_a_strong_answer():
     """No red flag, no alternative phrasing of one and no classic misconception is read in the bank's
     model answers or in any set's strong and paraphrased answers: each alternative was checked so."""
-    fired = [(item, where, h.concept.id, h.quote) for item, where, text in _strong_answers()
-             for h in grade_item(item, text).flags]
+    fired = _flags_fired(_strong_answers())
     assert not fired, fired
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=why, strict=True))
                                   for n, why in UNSEEN_FALSE_FLAGS.items()])
 def test_no_red_flag_fires_on_an_unseen_strong_answer(name):
-    fired = [(item, where, h.concept.id, h.quote) for item, where, text in _strong_answers([name])
-             for h in grade_item(item, text).flags]
+    fired = _flags_fired(_strong_answers([name]))
     assert not fired, fired
 
 
