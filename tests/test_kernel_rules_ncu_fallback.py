@@ -242,3 +242,22 @@ def test_with_the_stall_reasons_in_the_report_they_decide_and_without_cpistall_n
     assert backed.launch_id == own.launch_id and backed.details[FROM_NCU_RULE] == "CPIStall"
     assert "long scoreboard" in backed.title
     assert backed.details["excess_share"] == pytest.approx(own.details["share"], abs=0.01)
+
+
+@pytest.mark.parametrize("page", FULL_PAGES)
+def test_coach_diagnose_prints_the_same_top_findings_from_the_pasted_page(pages, page):
+    """Through the CLI as the README runs it: the first finding of each kernel in ``coach diagnose --json``
+    is the one diagnose() leads with, and says which Nsight Compute rule it rests on."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(pages / page), "--json"],
+                          capture_output=True, text=True, check=True)
+    top = {k["kernel"]: k["findings"][0] for k in json.loads(done.stdout)["kernels"] if k.get("kernel")}
+    assert (top["copy_strided"]["rule_id"], top["copy_strided"]["ncu_rule"]) == (UNCOALESCED, "UncoalescedGlobalAccess")
+    assert (top["transpose_conflict"]["rule_id"], top["transpose_conflict"]["ncu_rule"]) == (BANK, "SharedMemoryConflicts")
+    assert top["copy_coalesced"]["rule_id"] not in (UNCOALESCED, BANK)
+    found = diagnose(load(pages / page))
+    for name, first in top.items():
+        assert first["rule_id"] == confident(found, name)[0].rule_id, name
