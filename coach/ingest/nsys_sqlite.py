@@ -2,7 +2,9 @@
 
 Reading is columnar end to end, because real exports hold millions of kernel and API rows: each
 raw table is one SELECT of only the columns coach uses (``nsys_schema`` says which, for each nsys
-version), fetched through ADBC straight into Arrow, large tables in parallel; string ids are looked
+version), fetched through ADBC's Arrow stream straight into Arrow (ADBC's statements themselves, not its
+DB-API layer, whose import of ``pyarrow.dataset`` alone is 0.07 s of every run), large tables in
+parallel; string ids are looked
 up in only the ``StringIds`` rows referenced; enumerations, process ids and NVTX nesting are Polars
 expressions. No Python code runs per row.
 
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import adbc_driver_manager
-import adbc_driver_sqlite.dbapi as adbc
+import adbc_driver_sqlite
 import polars as pl
 import pyarrow as pa
 
@@ -205,7 +207,7 @@ _LISTING = ("SELECT m.name AS t, p.name AS c FROM sqlite_master AS m, pragma_tab
 class _Export:
     """An open export: its tables and columns, and columnar reads that fail as ``InputError``."""
 
-    def __init__(self, path: Path, connection: adbc.Connection):
+    def __init__(self, path: Path, connection: _Connection):
         self.path = path
         self._con = connection
         #: canonical table -> why it was left out (an optional table of a layout coach does not know)
@@ -377,16 +379,20 @@ class _Export:
         return pl.from_arrow(pa.table(columns, names=table.column_names), rechunk=False)
 
     def _arrow(self, sql: str, params: tuple = (), *, own_connection: bool = False) -> pa.Table:
-        """Run ``sql``; ``own_connection`` for a call from a worker thread (a connection serves one thread)."""
+        """Run ``sql`` (its ``?`` placeholders filled with ``params``: integers and strings, as SQL
+        literals); ``own_connection`` for a call from a worker thread (a connection serves one thread)."""
         connection = self._connect(self.path) if own_connection else self._con
         try:
-            cursor = connection.cursor()
+            statement = adbc_driver_manager.AdbcStatement(connection.connection)
             try:
-                cursor.adbc_statement.set_options(**{_BATCH_ROWS_OPTION: str(_BATCH_ROWS)})
-                cursor.execute(sql, params or None)
-                return cursor.fetch_arrow_table()
+                statement.set_options(**{_BATCH_ROWS_OPTION: str(_BATCH_ROWS)})
+                statement.set_sql_query(_with_literals(sql, params))
+                stream, _ = statement.execute_query()
+                # pyarrow reads the stream without the GIL (Polars holds it), so that the parallel
+                # reads of a large table run at once
+                return pa.RecordBatchReader.from_stream(stream).read_all()
             finally:
-                cursor.close()
+                statement.close()
         except (adbc_driver_manager.Error, pa.ArrowException) as err:
             raise InputError(self.path, f"is a damaged SQLite database ({_first_line(err)})") from None
         finally:
@@ -394,11 +400,46 @@ class _Export:
                 connection.close()
 
     @staticmethod
-    def _connect(path: Path) -> adbc.Connection:
+    def _connect(path: Path) -> _Connection:
         try:
-            return adbc.connect(path.resolve().as_uri() + "?mode=ro")
+            return _Connection.open(path.resolve().as_uri() + "?mode=ro")
         except adbc_driver_manager.Error as err:
             raise InputError(path, f"cannot be opened as SQLite ({_first_line(err)})") from None
+
+
+@dataclasses.dataclass
+class _Connection:
+    """An ADBC SQLite database handle and its one connection."""
+
+    database: adbc_driver_manager.AdbcDatabase
+    connection: adbc_driver_manager.AdbcConnection
+
+    @classmethod
+    def open(cls, uri: str) -> _Connection:
+        database = adbc_driver_sqlite.connect(uri)
+        try:
+            return cls(database, adbc_driver_manager.AdbcConnection(database))
+        except BaseException:
+            database.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.connection.close()
+        finally:
+            self.database.close()
+
+
+def _with_literals(sql: str, params: tuple) -> str:
+    """``sql`` with each ``?`` replaced by the next of ``params`` as an SQL literal (an integer, or a
+    string in single quotes); the statements here have no ``?`` inside a string or a name."""
+    if not params:
+        return sql
+    parts = sql.split("?")
+    if len(parts) != len(params) + 1:
+        raise ValueError(f"{len(parts) - 1} placeholders for {len(params)} parameters")
+    literals = [str(int(p)) if isinstance(p, int) else "'" + str(p).replace("'", "''") + "'" for p in params]
+    return "".join(part + literal for part, literal in zip(parts, literals)) + parts[-1]
 
 
 def _rowid_ranges(first: int | None, last: int | None) -> list[tuple[str, tuple]]:
