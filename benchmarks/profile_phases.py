@@ -2,7 +2,7 @@
 
 Runs, in one process, the steps ``coach load`` takes (read the export, the summary's shared tables,
 the steady window, each timeline rule on it) and prints a Markdown table: CPU seconds of each phase
-(process time, every thread) and the resident memory after it. Used for
+(process time, every thread), its wall time and the resident memory after it. Used for
 benchmarks/results/profile_nsys_1m.md:
 
     python benchmarks/profile_phases.py /tmp/scale/softmax_x1000000.sqlite
@@ -29,12 +29,12 @@ def main(path: str) -> None:
     rows: list[tuple[str, float, int]] = []
 
     def phase(name, fn):
-        start = time.process_time()
+        start, wall = time.process_time(), time.perf_counter()
         result = fn()
-        rows.append((name, time.process_time() - start, rss_mib()))
+        rows.append((name, time.process_time() - start, time.perf_counter() - wall, rss_mib()))
         return result
 
-    start = time.process_time()
+    start, wall = time.process_time(), time.perf_counter()
     from coach.analyze import timeline_rules as rules  # noqa: PLC0415
     from coach.analyze.timeline import TimelineAnalysis  # noqa: PLC0415
     from coach.analyze.timeline_rules import _steady, warmup  # noqa: PLC0415
@@ -42,7 +42,7 @@ def main(path: str) -> None:
     from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
     from coach.ingest import load  # noqa: PLC0415
 
-    rows.append(("imports", time.process_time() - start, rss_mib()))
+    rows.append(("imports", time.process_time() - start, time.perf_counter() - wall, rss_mib()))
     timeline = phase("ingest (read the export)", lambda: load(path))
     a = TimelineAnalysis(timeline)
     phase("summary: GPU work", lambda: a.work)
@@ -59,12 +59,12 @@ def main(path: str) -> None:
     for rule in rules.RULES:
         phase(f"rule {rule.__name__.rsplit('.', 1)[-1]}",
               lambda: rule.apply(a, hardware) if rules.applicable(rule.SPEC, a.timeline) else [])
-    total = time.process_time() - start
-    print("| phase | CPU, s | resident memory after, MiB |\n|---|---|---|")
-    for name, cpu, rss in rows:
-        if cpu >= 0.01:
-            print(f"| {name} | {cpu:.2f} | {rss} |")
-    print(f"| total | {total:.2f} | |")
+    total, total_wall = time.process_time() - start, time.perf_counter() - wall
+    print("| phase | CPU, s | wall, s | resident memory after, MiB |\n|---|---|---|---|")
+    for name, cpu, elapsed, rss in rows:
+        if cpu >= 0.01 or elapsed >= 0.01:
+            print(f"| {name} | {cpu:.2f} | {elapsed:.2f} | {rss} |")
+    print(f"| total | {total:.2f} | {total_wall:.2f} | |")
 
 
 if __name__ == "__main__":
