@@ -17,6 +17,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from coach.analyze import multi, parallel
@@ -136,4 +137,31 @@ def test_an_export_read_in_rowid_ranges_on_parallel_connections_is_the_export_re
     in_ranges = nsys_sqlite.read(export)
     assert {"kernels", "api"} <= set(split)
     assert whole.kernels.height > 5
+    assert _same_tables(whole, in_ranges) == []
+
+
+@pytest.mark.parametrize("export", [DATA / "hygiene_clean" / "clean.sqlite", RANKS[0]], ids=lambda p: p.name)
+def test_columns_with_one_value_per_kernel_are_read_once_per_name_and_the_rest_row_by_row(export, monkeypatch):
+    """A large export's launch configuration (and device, stream, process) is read once per kernel
+    name where the export holds one value per name, and row by row where it does not: the recorded
+    hygiene run launches one kernel with several grids, so its grid is read row by row; either way
+    the kernels are those of the export read whole."""
+    from coach.ingest import nsys_sqlite
+
+    whole = nsys_sqlite.read(export)
+    looked = {}
+    per_name = nsys_sqlite._Export._per_name
+
+    def spy(self, table, plan):
+        looked[table] = per_name(self, table, plan)
+        return looked[table]
+
+    monkeypatch.setattr(nsys_sqlite, "PARALLEL_READ_ROWS", 5)
+    monkeypatch.setattr(nsys_sqlite._Export, "_per_name", spy)
+    in_ranges = nsys_sqlite.read(export)
+    assert looked["kernels"] is not None
+    once = set(looked["kernels"].columns)
+    grids = whole.kernels.group_by("demangled_name").agg(pl.col("grid_x").n_unique())["grid_x"].max()
+    assert ("grid_x" in once) == (grids == 1)
+    assert {"block_x", "registers_per_thread", "device_id"} <= once
     assert _same_tables(whole, in_ranges) == []
