@@ -532,10 +532,9 @@ def _key_code(key: tuple[str, ...]) -> pl.Expr:
 def _gathered(frame: pl.DataFrame, by_name: pl.DataFrame, key: tuple[str, ...]) -> pl.DataFrame:
     """``frame`` with the columns of ``by_name`` (one row per key) gathered into its rows by key."""
     codes = by_name.select(_key_code(key)).to_series()
-    at = _key_code(key).replace_strict(codes, pl.int_range(by_name.height, dtype=pl.UInt32, eager=True),
-                                       return_dtype=pl.UInt32)
-    values = [c for c in by_name.columns if c not in key]
-    return frame.with_columns(pl.lit(by_name[c]).gather(at).alias(c) for c in values)
+    at = frame.select(_key_code(key).replace_strict(codes, pl.int_range(by_name.height, dtype=pl.UInt32, eager=True),
+                                                    return_dtype=pl.UInt32)).to_series()  # once, for every column
+    return frame.with_columns(by_name[c].gather(at) for c in by_name.columns if c not in key)
 
 
 def _rowid_ranges(first: int | None, last: int | None) -> list[tuple[str, tuple]]:
