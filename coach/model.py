@@ -497,7 +497,14 @@ def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], 
     unknown = [c for c in have.names() if c not in schema]
     if unknown:
         raise ValueError(f"{table}: columns not in the canonical schema: {unknown}")
-    if isinstance(df, pl.DataFrame):  # columns already of their type are passed on as they are, not copied
+    if isinstance(df, pl.DataFrame) and df.width:
+        # columns already of their type are passed on as they are, not copied, and a column of one
+        # value repeated (and a missing one, all null) stays one value (not a million)
+        return df.select(
+            (pl.col(name) if have[name] == dtype else pl.col(name).cast(dtype, strict=False)) if name in have
+            else pl.lit(None, dtype=dtype).alias(name)
+            for name, dtype in schema.items())
+    if isinstance(df, pl.DataFrame):
         out = {}
         for name, dtype in schema.items():
             if name not in have:

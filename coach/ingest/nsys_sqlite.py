@@ -329,6 +329,7 @@ class _Export:
         for table, values in by_name.items():
             if values is not None:
                 frames[table] = _gathered(frames[table], values, PER_NAME[table][0])
+        frames = {table: _constants_as_scalars(frame) for table, frame in frames.items()}
         return {table: (self._with_all_columns(table, frames[table]) if table in frames else None) for table in tables}
 
     def _per_name(self, table: str, plan: schema.TablePlan) -> pl.DataFrame | None:
@@ -535,6 +536,21 @@ def _gathered(frame: pl.DataFrame, by_name: pl.DataFrame, key: tuple[str, ...]) 
     at = frame.select(_key_code(key).replace_strict(codes, pl.int_range(by_name.height, dtype=pl.UInt32, eager=True),
                                                     return_dtype=pl.UInt32)).to_series()  # once, for every column
     return frame.with_columns(by_name[c].gather(at) for c in by_name.columns if c not in key)
+
+
+def _constants_as_scalars(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with each integer column that holds one value in every row (or none) as that value
+    repeated: a column Polars keeps as one value, not a million (a program on one GPU runs every
+    kernel on one device, context and process). The values are the same."""
+    ints = [c for c, t in frame.schema.items() if t.is_integer()]
+    if not ints or not frame.height:
+        return frame
+    stats = frame.select(*(pl.col(c).min().alias(f"{c}\0min") for c in ints),
+                         *(pl.col(c).max().alias(f"{c}\0max") for c in ints),
+                         *(pl.col(c).null_count().alias(f"{c}\0nulls") for c in ints)).row(0, named=True)
+    constant = [pl.lit(stats[f"{c}\0min"], frame.schema[c]).alias(c) for c in ints
+                if stats[f"{c}\0nulls"] in (0, frame.height) and stats[f"{c}\0min"] == stats[f"{c}\0max"]]
+    return frame.with_columns(constant) if constant else frame
 
 
 def _rowid_ranges(first: int | None, last: int | None) -> list[tuple[str, tuple]]:
