@@ -138,10 +138,11 @@ def read(path: str | Path) -> Timeline:
             meta["schema_newer"] = newer
     # each staging frame is let go as soon as its table is built (pop), so that memory holds the
     # staging frames and the tables of one table at a time, not of all of them
-    api = _api(raw.pop("api"), strings, enums["api_kind"])
+    api = _large_constants(_api(raw.pop("api"), strings, enums["api_kind"]))
     source = Source(path=str(path), format="nsys-sqlite", tool="Nsight Systems", tool_version=version, meta=meta)
     tables = {
-        "kernels": make_table("kernels", _with_graphs(_kernels(raw.pop("kernels"), strings), raw.pop("graphs"))),
+        "kernels": _large_constants(make_table("kernels", _with_graphs(_kernels(raw.pop("kernels"), strings),
+                                                                       raw.pop("graphs")))),
         "memcpy": _memcpy(raw.pop("memcpy"), enums["memcpy_kind"], enums["memory_kind"]),
         "memset": _memset(raw.pop("memset"), enums["memory_kind"]),
         "sync": _sync(raw.pop("sync"), api, enums["sync_kind"]),
@@ -536,6 +537,12 @@ def _gathered(frame: pl.DataFrame, by_name: pl.DataFrame, key: tuple[str, ...]) 
     at = frame.select(_key_code(key).replace_strict(codes, pl.int_range(by_name.height, dtype=pl.UInt32, eager=True),
                                                     return_dtype=pl.UInt32)).to_series()  # once, for every column
     return frame.with_columns(by_name[c].gather(at) for c in by_name.columns if c not in key)
+
+
+def _large_constants(frame: pl.DataFrame | None) -> pl.DataFrame | None:
+    """``_constants_as_scalars`` of a table of more rows than one read reads (the columns made from
+    others, such as the process id from the packed thread id, are one value too where those are)."""
+    return frame if frame is None or frame.height < PARALLEL_READ_ROWS else _constants_as_scalars(frame)
 
 
 def _constants_as_scalars(frame: pl.DataFrame) -> pl.DataFrame:
