@@ -370,7 +370,7 @@ def matching_rows(frame: pl.DataFrame, other: pl.DataFrame, keys: list[str]) -> 
         candidate = candidate | frame[first].is_null()
     rows = (frame.select(keys).with_row_index("_row").filter(candidate)
             .join(other.select(keys), on=keys, how="semi", nulls_equal=True)["_row"])
-    return pl.int_range(frame.height, dtype=rows.dtype, eager=True).is_in(rows.implode())
+    return pl.repeat(False, frame.height, dtype=pl.Boolean, eager=True).scatter(rows, True)
 
 
 HOST_LINK_KINDS = ("HtoD", "DtoH")
@@ -687,15 +687,17 @@ class TimelineAnalysis:
         """The idle gaps with the host's activity in them (``host_activity_in_gaps``)."""
         return host_activity_in_gaps(self.idle, self.timeline.api, self.timeline.nvtx)
 
-    def gaps_without(self, removed: pl.DataFrame) -> pl.DataFrame:
+    def gaps_without(self, removed: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFrame:
         """``gaps`` as if the ``removed`` API calls had not been made: computed from ``gaps`` where
-        that is there already (``host_activity_without``), else in one pass over the other calls."""
+        that is there already (``host_activity_without``), else in one pass over the other calls.
+        ``rows``, where the caller has it, is the mask of the API calls that are ``removed``
+        (``matching_rows`` of them), so that it is not worked out again."""
         if "gaps" in self.__dict__:
             return host_activity_without(self.gaps, self.timeline.api, removed, self.timeline.nvtx)
         keys = ["pid", "tid", "start_ns", "name"]
         # the columns host_activity_in_gaps reads alone: the calls left are a copy
         api = self.timeline.api.select(*keys, "end_ns")
-        api = api.filter(~matching_rows(api, removed, keys))
+        api = api.filter(~(matching_rows(api, removed, keys) if rows is None else rows))
         return host_activity_in_gaps(self.idle, api, self.timeline.nvtx)
 
     @cached_property

@@ -77,8 +77,9 @@ def steady_state_gaps(a: TimelineAnalysis) -> pl.DataFrame:
     see that rule); only gaps whose rest is longer than one launch latency."""
     one_time = one_time_calls(a)
     keys = ["pid", "tid", "start_ns", "name"]
-    removed = a.timeline.api.filter(matching_rows(a.timeline.api, one_time, keys)) if one_time.height else None
-    gaps = a.gaps_without(removed) if removed is not None and removed.height else a.gaps
+    rows = matching_rows(a.timeline.api, one_time, keys) if one_time.height else None
+    removed = a.timeline.api.filter(rows) if rows is not None else None
+    gaps = a.gaps_without(removed, rows) if removed is not None and removed.height else a.gaps
     gaps = after_set_up(gaps.filter(pl.col("position") == "between"), a.timeline.kernels).with_row_index("_gap")
     loading = interval_join(gaps.select("_gap", "start_ns", "end_ns"),
                             merge_intervals(one_time, ["pid", "tid"]).select("start_ns", "end_ns"),
