@@ -312,15 +312,23 @@ def check_same_summaries(coach_json: str, nsys_stdout: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def case_nsys(path: Path, repeat: int, nsys: str, env: dict) -> tuple[dict[str, list[Run]], str]:
-    runs: dict[str, list[Run]] = {"coach load": [], "coach diagnose": [], "nsys stats": []}
+def case_nsys(path: Path, repeat: int, nsys: str, env: dict,
+              baseline: Checkout | None = None) -> tuple[dict[str, list[Run]], str]:
+    sides = checkouts(baseline)
+    runs: dict[str, list[Run]] = {"coach load": [], "coach diagnose": [], "nsys stats": [],
+                                  **{side_name("coach load", c): [] for c in sides[1:]}}
     command = [nsys, "stats", "--report", "gpukernsum,cudaapisum", "--format", "csv", "--output", "-", str(path)]
-    for _ in range(repeat):
-        runs["coach load"].append(measure("coach load", coach("load", str(path), "--json"), env))
+    for i in range(repeat):
+        for c in sides if i % 2 == 0 else sides[::-1]:  # alternating which checkout goes first
+            name = side_name("coach load", c)
+            runs[name].append(measure(name, coach("load", str(path), "--json"), c.env(env), cwd=c.root))
         runs["nsys stats"].append(measure("nsys stats", command))
         runs["coach diagnose"].append(measure("coach diagnose", coach("diagnose", str(path), "--json"), env))
     note = check_same_summaries(runs["coach load"][0].stdout, runs["nsys stats"][0].stdout)
-    return runs, note
+    docs = [json.loads(runs[side_name("coach load", c)][0].stdout) for c in sides]
+    if any(d != docs[0] for d in docs[1:]):
+        raise SystemExit("coach load printed different summaries from the two checkouts")
+    return runs, note + (" (both checkouts print the same JSON)" if len(docs) > 1 else "")
 
 
 def case_ranks(folder: Path, repeat: int, env: dict, work: Path,
@@ -381,7 +389,8 @@ def verdict(case: str, runs: dict[str, list[Run]], results: dict) -> str:
     if case == "nsys-1m":
         ratio = med(runs["coach load"], "wall_s") / med(runs["nsys stats"], "wall_s")
         ok = ratio <= 0.5 and med(runs["coach load"], "peak_bytes") < 1e9
-        return f"coach load / nsys stats = {ratio:.2f}x wall: **{'met' if ok else 'NOT met'}**"
+        return (f"coach load / nsys stats = {ratio:.2f}x wall: **{'met' if ok else 'NOT met'}**"
+                + _against_baseline(runs, "coach load"))
     if case == "nsys-10m":
         ten = med(runs["coach load"], "wall_s")
         one = results.get("nsys-1m", {}).get("coach load")
@@ -403,12 +412,18 @@ def verdict(case: str, runs: dict[str, list[Run]], results: dict) -> str:
     side = next(iter(runs))
     limit = {"ranks-64": 3.0, "kineto-200mb": 2.5}[case]
     verdict = f"{med(runs[side], 'wall_s'):.2f} s: **{'met' if med(runs[side], 'wall_s') < limit else 'NOT met'}**"
+    return verdict + _against_baseline(runs, side)
+
+
+def _against_baseline(runs: dict[str, list[Run]], side: str) -> str:
+    """``side`` against the same command of the baseline checkout, where the run has one."""
     before = next((s for s in runs if s != side and s.startswith(side.split(" (")[0] + " (")), None)
-    if before:
-        verdict += (f"; against {before.rsplit('(', 1)[-1].rstrip(')')} in the same run: "
-                    f"{med(runs[side], 'wall_s') / med(runs[before], 'wall_s'):.2f}x its wall time, "
-                    f"{med(runs[side], 'cpu_s') / med(runs[before], 'cpu_s'):.2f}x its CPU time (medians)")
-    return verdict
+    if not before:
+        return ""
+    return (f"; against {before.rsplit('(', 1)[-1].rstrip(')').removeprefix('at ')} in the same run: "
+            f"{med(runs[side], 'wall_s') / med(runs[before], 'wall_s'):.2f}x its wall time, "
+            f"{med(runs[side], 'cpu_s') / med(runs[before], 'cpu_s'):.2f}x its CPU time, "
+            f"{med(runs[side], 'peak_bytes') / med(runs[before], 'peak_bytes'):.2f}x its peak memory (medians)")
 
 
 def ratios(case: str, runs: dict[str, list[Run]]) -> str:
@@ -477,7 +492,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, help="folder for the built inputs (kept and reused)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--baseline", type=Path, metavar="DIR",
-                        help="another checkout of coach, run as a side of its own in the ranks-64 and kineto-200mb cases")
+                        help="another checkout of coach, run as a side of its own (coach load) in every case")
     parser.add_argument("--memory-limit-gb", type=float, default=MEMORY_LIMIT_BYTES / 1e9,
                         help="stop a run whose resident memory passes this (default 8)")
     args = parser.parse_args(argv)
@@ -503,7 +518,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             if case.startswith("nsys-"):
                 rows = {"nsys-1m": 1_000_000, "nsys-5m": 5_000_000}.get(case, 10_000_000)
-                results[case], notes[case] = case_nsys(nsys_export(work, rows), args.repeat, args.nsys, env)
+                results[case], notes[case] = case_nsys(nsys_export(work, rows), args.repeat, args.nsys, env, baseline)
                 notes[case] = f"{rows:,} kernels + {rows:,} API calls; " + notes[case]
             elif case == "ranks-64":
                 results[case], notes[case] = case_ranks(ranks_folder(work), args.repeat, env, work, baseline)
