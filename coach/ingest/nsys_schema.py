@@ -57,8 +57,8 @@ class TablePlan:
     text_columns: frozenset[str]  # staging columns selected as BLOB, to be decoded leniently
 
     def sql(self) -> str:
-        cols = ", ".join(f"{expr} AS {_quote(name)}" for name, expr in self.select.items())
-        return f"SELECT {cols} FROM {_quote(self.raw_table)}"
+        cols = ", ".join(f"{expr} AS {quote(name)}" for name, expr in self.select.items())
+        return f"SELECT {cols} FROM {quote(self.raw_table)}"
 
 
 def plan(table: str, present: Mapping[str, frozenset[str]], needs: tuple[str, ...] = ()) -> TablePlan | None:
@@ -95,7 +95,7 @@ def _plan_of(rows: pl.DataFrame, raw_table: str, have: frozenset[str]) -> TableP
     for row in rows.filter(pl.col("raw_table") == raw_table).iter_rows(named=True):
         if row["raw_column"] not in have:
             continue
-        expr = _quote(row["raw_column"])
+        expr = quote(row["raw_column"])
         if row["type"] == "text":
             expr = f"CAST({expr} AS BLOB)"
             text.add(row["column"])
@@ -164,5 +164,6 @@ def staging_columns(table: str) -> tuple[tuple[str, str], ...]:
     return tuple(wanted.select("column", "type").iter_rows())
 
 
-def _quote(identifier: str) -> str:
+def quote(identifier: str) -> str:
+    """An SQL identifier in double quotes."""
     return '"' + identifier.replace('"', '""') + '"'

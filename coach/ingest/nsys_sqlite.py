@@ -343,11 +343,11 @@ class _Export:
         columns = [c for c in candidates if c in plan.select and c not in plan.text_columns]
 
         def distinct(cols: list[str], source: str, limit: int | None = None) -> pl.DataFrame:
-            selected = ", ".join(f"{plan.select[c]} AS {schema._quote(c)}" for c in (*key, *cols))
+            selected = ", ".join(f"{plan.select[c]} AS {schema.quote(c)}" for c in (*key, *cols))
             return self._frame(f"SELECT DISTINCT {selected} FROM {source}" + (f" LIMIT {limit}" if limit else ""),
                                own_connection=True)
 
-        raw = schema._quote(plan.raw_table)
+        raw = schema.quote(plan.raw_table)
         sample = distinct(columns, f"(SELECT * FROM {raw} LIMIT {_PER_NAME_SAMPLE_ROWS})")
         columns = _one_per_name(sample, key, columns)
         if not columns:
