@@ -2,11 +2,11 @@
 
 Reading is columnar end to end, because real exports hold millions of kernel and API rows: each
 raw table is one SELECT of only the columns coach uses (``nsys_schema`` says which, for each nsys
-version), fetched through ADBC's Arrow stream straight into Arrow (ADBC's statements themselves, not its
-DB-API layer, whose import of ``pyarrow.dataset`` alone is 0.07 s of every run), large tables in
-parallel; string ids are looked
-up in only the ``StringIds`` rows referenced; enumerations, process ids and NVTX nesting are Polars
-expressions. No Python code runs per row.
+version), fetched through ADBC's Arrow stream straight into Arrow (ADBC's statements themselves, not
+its DB-API layer, whose import of ``pyarrow.dataset`` alone is 0.07 s of every run), large tables in
+parallel, the columns of a large kernel table that hold one value per kernel name once per name
+(``PER_NAME``); string ids are looked up in only the ``StringIds`` rows referenced; enumerations,
+process ids and NVTX nesting are Polars expressions. No Python code runs per row.
 
 Timestamps stay as nsys records them: integer nanoseconds of session time, counted from the start
 of the capture session (whose wall-clock time is ``Source.meta["session_start_utc"]``).
@@ -65,12 +65,13 @@ ACTIVITY_TABLES = ("kernels", "memcpy", "memset", "api", "nvtx")
 #: statement) is negligible, small enough to spread a million-row table over a laptop's cores.
 PARALLEL_READ_ROWS = 250_000
 
-#: Columns that most programs record with one value per kernel: the launch
-#: configuration, and in a program of one process on one GPU and stream the device, context, stream
-#: and process too. Of a large table, each column that the export shows to hold one value per name
-#: (key) is read once per distinct name (one ``SELECT DISTINCT`` SQLite answers without the driver
-#: fetching every row, which is most of the cost of a column: about 0.06 s per million rows) and
-#: gathered into the rows; the rest are fetched row by row as before. The rows are the same either way.
+#: Columns that most programs record with one value per kernel: the launch configuration, and in a
+#: program of one process on one GPU and stream the device, context, stream and process too. Of a
+#: large table, each column that the export shows to hold one value per name (key) is read once per
+#: distinct name (one ``SELECT DISTINCT`` that SQLite answers without the driver fetching every row,
+#: which is most of the cost of a column: about 0.06 s per million rows) and gathered into the rows;
+#: the rest are fetched row by row. The rows are the same either way. (The API calls' thread, kind
+#: and return code read so made no difference that four alternating reads of a million could see.)
 PER_NAME: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kernels": (("name_id", "demangled_name_id"),
                 ("device_id", "context_id", "stream_id", "global_pid", "grid_x", "grid_y", "grid_z", "block_x",
@@ -519,6 +520,7 @@ _KEY_BITS = 31
 
 
 def _key_fits(by_name: pl.DataFrame, key: tuple[str, ...]) -> bool:
+    """Whether ``key`` (one or two id columns of ``by_name``) makes one integer code (``_key_code``)."""
     return len(key) <= 2 and all(by_name[k].is_null().all() or (by_name[k].min() >= 0 and by_name[k].max() < (1 << _KEY_BITS) - 1)
                                  for k in key)
 
