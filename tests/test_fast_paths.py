@@ -165,3 +165,20 @@ def test_columns_with_one_value_per_kernel_are_read_once_per_name_and_the_rest_r
     assert ("grid_x" in once) == (grids == 1)
     assert {"block_x", "registers_per_thread", "device_id"} <= once
     assert _same_tables(whole, in_ranges) == []
+
+
+def test_a_kernel_table_of_more_distinct_launch_configurations_than_the_limit_is_read_row_by_row(monkeypatch):
+    """Past ``_PER_NAME_MAX`` distinct (name, configuration) rows the per-name reading gives up and
+    every column is fetched row by row: the same kernels."""
+    from coach.ingest import nsys_sqlite
+
+    export = DATA / "hygiene_clean" / "clean.sqlite"
+    whole = nsys_sqlite.read(export)
+    looked = []
+    per_name = nsys_sqlite._Export._per_name
+    monkeypatch.setattr(nsys_sqlite._Export, "_per_name", lambda self, t, p: looked.append(per_name(self, t, p)) or looked[-1])
+    monkeypatch.setattr(nsys_sqlite, "PARALLEL_READ_ROWS", 5)
+    monkeypatch.setattr(nsys_sqlite, "_PER_NAME_MAX", 1)
+    in_ranges = nsys_sqlite.read(export)
+    assert looked == [None]
+    assert _same_tables(whole, in_ranges) == []
