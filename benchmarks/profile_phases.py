@@ -7,8 +7,9 @@ benchmarks/results/profile_nsys_1m.md:
 
     python benchmarks/profile_phases.py /tmp/scale/softmax_x1000000.sqlite
 
-(the export that ``bench_scale.py --work /tmp/scale`` builds). CPU time, not wall time, because the
-machine it is run on may be shared; a phase under 0.01 s is left out.
+(the export that ``bench_scale.py --work /tmp/scale`` builds). CPU time is the number to compare,
+because the machine it is run on may be shared (the wall time says how much of a phase ran on two
+cores at once, or waited for one); a phase under 0.01 s of both is left out.
 """
 
 from __future__ import annotations
