@@ -60,14 +60,14 @@ CASES: dict[str, tuple[dict, dict, tuple[dict, bool]]] = {
         dict(duration_ns=1e6, shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0,
              shared_load_requests=1e6, shared_store_requests=0.0, l1_throughput_pct=90.0),
         dict(duration_ns=1e6, shared_bank_conflicts=1e4, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0),
-        (dict(duration_ns=1e6, shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0), True),
+        (dict(shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0), True),
     ),
     "local_memory": (
         dict(duration_ns=1e6, local_load_sectors=1e6, local_store_sectors=1e6, global_load_sectors=4e6,
              global_store_sectors=4e6, registers_per_thread=255),
         dict(duration_ns=1e6, local_load_sectors=0.0, local_store_sectors=0.0, global_load_sectors=4e6,
              global_store_sectors=4e6),
-        (dict(duration_ns=1e6, local_load_sectors=1e6, local_store_sectors=1e6), True),
+        (dict(local_load_sectors=1e6, local_store_sectors=1e6), True),
     ),
     "divergence": (
         dict(duration_ns=1e6, thread_inst_per_warp_inst=12.0, thread_inst_pred_on_per_warp_inst=10.0,

@@ -33,9 +33,27 @@ REFUSED = {
 }
 
 
+#: ncu text reports of 2022 (Nsight Compute 2021.x-2022.1 layouts: a launch line with a date and no grid,
+#: tables without a header row) from one person's CUDA training exercises: file -> (kernel, first finding's rule)
+NCU_TEXT_2022 = {
+    "cts_hw8_task1.profile": ("naive_cuda_transpose", "uncoalesced-global-access"),
+    "cts_hw8_task1b.profile": ("naive_cuda_transpose", "uncoalesced-global-access"),
+    "cts_hw8_task2.profile": ("smem_cuda_transpose", "shared-bank-conflicts"),
+    "cts_hw8_task3.profile": ("smem_cuda_transpose", None),
+    "cts_hw4_matrix_sums_metrics_rtx3070.output": ("row_sums", "uncoalesced-global-access"),
+    "cts_hw4_matrix_sums_sections_rtx3070.output": ("row_sums", "speed-of-light"),
+    "cts_hw3_vadd_160b_1024t_p40.profile.output": ("vadd", "speed-of-light"),
+    "cts_hw3_vadd_1b_1t_p40.profile.output": ("vadd", None),
+}
+
+
+def _fired(tl):
+    return [f for f in diagnose(tl) if not f.rule_id.startswith("not-checked")]
+
+
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
-    assert files == {*REFUSED, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+    assert files == {*REFUSED, *NCU_TEXT_2022, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -121,3 +139,80 @@ def test_a_torch_1_8_trace_reads_its_devices_and_is_launch_bound(public):
     assert first.rule_id == "launch-bound"
     evidence = {e.metric: e.value for e in first.evidence}
     assert evidence["kernel_ns_median"] == 1500 and evidence["launch_ns_median"] == 19000
+
+
+@pytest.mark.parametrize("name", sorted(NCU_TEXT_2022))
+def test_ncu_text_reports_of_2022_lead_with_their_known_problem(public, name):
+    kernel, rule = NCU_TEXT_2022[name]
+    tl = load(public / name)
+    assert tl.launches["kernel_name"][0] == kernel
+    fired = _fired(tl)
+    assert (fired[0].rule_id if fired else None) == rule, [f.title for f in fired]
+
+
+def test_a_metrics_run_without_a_duration_still_decides_from_its_counts(public):
+    """A --metrics run of the sector and bank-conflict counters alone has no gpu__time_duration: the counts
+    decide, the gain is not estimated (no saving made up). task1 reads its loads strided, task1b its stores;
+    task2's transposing store into a [32][32] tile conflicts on 16.0 M of 18.1 M shared wavefronts."""
+    load_side = _fired(load(public / "cts_hw8_task1.profile"))[0]
+    assert load_side.title == "Uncoalesced global loads: 32 sectors per request, ideal 8"
+    assert load_side.estimated_saving_ns is None and load_side.gain_model.startswith("not estimated")
+    store_side = _fired(load(public / "cts_hw8_task1b.profile"))[0]
+    assert store_side.title == "Uncoalesced global stores: 32 sectors per request, ideal 8"
+    tl = load(public / "cts_hw8_task2.profile")
+    (k,) = tl.launches.iter_rows(named=True)
+    assert k["duration_ns"] is None and k["shared_bank_conflicts"] == 88 + 16_012_462
+    assert k["shared_load_wavefronts"] + k["shared_store_wavefronts"] == 1_048_664 + 17_061_038
+    (conflicts,) = [f for f in _fired(tl) if f.rule_id == "shared-bank-conflicts"]
+    assert conflicts.title == "Shared-memory bank conflicts: 88% of wavefronts replayed"
+    assert conflicts.estimated_saving_ns is None and "no duration" in conflicts.gain_model
+
+
+def test_counted_conflicts_the_addresses_do_not_show_are_not_blamed(public):
+    """The padded tile of task3: the hardware counts 241,690 store conflicts (10% of all shared wavefronts),
+    the SASS-patched bytes per wavefront say every wavefront is full (100%), and the kernel takes what the
+    conflicting task2 takes (0.784 against 0.783 ms, the author's Answer.md): no bank-conflict finding."""
+    tl = load(public / "cts_hw8_task3.profile")
+    (k,) = tl.launches.iter_rows(named=True)
+    assert k["shared_bank_conflicts"] == 241_690 and k["shared_bytes_per_wavefront_pct"] == 100
+    assert _fired(tl) == []
+    # the same metric at 11.76% on task2 is shown beside the conflicts
+    (conflicts,) = _fired(load(public / "cts_hw8_task2.profile"))
+    assert {e.metric: e.value for e in conflicts.evidence}["shared_bytes_per_wavefront_pct"] == pytest.approx(11.76)
+
+
+def test_2022_speed_of_light_labels_are_read(public):
+    """'Memory [%]' and 'Compute (SM) [%]' (the 2021.x-2022.1 labels of the section) were not read: the
+    speed-of-light rule fell back to the L1 alone. The row sums read strided (row per thread): L1-bound
+    with the DRAM at 23.5%, and the next step leads with access efficiency; the column sums stream at 93%."""
+    tl = load(public / "cts_hw4_matrix_sums_sections_rtx3070.output")
+    rows = tl.launches.select("kernel_name", "duration_ns", "sm_throughput_pct", "memory_throughput_pct",
+                              "dram_throughput_pct", "grid_size", "block_size").rows()
+    assert rows == [("row_sums", 11_970_000, 4.52, 72.28, 23.52, 64, 256),
+                    ("column_sums", 3_020_000, 17.86, 92.97, 92.97, 64, 256)]
+    assert not tl.source.meta.get("rules_unrecognised")  # "The kernel is utilizing greater than 80.0% ..."
+    by_kernel = {}
+    for f in _fired(tl):
+        by_kernel.setdefault(f.scope, f)
+    assert by_kernel["row_sums"].title.startswith("L1-bound (memory side) kernel at 72% of peak")
+    assert by_kernel["row_sums"].next_step.startswith("The L1 carries more traffic than DRAM: check access efficiency")
+    assert by_kernel["column_sums"].title == "DRAM-bandwidth-bound at 93% of peak"
+
+
+def test_a_pascal_report_with_unmeasured_values(public):
+    """Nsight Compute on a Tesla P40 prints '(!) nan' for what it cannot measure there: those are missing, not
+    0; the 1-thread launch (7.85 s) is left undecided rather than guessed, and the 160-block one is DRAM-bound."""
+    one = load(public / "cts_hw3_vadd_1b_1t_p40.profile.output")
+    (k,) = one.launches.iter_rows(named=True)
+    assert k["duration_ns"] == 7.85e9 and k["sm_throughput_pct"] is None and k["memory_throughput_pct"] == 0.66
+    assert _fired(one) == []
+    said = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(public / "cts_hw3_vadd_1b_1t_p40.profile.output")],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "vadd  7.85 s" in said and "None" not in said
+    assert "Could not check speed of light (bound and distance to the roof): " \
+           "sm__throughput.avg.pct_of_peak_sustained_elapsed (sm_throughput_pct) is not in this report" in said
+    shown = subprocess.run([sys.executable, "-m", "coach", "load", str(public / "cts_hw3_vadd_1b_1t_p40.profile.output")],
+                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "None" not in shown and "90.56 MB/s" in shown  # the Memory Workload Analysis section's rate
+    (bound,) = _fired(load(public / "cts_hw3_vadd_160b_1024t_p40.profile.output"))
+    assert bound.title == "DRAM-bandwidth-bound at 83% of peak"

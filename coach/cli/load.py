@@ -248,7 +248,7 @@ def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
         rows.append([r.get("display_name") or r["kernel_name"], str(r["launches"]), _time(r["total_ns"]),
                      _pct(r["time_pct"]), _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]),
                      _pct(r["sm_throughput_pct"]), _flops(r["flop_per_s"]), _pct(r["achieved_occupancy_pct"]),
-                     f"{r['grid_size']}x{r['block_size']}"])
+                     _launch_shape(r["grid_size"], r["block_size"])])
     fit_table("Kernels by time", columns, rows, drop=("grid x block", "FLOP/s", "occup.", "SM %"))
     if brief:
         return
@@ -360,6 +360,13 @@ def _count(n: int | None, word: str) -> str:
 
 #: A value the report lacks (never shown as 0).
 MISSING = "not in report"
+
+
+def _launch_shape(grid: int | None, block: int | None) -> str:
+    """grid x block; "not in report" where the report gives neither (a launch line of 2022 without them)."""
+    if grid is None and block is None:
+        return MISSING
+    return f"{MISSING if grid is None else grid}x{MISSING if block is None else block}"
 
 
 def _time(ns: float | None) -> str:
