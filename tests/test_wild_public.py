@@ -47,13 +47,18 @@ NCU_TEXT_2022 = {
 }
 
 
+#: Nsight Compute 2024 --metrics runs (an Ampere GPU) of a PyTorch graph-network's inference under an NVTX range:
+#: the text report, and the CSV with ncu's NVTX columns and "Kernel Time" in place of the launch columns
+GCN_2024 = ("ai4mat_gcn_torch_ncu_metrics_head.txt", "ai4mat_gcn_torch_ncu_nvtx_csv_head.txt")
+
+
 def _fired(tl):
     return [f for f in diagnose(tl) if not f.rule_id.startswith("not-checked")]
 
 
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
-    assert files == {*REFUSED, *NCU_TEXT_2022, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+    assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -216,3 +221,32 @@ def test_a_pascal_report_with_unmeasured_values(public):
     assert "None" not in shown and "90.56 MB/s" in shown  # the Memory Workload Analysis section's rate
     (bound,) = _fired(load(public / "cts_hw3_vadd_160b_1024t_p40.profile.output"))
     assert bound.title == "DRAM-bandwidth-bound at 83% of peak"
+
+
+def test_a_pytorch_inference_of_microsecond_kernels(public):
+    """Six kernels of 3.3-16.7 us under the NVTX range convLayer: durations, grids and occupancy read as
+    printed; every launch under 10 us is called launch-bound, none is left without a finding."""
+    tl = load(public / "ai4mat_gcn_torch_ncu_metrics_head.txt")
+    assert tl.launches.select("kernel_name", "duration_ns", "grid_size", "block_size").rows() == [
+        ("index_elementwise_kernel", 5980, 117, 128), ("CatArrayBatchedCopy", 6430, 276, 512),
+        ("elementwise_kernel", 4320, 468, 128), ("ampere_sgemm_32x32_sliced1x4_tn", 16740, 120, 128),
+        ("vectorized_elementwise_kernel", 3330, 1, 128), ("batch_norm_transform_input_channels_last_kernel", 6660, 16, 512)]
+    fired = _fired(tl)
+    short = {f.scope for f in fired if f.rule_id == "launch-bound"}
+    assert short == {"index_elementwise_kernel", "CatArrayBatchedCopy", "elementwise_kernel",
+                     "vectorized_elementwise_kernel", "batch_norm_transform_input_channels_last_kernel"}
+    csv = load(public / "ai4mat_gcn_torch_ncu_nvtx_csv_head.txt")  # the same kernel in another run, as CSV
+    (k,) = csv.launches.iter_rows(named=True)
+    assert (k["kernel_name"], k["duration_ns"], k["grid_size"], k["sm_throughput_pct"]) == (
+        "index_elementwise_kernel", 5824, 117, 12.14)
+
+
+def test_the_terminal_log_of_nsys_profile_with_stats_names_its_report(public):
+    """An nsys profile --stats=true run pasted from the terminal (A100, nsys 2023 or later), cut before
+    'Generated:': its progress lines name the report it wrote, and its tables are called summaries."""
+    with pytest.raises(InputError) as info:
+        load(public / "nsys_stats_vector_add_a100_log.txt")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "wrote its report to a file (vector_add_profile_v3.nsys-rep)" in message
+    assert "nsys stats summaries" in message
