@@ -347,10 +347,10 @@ def test_tail_effect_numbers():
 
 def test_launch_bound_cases():
     (f,) = run("launch_bound", **CASES["launch_bound"][0])
-    assert f.details == {"small_grid": True, "short_kernel": True}
+    assert f.details == {"small_grid": True, "short_kernel": True, "launch_limit": "small-grid"}
     assert f.estimated_saving_ns == pytest.approx(5e3 * 0.5)
     note, g = run("launch_bound", **CASES["launch_bound"][2][0])
-    assert g.details["small_grid"] is False and g.estimated_saving_ns is None
+    assert g.details["small_grid"] is False and g.estimated_saving_ns is None and "launch_limit" not in g.details
     # without an SM count the grid cannot be judged: a note says so beside the short-kernel finding
     assert is_not_checked(note) and note.details["needs"] == ["launch__sm_count", "device__attribute_multiprocessor_count"]
 

@@ -58,7 +58,8 @@ def _fired(tl):
 
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
-    assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+    assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt",
+                     "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -250,3 +251,25 @@ def test_the_terminal_log_of_nsys_profile_with_stats_names_its_report(public):
     assert "\n" not in message
     assert "wrote its report to a file (vector_add_profile_v3.nsys-rep)" in message
     assert "nsys stats summaries" in message
+
+
+def test_a_grid_smaller_than_the_gpu_leads_over_the_latency_it_causes(public):
+    """A fused RMSNorm's correctness run under ncu 2025 on a T4 (40 SMs): 3 blocks, 5.66 us, both halves
+    near 1% of peak. The root says only 'latency'; the grid that leaves 37 SMs idle is what to change, as
+    Nsight Compute's own rules say (SOLBottleneck: 'grid is too small', LaunchConfiguration 92.5%)."""
+    tl = load(public / "rmsnorm_fused_t4_ncu.log")
+    (k,) = tl.launches.iter_rows(named=True)
+    assert (k["duration_ns"], k["grid_size"], k["block_size"], k["sm_count"]) == (5660, 3, 256, 40)
+    first, second = _fired(tl)[:2]
+    assert first.rule_id == "launch-bound" and first.title == "Launch-bound: tiny grid and 5.7 us kernel"
+    assert first.estimated_saving_ns == pytest.approx(5660 * (1 - 3 / 40))
+    assert second.rule_id == "speed-of-light" and second.category == "latency"
+
+
+def test_the_log_of_an_ncu_run_that_wrote_a_report_names_it(public):
+    with pytest.raises(InputError) as info:
+        load(public / "dphpc_gemm_ncu_run.log")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "is the log of an ncu run that wrote its report to a file " \
+           "(/home/nwadekar/dphpc/dphpc-gemm/ncu_analysis.ncu-rep)" in message

@@ -29,9 +29,9 @@ SOLBottleneck rule itself says only "latency issue": there the cause names what 
 Causes whose fix removes work (excess sectors, spills, FP64) can exceed the gap and rank above the root.
 
 A finding that names a limit set by the launch configuration alone (the resource that caps
-theoretical occupancy, a partial last wave) is ranked with the gap, ahead of the root and of the
+theoretical occupancy, a partial last wave, a grid of fewer blocks than SMs) is ranked with the gap, ahead of the root and of the
 causes tied with it, where that limit is what keeps the kernel from its roof: in the latency regime,
-and, for a partial wave, on a launch that is not memory-bound (its idle SMs are compute lost; a
+and, for a partial wave or a small grid, on a launch that is not memory-bound (its idle SMs are compute lost; a
 memory-bound launch's last wave takes the bandwidth the idle SMs leave, so near its roof the bound
 stays the story). Such a limit caps every other latency remedy: more bytes in flight or fewer stalls
 per warp cannot make up for warps the SM may not hold, or for SMs the grid leaves idle. Its own
@@ -54,7 +54,8 @@ import polars as pl
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import speed_of_light
-from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, Verdict, fmt_time, missing
+from coach.analyze.kernel_rules._common import (LAUNCH_LIMIT, PARTIAL_WAVE, SMALL_GRID, KernelContext, Verdict, fmt_time,
+                                               missing)
 from coach.analyze.kernel_rules._ncu_fallback import FROM_NCU_RULE, neighbours_said
 from coach.model import KernelProfile
 
@@ -193,7 +194,7 @@ def _holds_back(f: Finding, v: Verdict) -> bool:
     kind = f.details.get(LAUNCH_LIMIT)
     if kind is None or v.regime == "at-roof":
         return False
-    return v.regime == "latency" or (kind == PARTIAL_WAVE and v.side != "memory")
+    return v.regime == "latency" or (kind in (PARTIAL_WAVE, SMALL_GRID) and v.side != "memory")
 
 
 def _rank_launches(findings: list[Finding]) -> list[Finding]:
