@@ -52,6 +52,10 @@ NCU_TEXT_2022 = {
 GCN_2024 = ("ai4mat_gcn_torch_ncu_metrics_head.txt", "ai4mat_gcn_torch_ncu_nvtx_csv_head.txt")
 
 
+#: PyTorch-profiler traces of CPU operators alone (no deviceProperties, no CUDA runtime): macOS Dec 2024, Windows Jan 2024
+CPU_ONLY_TRACES = ("kineto_cpu_only_linear_step_excerpt.json", "kineto_cpu_only_resnet_windows_2024_excerpt.json")
+
+
 def _fired(tl):
     return [f for f in diagnose(tl) if not f.rule_id.startswith("not-checked")]
 
@@ -59,7 +63,7 @@ def _fired(tl):
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
     assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt",
-                     "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+                     "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", *CPU_ONLY_TRACES, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -273,3 +277,25 @@ def test_the_log_of_an_ncu_run_that_wrote_a_report_names_it(public):
     assert "\n" not in message
     assert "is the log of an ncu run that wrote its report to a file " \
            "(/home/nwadekar/dphpc/dphpc-gemm/ncu_analysis.ncu-rep)" in message
+
+
+@pytest.mark.parametrize("name", CPU_ONLY_TRACES)
+def test_a_cpu_only_pytorch_trace_says_how_to_record_the_gpu(public, name):
+    """Read (operators as ranges, integer or fractional microseconds), and the way out given in
+    torch.profiler's words, not nsys's --trace=cuda; the diagnosis says it could not check the GPU
+    instead of a bare 'nothing found'."""
+    tl = load(public / name)
+    assert tl.kernels.is_empty() and tl.api.is_empty() and tl.nvtx.height > 0
+    notes = diagnose(tl)
+    assert [f.rule_id for f in notes] == ["not-checked:capture"]
+    assert "ProfilerActivity.CUDA" in notes[0].message and "--trace=cuda" not in notes[0].message
+    out = subprocess.run([sys.executable, "-m", "coach", "load", str(public / name)], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "No GPU activity recorded: the trace holds CPU operators only" in out and "--trace=cuda" not in out
+
+
+def test_integer_microseconds_of_a_windows_trace(public):
+    durations = dict(load(public / "kineto_cpu_only_resnet_windows_2024_excerpt.json").nvtx.select("text", "dur_ns").rows())
+    assert durations["aten::max_pool2d"] == 36_621_000 and durations["aten::add_"] == 61_000
+    fractional = dict(load(public / "kineto_cpu_only_linear_step_excerpt.json").nvtx.select("text", "dur_ns").rows())
+    assert fractional["aten::cross_entropy_loss"] == 243_582

@@ -219,7 +219,7 @@ def show(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None
     elif s["kind"] == "sanitizer-report":
         _show_sanitizer(s["summary"])
     else:
-        _show_timeline(s["summary"], stats=stats, brief=brief)
+        _show_timeline(s["summary"], stats=stats, brief=brief, source_format=s["format"])
     if s.get("steady_window"):
         console.print(f"[bold]{escape(s['steady_window'])}[/]: the findings are of the steady window, the start-up "
                       "is reported apart", highlight=False)
@@ -262,15 +262,16 @@ def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
     console.print(f"[dim]{note}[/]")
 
 
-def _show_timeline(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None:
+def _show_timeline(s: dict[str, Any], *, stats: bool = False, brief: bool = False, source_format: str = "") -> None:
     from rich.markup import escape  # noqa: PLC0415
 
+    from coach.analyze.coverage import no_gpu_activity  # noqa: PLC0415
     from coach.cli.output import fit_table  # noqa: PLC0415
 
     for warning in s.get("warnings", []):
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if not s["window_ns"]:
-        console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
+        console.print(no_gpu_activity(source_format))
     else:
         console.print(f"CUDA activity over {_time(s['window_ns'])}")
     for d in s["devices"].iter_rows(named=True):
