@@ -63,7 +63,8 @@ def _fired(tl):
 def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
     assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt",
-                     "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", *CPU_ONLY_TRACES, "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+                     "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", *CPU_ONLY_TRACES,
+                     "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -299,3 +300,13 @@ def test_integer_microseconds_of_a_windows_trace(public):
     assert durations["aten::max_pool2d"] == 36_621_000 and durations["aten::add_"] == 61_000
     fractional = dict(load(public / "kineto_cpu_only_linear_step_excerpt.json").nvtx.select("text", "dur_ns").rows())
     assert fractional["aten::cross_entropy_loss"] == 243_582
+
+
+@pytest.mark.parametrize("name", ["ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log"])
+def test_the_list_of_metrics_ncu_can_collect_is_named(public, name):
+    """ncu --query-metrics committed as if it were a profile: the 2020 base listing (GA104: name and
+    description) and a --query-metrics-mode all listing (type and unit columns, one row per suffix)."""
+    with pytest.raises(InputError) as info:
+        load(public / name)
+    message = str(info.value)
+    assert "\n" not in message and "list of the metrics it can collect (ncu --query-metrics)" in message
