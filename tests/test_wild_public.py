@@ -64,7 +64,7 @@ def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
     assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt",
                      "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", *CPU_ONLY_TRACES,
-                     "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+                     "dd2360_render_launch_failed_ncu.txt", "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -310,3 +310,15 @@ def test_the_list_of_metrics_ncu_can_collect_is_named(public, name):
         load(public / name)
     message = str(info.value)
     assert "\n" not in message and "list of the metrics it can collect (ncu --query-metrics)" in message
+
+
+def test_a_report_of_a_launch_that_failed_says_so(public):
+    """ncu 2023.2 on a CC 8.9 GPU: the ray tracer's render launch failed under profiling (==ERROR==
+    LaunchFailed, error code 9), and every section holds '(!) nan' or '(!) n/a'. It was refused as 'has
+    none of the metrics coach analyses ... an unsupported Nsight Compute version': untrue."""
+    with pytest.raises(InputError) as info:
+        load(public / "dd2360_render_launch_failed_ncu.txt")
+    message = str(info.value)
+    assert "\n" not in message and "unsupported" not in message
+    assert "holds no measured value: Nsight Compute printed every metric as nan or n/a" in message
+    assert "(ncu printed: LaunchFailed; The application returned an error code (9))" in message

@@ -397,10 +397,39 @@ def _identity(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.select(exprs)
 
 
+#: what ncu prints where it has no value: "(!) nan", "nan", "(!) n/a", "n/a"
+_UNMEASURED = r"^(?:\(!\)\s*)?(?:nan|n/a)$"
+_NCU_ERROR = re.compile(r"^==ERROR== (.+?)\s*$", re.MULTILINE)
+
+
+def _all_unmeasured(metrics: pl.DataFrame) -> bool:
+    """Every value of the report is ncu's mark for a value it could not measure."""
+    if metrics.height == 0 or "text" not in metrics.columns:
+        return False
+    return metrics.select(pl.col("value").is_null().all()
+                          & pl.col("text").fill_null("").str.strip_chars().str.contains(_UNMEASURED).all()).item()
+
+
+def _ncu_errors(path: Path) -> str:
+    """ncu's own error lines in the log (", which printed: LaunchFailed; ..."), the first three."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    errors = [e.rstrip(".") for e in _NCU_ERROR.findall(head)
+              if not e.startswith("An error occurred while trying to profile")][:3]
+    return f" (ncu printed: {'; '.join(errors)})" if errors else ""
+
+
 def _launches(path: Path, identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     """Identity columns, launch configuration (metrics first, header as fallback), canonical metrics."""
     canonical = canonical_metrics(metrics)
     if canonical.drop("launch_id").select(pl.any_horizontal(pl.all().is_not_null()).any()).item() is not True:
+        if _all_unmeasured(metrics):
+            raise InputError(path, "holds no measured value: Nsight Compute printed every metric as nan or n/a, as it "
+                                   "does when the profiled launch failed or could not be measured"
+                                   + _ncu_errors(path) + "; fix the launch and profile again")
         raise InputError(path, "has none of the metrics coach analyses (no gpu__time_duration, dram__bytes, sm__throughput, ...): "
                                "an unsupported Nsight Compute version, or exported with too few --metrics/--section")
     config = launch_config(metrics)
