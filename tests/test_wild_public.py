@@ -220,8 +220,14 @@ def test_a_pascal_report_with_unmeasured_values(public):
     said = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(public / "cts_hw3_vadd_1b_1t_p40.profile.output")],
                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
     assert "vadd  7.85 s" in said and "None" not in said
+    # the metric is in the report, as nan: said so, not that the report lacks it
+    said = " ".join(f.message for f in diagnose(one))
     assert "Could not check speed of light (bound and distance to the roof): " \
-           "sm__throughput.avg.pct_of_peak_sustained_elapsed (sm_throughput_pct) is not in this report" in said
+           "sm__throughput.avg.pct_of_peak_sustained_elapsed (sm_throughput_pct) is in this report as nan: " \
+           "Nsight Compute could not measure it on this GPU or launch." in said
+    # Elapsed Cycles, SM Frequency, SM [%], SOL TEX and SOL L2 print "(!) nan"
+    assert one.source.meta["unmeasured"]["0"] == ["sm_cycles_elapsed", "sm_frequency_hz", "sm_throughput_pct",
+                                                  "l1_throughput_pct", "l2_throughput_pct"]
     shown = subprocess.run([sys.executable, "-m", "coach", "load", str(public / "cts_hw3_vadd_1b_1t_p40.profile.output")],
                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
     assert "None" not in shown and "90.56 MB/s" in shown  # the Memory Workload Analysis section's rate

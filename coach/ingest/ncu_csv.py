@@ -124,6 +124,8 @@ def read(path: Path) -> KernelProfile:
     unread = tables.pop("unread_sections", None)
     if unread:
         meta["unread_sections"] = unread
+    if nan := tables.pop("unmeasured", None):
+        meta["unmeasured"] = nan
     source = Source(path=str(path), format="ncu-csv", tool="Nsight Compute", meta={"page": page, **meta})
     return make_kernel_profile(source, **tables)
 
@@ -276,7 +278,8 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
     metrics = pl.concat(parts)
     launches = _launches(path, _identity(rows), metrics)
     dev = devices(metrics)
-    return {"launches": launches, "metrics": metrics, "rules": None, "devices": dev if dev is not None else _header_devices(rows)}
+    return {"launches": launches, "metrics": metrics, "rules": None, "devices": dev if dev is not None else _header_devices(rows),
+            "unmeasured": unmeasured(metrics)}
 
 
 def details_tables(path: Path, df: pl.DataFrame) -> dict[str, pl.DataFrame | None]:
@@ -309,9 +312,10 @@ def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.Data
         .filter(pl.col("metric").is_not_null())
     )
     metrics = to_base_units(long.select("launch_id", "metric", "raw_value", "raw_unit", "text"))
-    launches = _launches(path, _identity(df.unique("launch_id", keep="first", maintain_order=True)), to_base_units(routed))
+    routed = to_base_units(routed)
+    launches = _launches(path, _identity(df.unique("launch_id", keep="first", maintain_order=True)), routed)
     return {"launches": launches, "metrics": metrics, "rules": _rules(df.filter(is_rule)), "devices": _header_devices(df),
-            "unread_sections": _unread_sections(long)}
+            "unread_sections": _unread_sections(long), "unmeasured": unmeasured(routed)}
 
 
 #: The section ``--metrics`` adds: its rows carry raw metric names, read as such.
@@ -400,6 +404,26 @@ def _identity(rows: pl.DataFrame) -> pl.DataFrame:
 #: what ncu prints where it has no value: "(!) nan", "nan", "(!) n/a", "n/a"
 _UNMEASURED = r"^(?:\(!\)\s*)?(?:nan|n/a)$"
 _NCU_ERROR = re.compile(r"^==ERROR== (.+?)\s*$", re.MULTILINE)
+
+
+def unmeasured(metrics: pl.DataFrame) -> dict[str, list[str]]:
+    """launch id -> the canonical columns the report names but printed as nan or n/a (Nsight Compute could
+    not measure them: a GPU it does not fully support, a failed launch). A rule that lacks one of them says
+    so, rather than that the report does not hold it."""
+    if metrics.height == 0 or "text" not in metrics.columns:
+        return {}
+    marked = metrics.filter(pl.col("value").is_null()
+                            & pl.col("text").fill_null("").str.strip_chars().str.contains(_UNMEASURED))
+    if marked.height == 0:
+        return {}
+    canonical = canonical_metrics(marked.with_columns(pl.lit(0.0).alias("value")))
+    columns = [c for c in canonical.columns if c != "launch_id"]
+    out: dict[str, list[str]] = {}
+    for row in canonical.iter_rows(named=True):  # one row per launch: a handful
+        cols = [c for c in columns if row[c] is not None]
+        if cols:
+            out[str(row["launch_id"])] = cols
+    return out
 
 
 def _all_unmeasured(metrics: pl.DataFrame) -> bool:

@@ -253,6 +253,8 @@ def read(path: Path) -> KernelProfile:
     unread = tables.pop("unread_sections", None)
     if unread:
         meta["unread_sections"] = unread
+    if nan := tables.pop("unmeasured", None):
+        meta["unmeasured"] = nan
     measured = df.select(pl.col("ID").n_unique()).item()
     if measured < parsed.launches:
         meta["launches_without_tables"] = parsed.launches - measured

@@ -100,7 +100,29 @@ def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
     for module in PROFILE_RULES.values():
         for f in module.apply_profile(wide):
             (notes if f.rule_id.startswith(NOT_CHECKED_PREFIX) else findings).append(f)
-    return _rank_launches(findings) + notes
+    unmeasured = profile.source.meta.get("unmeasured") or {}
+    return _rank_launches(findings) + [_printed_as_nan(n, unmeasured) for n in notes]
+
+
+def _printed_as_nan(note: Finding, unmeasured: dict[str, list[str]]) -> Finding:
+    """A note on metrics the report names but holds as nan says so: Nsight Compute could not measure them
+    (a GPU it does not fully support, a failed launch), which no other collection of the same tool fixes
+    the way a missing --section does."""
+    cols = unmeasured.get(str(note.launch_id)) or []
+    nan = [c for c in cols if any(m == c or m.endswith(f"({c})") for m in note.details.get("missing", []))]
+    if not nan:
+        return note
+    missing = note.details.get("missing", [])
+    message = note.message
+    if len(nan) == len(missing) and (" is not in this report" in message or " are not in this report" in message):
+        message = (message.replace(" is not in this report", " is in this report as nan", 1)
+                   .replace(" are not in this report", " are in this report as nan", 1)
+                   .removesuffix(".") + ": Nsight Compute could not measure "
+                   + ("it" if len(nan) == 1 else "them") + " on this GPU or launch.")
+    else:
+        message += (f" Of these, Nsight Compute printed {', '.join(nan)} as nan: it could not measure "
+                    f"{'it' if len(nan) == 1 else 'them'} on this GPU or launch.")
+    return replace(note, message=message, details={**note.details, "printed_as_nan": nan})
 
 
 def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] = (),
