@@ -64,7 +64,7 @@ def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
     assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt",
                      "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", *CPU_ONLY_TRACES,
-                     "dd2360_render_launch_failed_ncu.txt", "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+                     "dd2360_render_launch_failed_ncu.txt", "kineto_a100_fp16_gemm_2025.json", "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -328,3 +328,16 @@ def test_a_report_of_a_launch_that_failed_says_so(public):
     assert "\n" not in message and "unsupported" not in message
     assert "holds no measured value: Nsight Compute printed every metric as nan or n/a" in message
     assert "(ncu printed: LaunchFailed; The application returned an error code (9))" in message
+
+
+def test_a_healthy_gemm_loop_on_an_a100_is_left_alone(public):
+    """Five fp16 cuBLAS GEMMs of 15.7 ms, launched back to back and waited for once (PyTorch 2.8-era
+    trace, CUDA 12.8): the GPU is busy 99.9% of its window; nothing is made up."""
+    from coach.analyze.timeline_summary import summarize_timeline  # noqa: PLC0415
+
+    tl = load(public / "kineto_a100_fp16_gemm_2025.json")
+    assert tl.kernels.height == 5 and tl.kernels["dur_ns"].sum() == 78_588_479
+    assert tl.devices.select("name", "sm_count").rows() == [("NVIDIA A100-SXM4-80GB", 108)]
+    (gpu,) = summarize_timeline(tl)["devices"].iter_rows(named=True)
+    assert gpu["busy_pct"] > 99.8
+    assert _fired(tl) == []
