@@ -64,7 +64,8 @@ def test_every_file_is_accounted_for(public):
     files = {p.name for p in public.iterdir() if p.name != "PROVENANCE.md"}
     assert files == {*REFUSED, *NCU_TEXT_2022, *GCN_2024, "nsys_stats_vector_add_a100_log.txt",
                      "rmsnorm_fused_t4_ncu.log", "dphpc_gemm_ncu_run.log", *CPU_ONLY_TRACES,
-                     "dd2360_render_launch_failed_ncu.txt", "kineto_a100_fp16_gemm_2025.json", "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
+                     "dd2360_render_launch_failed_ncu.txt", "kineto_a100_fp16_gemm_2025.json",
+                     "nvfuser_playground_randn_ncu_head.log", "ai4mat_ncu_query_metrics_ga104_head.txt", "dc_triton_ncu_query_metrics_excerpt.log", "hta_backward_thread_a100.json", "kineto_docs_before_fix_trace_h100.json",
                      "kineto_tb_plugin_v100_2021_excerpt.json"}
 
 
@@ -341,3 +342,18 @@ def test_a_healthy_gemm_loop_on_an_a100_is_left_alone(public):
     (gpu,) = summarize_timeline(tl)["devices"].iter_rows(named=True)
     assert gpu["busy_pct"] > 99.8
     assert _fired(tl) == []
+
+
+def test_a_partial_wave_counted_from_the_occupancy_limits(public):
+    """ncu 2022 on an A100 (108 SMs, not printed): torch.randn's 864 blocks at 6 per SM print as 1.33 waves.
+    The reader takes the SM count that puts the printed value within its rounding.
+    The wave is 648 blocks and the tail 216 (864 / 1.33 would say 650 and 214); the finding leads, as
+    Nsight Compute's LaunchConfiguration rule does."""
+    tl = load(public / "nvfuser_playground_randn_ncu_head.log")
+    (k,) = tl.launches.iter_rows(named=True)
+    assert (k["grid_size"], k["blocks_limit_registers"], k["sm_throughput_pct"]) == (864, 6, 64.22)
+    assert k["waves_per_sm"] == pytest.approx(864 / 648, rel=1e-12)  # printed 1.33
+    first = _fired(tl)[0]
+    assert first.rule_id == "tail-effect"
+    assert "(216 blocks of 648)" in first.message and "One wave is 648 blocks; the grid has 864." in first.message
+    assert first.estimated_saving_ns == pytest.approx(29_380 / 3)

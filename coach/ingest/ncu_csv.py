@@ -468,7 +468,11 @@ def _exact_waves(launches: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     """``waves_per_sm`` to full precision from the integers it is computed from (``_WAVE_BLOCK_LIMITS``).
 
     The printed value stays where a term is missing or the quotient does not round to it (a limit
-    not exported, or a tool version that counts waves otherwise).
+    not exported, or a tool version that counts waves otherwise). A report without the SM count (the
+    text pages of 2022 print none) gets the count that puts the printed value within its rounding: on
+    torch.randn's 864 blocks at 6 per SM printed as 1.33 waves (tests/data/wild_public/
+    nvfuser_playground_randn_ncu_head.log), 108 SMs, a wave of 648 blocks and a tail of 216, where
+    864 / 1.33 would say 650 and 214.
     """
     if "grid_size" not in launches.columns:
         return launches
@@ -476,7 +480,9 @@ def _exact_waves(launches: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
         metrics.filter(pl.col("metric").is_in(_WAVE_BLOCK_LIMITS) & pl.col("value").is_not_null())
         .group_by("launch_id").agg(pl.col("value").min().alias("_blocks_per_sm"))
     )
-    slots = pl.col("sm_count") * pl.col("_blocks_per_sm")
+    inferred = (pl.col("grid_size") / pl.col("waves_per_sm") / pl.col("_blocks_per_sm")).round(0)
+    sms = pl.col("sm_count") if "sm_count" in launches.columns else pl.lit(None, dtype=pl.Float64)
+    slots = pl.coalesce(sms, pl.when(pl.col("waves_per_sm") > 0).then(inferred)) * pl.col("_blocks_per_sm")
     exact = pl.when(slots > 0).then(pl.col("grid_size") / slots)
     printed = pl.col("waves_per_sm")
     return (
