@@ -44,6 +44,7 @@ NCU_TEXT_2022 = {
     "cts_hw4_matrix_sums_sections_rtx3070.output": ("row_sums", "speed-of-light"),
     "cts_hw3_vadd_160b_1024t_p40.profile.output": ("vadd", "speed-of-light"),
     "cts_hw3_vadd_1b_1t_p40.profile.output": ("vadd", None),
+    "cts_hw5_atomic_red_rtx3070_head.output": ("atomic_red", "speed-of-light"),
 }
 
 
@@ -357,3 +358,14 @@ def test_a_partial_wave_counted_from_the_occupancy_limits(public):
     assert first.rule_id == "tail-effect"
     assert "(216 blocks of 648)" in first.message and "One wave is 648 blocks; the grid has 864." in first.message
     assert first.estimated_saving_ns == pytest.approx(29_380 / 3)
+
+
+def test_rows_indented_past_the_tables_top_line_are_read(public):
+    """ncu of June 2022 printed each section's top dashed line at the section's indent and its rows and
+    closing line two columns further in: cut at the top line's columns, every value was lost ('d 5.99'
+    as a value, 'cycle/nsecon' as a unit) and a 30.51 ms atomic reduction at 0.9% of the SM found nothing."""
+    tl = load(public / "cts_hw5_atomic_red_rtx3070_head.output")
+    assert tl.launches.select("duration_ns", "sm_throughput_pct", "memory_throughput_pct", "grid_size",
+                              "achieved_occupancy_pct").rows() == [(30_510_000, 0.88, 2.07, 32768, 80.71)]
+    first = _fired(tl)[0]
+    assert first.rule_id == "speed-of-light" and first.category == "latency"

@@ -461,6 +461,14 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, 
         summary = bool(_SUMMARY_HEADER.match(lines[i]))
         i += 2
     out: list[tuple[str, str, str]] = []
+    # the columns of the closing dashed line, where it has as many: ncu of 2022 printed a section's top
+    # line at the section's indent and its rows and closing line two columns further in
+    # (tests/data/wild_public/cts_hw5_atomic_red_rtx3070_head.output)
+    end = next((j for j in range(i, len(lines)) if _DASHES.match(lines[j])), None)
+    if end is not None:
+        closing = [m.start() for m in re.finditer(r"-+", lines[end])]
+        if len(closing) == len(starts):
+            starts = closing
     while i < len(lines) and not _DASHES.match(lines[i]):
         line = lines[i].rstrip()
         i += 1
