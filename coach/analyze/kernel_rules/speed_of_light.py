@@ -297,7 +297,7 @@ def _wording(v: Verdict, lean: str, launch: dict[str, Any]) -> tuple[str, str]:
         return (f"Compute-bound on the {pipe} at {pct} of peak",
                 f"Issue fewer instructions on the {pipe}: a faster pipe (tensor cores for matrix work), "
                 "cheaper math (fast intrinsics, no FP64), or less redundant work.")
-    return (f"Compute-leaning kernel at {pct} of peak on the {pipe}: not saturated",
+    return (f"Compute-leaning kernel at {pct} of peak on the {pipe}: not saturated ({v.regime.replace('-', ' ')})",
             "The pipes have headroom: look at the stalls and occupancy below to keep them fed.")
 
 
