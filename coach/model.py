@@ -156,6 +156,7 @@ LAUNCH_METRICS: dict[str, pl.DataType] = {
     "shared_load_requests": Float,
     "shared_store_requests": Float,
     "shared_bank_conflicts": Float,  # load + store bank conflicts
+    "shared_bytes_per_wavefront_pct": Float,  # data bytes per shared wavefront from the SASS addresses, % (100: none wasted)
     # control flow
     "branch_divergent_targets": Float,
     "thread_inst_per_warp_inst": Float,  # average active threads per executed instruction (32 max)

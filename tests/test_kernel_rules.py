@@ -60,14 +60,14 @@ CASES: dict[str, tuple[dict, dict, tuple[dict, bool]]] = {
         dict(duration_ns=1e6, shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0,
              shared_load_requests=1e6, shared_store_requests=0.0, l1_throughput_pct=90.0),
         dict(duration_ns=1e6, shared_bank_conflicts=1e4, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0),
-        (dict(duration_ns=1e6, shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0), True),
+        (dict(shared_bank_conflicts=3e6, shared_load_wavefronts=4e6, shared_store_wavefronts=0.0), True),
     ),
     "local_memory": (
         dict(duration_ns=1e6, local_load_sectors=1e6, local_store_sectors=1e6, global_load_sectors=4e6,
              global_store_sectors=4e6, registers_per_thread=255),
         dict(duration_ns=1e6, local_load_sectors=0.0, local_store_sectors=0.0, global_load_sectors=4e6,
              global_store_sectors=4e6),
-        (dict(duration_ns=1e6, local_load_sectors=1e6, local_store_sectors=1e6), True),
+        (dict(local_load_sectors=1e6, local_store_sectors=1e6), True),
     ),
     "divergence": (
         dict(duration_ns=1e6, thread_inst_per_warp_inst=12.0, thread_inst_pred_on_per_warp_inst=10.0,
@@ -347,10 +347,10 @@ def test_tail_effect_numbers():
 
 def test_launch_bound_cases():
     (f,) = run("launch_bound", **CASES["launch_bound"][0])
-    assert f.details == {"small_grid": True, "short_kernel": True}
+    assert f.details == {"small_grid": True, "short_kernel": True, "launch_limit": "small-grid"}
     assert f.estimated_saving_ns == pytest.approx(5e3 * 0.5)
     note, g = run("launch_bound", **CASES["launch_bound"][2][0])
-    assert g.details["small_grid"] is False and g.estimated_saving_ns is None
+    assert g.details["small_grid"] is False and g.estimated_saving_ns is None and "launch_limit" not in g.details
     # without an SM count the grid cannot be judged: a note says so beside the short-kernel finding
     assert is_not_checked(note) and note.details["needs"] == ["launch__sm_count", "device__attribute_multiprocessor_count"]
 

@@ -28,6 +28,16 @@ def api_without_gpu_records(tl: Timeline) -> bool:
     return tl.api.height > 0 and tl.kernels.height + tl.memcpy.height + tl.memset.height == 0
 
 
+def no_gpu_activity(source_format: str) -> str:
+    """What a timeline without one GPU record says, in the words of the profiler that wrote it: nsys's
+    --trace flag for an Nsight Systems export, torch.profiler's activities for a PyTorch trace (a trace
+    of CPU operators alone: profiled without ProfilerActivity.CUDA, or on a machine without a GPU)."""
+    if source_format == "kineto-json":
+        return ("No GPU activity recorded: the trace holds CPU operators only (was it profiled with "
+                "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], on a machine with a GPU?)")
+    return "No GPU activity recorded (was it profiled with --trace=cuda?)"
+
+
 def timeline_gaps(tl: Timeline) -> list[str]:
     """One sentence per way ``tl`` is incomplete; empty for a complete trace."""
     out = []

@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from coach.analyze.coverage import no_gpu_activity
 from coach.analyze.diagnose import is_not_checked
 from coach.analyze.diff import CONFIG
 from coach.analyze.kernel_metrics import with_derived
@@ -55,7 +56,8 @@ def join(timeline: Timeline, profile: KernelProfile) -> Joined:
         raise CoachError(f"coach join takes a timeline (Nsight Systems or PyTorch profiler) and an Nsight Compute "
                          f"profile; got a {timeline.kind} and a {profile.kind}")
     if timeline.kernels.is_empty():
-        raise CoachError(f"{timeline.source.path} has no kernel records (was it profiled with --trace=cuda?)")
+        why = no_gpu_activity(timeline.source.format).removeprefix("No GPU activity recorded")
+        raise CoachError(f"{timeline.source.path} has no kernel records{why}")
     runs = (timeline.kernels.sort("start_ns")
             .select("name", "demangled_name", *CONFIG, "device_id", "stream_id", "start_ns", nsys_ns="dur_ns"))
     profiled = _profiled(profile)

@@ -151,7 +151,9 @@ def _print_report(report: dict[str, Any]) -> None:
     for k in report["kernels"]:
         head = k.get("kernel") or k.get("scope") or ""
         if k.get("duration_ns") is not None:
-            head += f"  {_time(k['duration_ns'])}  grid {k['grid_size']} x block {k['block_size']}"
+            head += f"  {_time(k['duration_ns'])}"
+            if k["grid_size"] is not None or k["block_size"] is not None:  # a 2022 launch line may give neither
+                head += f"  grid {k['grid_size']} x block {k['block_size']}"
         console.print(Panel(f"[bold]{escape(head)}[/]", expand=False))
         if not k["findings"]:
             console.print("  nothing found")
@@ -182,6 +184,8 @@ def _print_report(report: dict[str, Any]) -> None:
 
 
 def _time(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
     return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} us" if ns >= 1e3 else f"{ns:.0f} ns"
 
 

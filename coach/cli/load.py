@@ -219,7 +219,7 @@ def show(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None
     elif s["kind"] == "sanitizer-report":
         _show_sanitizer(s["summary"])
     else:
-        _show_timeline(s["summary"], stats=stats, brief=brief)
+        _show_timeline(s["summary"], stats=stats, brief=brief, source_format=s["format"])
     if s.get("steady_window"):
         console.print(f"[bold]{escape(s['steady_window'])}[/]: the findings are of the steady window, the start-up "
                       "is reported apart", highlight=False)
@@ -248,7 +248,7 @@ def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
         rows.append([r.get("display_name") or r["kernel_name"], str(r["launches"]), _time(r["total_ns"]),
                      _pct(r["time_pct"]), _rate(r["dram_bytes_per_s"]), _pct(r["dram_pct_of_peak"]),
                      _pct(r["sm_throughput_pct"]), _flops(r["flop_per_s"]), _pct(r["achieved_occupancy_pct"]),
-                     f"{r['grid_size']}x{r['block_size']}"])
+                     _launch_shape(r["grid_size"], r["block_size"])])
     fit_table("Kernels by time", columns, rows, drop=("grid x block", "FLOP/s", "occup.", "SM %"))
     if brief:
         return
@@ -262,15 +262,16 @@ def _show_kernels(k: dict[str, Any], *, brief: bool = False) -> None:
     console.print(f"[dim]{note}[/]")
 
 
-def _show_timeline(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None:
+def _show_timeline(s: dict[str, Any], *, stats: bool = False, brief: bool = False, source_format: str = "") -> None:
     from rich.markup import escape  # noqa: PLC0415
 
+    from coach.analyze.coverage import no_gpu_activity  # noqa: PLC0415
     from coach.cli.output import fit_table  # noqa: PLC0415
 
     for warning in s.get("warnings", []):
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if not s["window_ns"]:
-        console.print("No CUDA activity recorded (was it profiled with --trace=cuda?)")
+        console.print(no_gpu_activity(source_format))
     else:
         console.print(f"CUDA activity over {_time(s['window_ns'])}")
     for d in s["devices"].iter_rows(named=True):
@@ -360,6 +361,13 @@ def _count(n: int | None, word: str) -> str:
 
 #: A value the report lacks (never shown as 0).
 MISSING = "not in report"
+
+
+def _launch_shape(grid: int | None, block: int | None) -> str:
+    """grid x block; "not in report" where the report gives neither (a launch line of 2022 without them)."""
+    if grid is None and block is None:
+        return MISSING
+    return f"{MISSING if grid is None else grid}x{MISSING if block is None else block}"
 
 
 def _time(ns: float | None) -> str:

@@ -125,6 +125,9 @@ def detect(path: str | Path) -> Format:
 #: "Generated:" and the report's path on the next line
 _NSYS_GENERATING = re.compile(r"^Generating '[^'\n]*\.qdstrm'", re.MULTILINE)
 _NSYS_GENERATED = re.compile(r"^Generated:\s*\n\s*(?P<path>\S.*?\.(?:nsys-rep|qdrep))\s*$", re.MULTILINE)
+#: nsys 2022 and later print a progress line per file written ("[1/8] [====...100%] run.nsys-rep"): a log cut
+#: before "Generated:" still names its report there
+_NSYS_PROGRESS = re.compile(r"^\[\d+/\d+\] \[=+\s*100%\] (?P<path>\S.*?\.(?:nsys-rep|qdrep))\s*$", re.MULTILINE)
 #: how much of a log is searched for them (nsys's progress bar fills a line per report)
 _LOG_BYTES = 1 << 20
 
@@ -135,10 +138,12 @@ def _nsys_run_log(p: Path) -> str | None:
         text = as_utf8(fh.read(_LOG_BYTES)).decode("utf-8", errors="replace").replace("\r\n", "\n")
     if not _NSYS_GENERATING.search(text):
         return None
-    done = _NSYS_GENERATED.search(text)
+    done = _NSYS_GENERATED.search(text) or _NSYS_PROGRESS.search(text)
     where = f"wrote its report to a file ({done['path']})" if done else "was writing its report to a file"
-    return (f"is the log of an nsys profile run that {where}, not the report: pass that file, or its SQLite export "
-            "(nsys export --type sqlite FILE.nsys-rep)")
+    stats = ("; the tables it printed (--stats=true) are nsys stats summaries of that report"
+             if _NSYS_STATS_TITLE.search(text) else "")
+    return (f"is the log of an nsys profile run that {where}, not the report{stats}: pass that file, or its SQLite "
+            "export (nsys export --type sqlite FILE.nsys-rep)")
 
 
 #: What coach reads, for the message on a file it cannot tell

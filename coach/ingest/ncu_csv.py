@@ -124,6 +124,8 @@ def read(path: Path) -> KernelProfile:
     unread = tables.pop("unread_sections", None)
     if unread:
         meta["unread_sections"] = unread
+    if nan := tables.pop("unmeasured", None):
+        meta["unmeasured"] = nan
     source = Source(path=str(path), format="ncu-csv", tool="Nsight Compute", meta={"page": page, **meta})
     return make_kernel_profile(source, **tables)
 
@@ -276,7 +278,8 @@ def _raw(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.DataFram
     metrics = pl.concat(parts)
     launches = _launches(path, _identity(rows), metrics)
     dev = devices(metrics)
-    return {"launches": launches, "metrics": metrics, "rules": None, "devices": dev if dev is not None else _header_devices(rows)}
+    return {"launches": launches, "metrics": metrics, "rules": None, "devices": dev if dev is not None else _header_devices(rows),
+            "unmeasured": unmeasured(metrics)}
 
 
 def details_tables(path: Path, df: pl.DataFrame) -> dict[str, pl.DataFrame | None]:
@@ -309,9 +312,10 @@ def _details(path: Path, df: pl.DataFrame, first_line: int) -> dict[str, pl.Data
         .filter(pl.col("metric").is_not_null())
     )
     metrics = to_base_units(long.select("launch_id", "metric", "raw_value", "raw_unit", "text"))
-    launches = _launches(path, _identity(df.unique("launch_id", keep="first", maintain_order=True)), to_base_units(routed))
+    routed = to_base_units(routed)
+    launches = _launches(path, _identity(df.unique("launch_id", keep="first", maintain_order=True)), routed)
     return {"launches": launches, "metrics": metrics, "rules": _rules(df.filter(is_rule)), "devices": _header_devices(df),
-            "unread_sections": _unread_sections(long)}
+            "unread_sections": _unread_sections(long), "unmeasured": unmeasured(routed)}
 
 
 #: The section ``--metrics`` adds: its rows carry raw metric names, read as such.
@@ -397,10 +401,59 @@ def _identity(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.select(exprs)
 
 
+#: what ncu prints where it has no value: "(!) nan", "nan", "(!) n/a", "n/a"
+_UNMEASURED = r"^(?:\(!\)\s*)?(?:nan|n/a)$"
+_NCU_ERROR = re.compile(r"^==ERROR== (.+?)\s*$", re.MULTILINE)
+
+
+def unmeasured(metrics: pl.DataFrame) -> dict[str, list[str]]:
+    """launch id -> the canonical columns the report names but printed as nan or n/a (Nsight Compute could
+    not measure them: a GPU it does not fully support, a failed launch). A rule that lacks one of them says
+    so, rather than that the report does not hold it."""
+    if metrics.height == 0 or "text" not in metrics.columns:
+        return {}
+    marked = metrics.filter(pl.col("value").is_null()
+                            & pl.col("text").fill_null("").str.strip_chars().str.contains(_UNMEASURED))
+    if marked.height == 0:
+        return {}
+    canonical = canonical_metrics(marked.with_columns(pl.lit(0.0).alias("value")))
+    columns = [c for c in canonical.columns if c != "launch_id"]
+    out: dict[str, list[str]] = {}
+    for row in canonical.iter_rows(named=True):  # one row per launch: a handful
+        cols = [c for c in columns if row[c] is not None]
+        if cols:
+            out[str(row["launch_id"])] = cols
+    return out
+
+
+def _all_unmeasured(metrics: pl.DataFrame) -> bool:
+    """Every value of the report is ncu's mark for a value it could not measure."""
+    if metrics.height == 0 or "text" not in metrics.columns:
+        return False
+    return metrics.select(pl.col("value").is_null().all()
+                          & pl.col("text").fill_null("").str.strip_chars().str.contains(_UNMEASURED).all()).item()
+
+
+def _ncu_errors(path: Path) -> str:
+    """ncu's own error lines in the log (", which printed: LaunchFailed; ..."), the first three."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    errors = [e.rstrip(".") for e in _NCU_ERROR.findall(head)
+              if not e.startswith("An error occurred while trying to profile")][:3]
+    return f" (ncu printed: {'; '.join(errors)})" if errors else ""
+
+
 def _launches(path: Path, identity: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     """Identity columns, launch configuration (metrics first, header as fallback), canonical metrics."""
     canonical = canonical_metrics(metrics)
     if canonical.drop("launch_id").select(pl.any_horizontal(pl.all().is_not_null()).any()).item() is not True:
+        if _all_unmeasured(metrics):
+            raise InputError(path, "holds no measured value: Nsight Compute printed every metric as nan or n/a, as it "
+                                   "does when the profiled launch failed or could not be measured"
+                                   + _ncu_errors(path) + "; fix the launch and profile again")
         raise InputError(path, "has none of the metrics coach analyses (no gpu__time_duration, dram__bytes, sm__throughput, ...): "
                                "an unsupported Nsight Compute version, or exported with too few --metrics/--section")
     config = launch_config(metrics)
@@ -415,7 +468,11 @@ def _exact_waves(launches: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     """``waves_per_sm`` to full precision from the integers it is computed from (``_WAVE_BLOCK_LIMITS``).
 
     The printed value stays where a term is missing or the quotient does not round to it (a limit
-    not exported, or a tool version that counts waves otherwise).
+    not exported, or a tool version that counts waves otherwise). A report without the SM count (the
+    text pages of 2022 print none) gets the count that puts the printed value within its rounding: on
+    torch.randn's 864 blocks at 6 per SM printed as 1.33 waves (tests/data/wild_public/
+    nvfuser_playground_randn_ncu_head.log), 108 SMs, a wave of 648 blocks and a tail of 216, where
+    864 / 1.33 would say 650 and 214.
     """
     if "grid_size" not in launches.columns:
         return launches
@@ -423,7 +480,9 @@ def _exact_waves(launches: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
         metrics.filter(pl.col("metric").is_in(_WAVE_BLOCK_LIMITS) & pl.col("value").is_not_null())
         .group_by("launch_id").agg(pl.col("value").min().alias("_blocks_per_sm"))
     )
-    slots = pl.col("sm_count") * pl.col("_blocks_per_sm")
+    inferred = (pl.col("grid_size") / pl.col("waves_per_sm") / pl.col("_blocks_per_sm")).round(0)
+    sms = pl.col("sm_count") if "sm_count" in launches.columns else pl.lit(None, dtype=pl.Float64)
+    slots = pl.coalesce(sms, pl.when(pl.col("waves_per_sm") > 0).then(inferred)) * pl.col("_blocks_per_sm")
     exact = pl.when(slots > 0).then(pl.col("grid_size") / slots)
     printed = pl.col("waves_per_sm")
     return (

@@ -92,8 +92,10 @@ def _read_through_ncu_csv(path: Path, ncu: str) -> KernelProfile:
             pages[page] = ncu_csv.read(out)
     raw, details = pages["raw"], pages["details"]
     unread = details.source.meta.get("unread_sections")
+    nan = raw.source.meta.get("unmeasured")
     source = Source(path=str(path), format="ncu-rep", tool="Nsight Compute", tool_version=raw.source.tool_version,
-                    meta={"reader": "ncu --csv (ncu_report not installed)", **({"unread_sections": unread} if unread else {})})
+                    meta={"reader": "ncu --csv (ncu_report not installed)", **({"unread_sections": unread} if unread else {}),
+                          **({"unmeasured": nan} if nan else {})})
     return make_kernel_profile(source, launches=raw.launches, metrics=raw.metrics, rules=details.rules, devices=raw.devices)
 
 

@@ -163,6 +163,12 @@ _SESSION_PAGE = re.compile(r'^Launch Settings\s*\n(?:-+ -+\s*\n)?"?Launch Attrib
 _SOURCE_PAGE = re.compile(r'^(?:-+ -+[- ]*\n)?"?(?P<what>Kernel Name|File Name)"?[ ,]+\S.*\n(?:-+ -+[- ]*\n)?'
                           r'"?(?:Address|Line No)"?[ ,]+"?Source"?')
 _SUMMARY_NOTE = re.compile(r"^\s*Note: The shown averages are calculated as the arithmetic mean")
+#: a row of `ncu --query-metrics` (name, Counter/Ratio/Throughput, unit, description); its --query-metrics-mode
+#: suffix and all listings repeat each name with .avg/.sum/.pct_of_peak... suffixes
+_QUERY_METRICS_ROW = re.compile(r"^[a-z0-9]+__\w[\w.]*\s{2,}(?:Counter|Ratio|Throughput)\s{2,}", re.MULTILINE)
+#: its header ("Device GA104", then "Metric Name ... Metric Description", with Type and Unit columns in newer versions)
+_QUERY_METRICS_HEADER = re.compile(r"^Metric Name\s+(?:Metric Type\s+)?(?:Metric Unit\s+)?Metric Description\s*$",
+                                   re.MULTILINE)
 _USE_DETAILS = "print the details page instead (ncu --import REPORT.ncu-rep --page details), or pass the .ncu-rep"
 
 
@@ -182,6 +188,9 @@ def other_page_reason(path: Path) -> str | None:
         return (f"is the source page of an ncu report (--page source: {what}, with the counters of each line where "
                 f"the report has them), which holds no metrics per kernel; {_USE_DETAILS} (coach source shows a "
                 ".ncu-rep's counters by line)")
+    if len(_QUERY_METRICS_ROW.findall(text)) >= 3 or _QUERY_METRICS_HEADER.search(text):
+        return ("is Nsight Compute's list of the metrics it can collect (ncu --query-metrics), not a profile: collect "
+                "the ones you need on your kernel (ncu --metrics NAME,... or --set full) and pass that report")
     if _SUMMARY_NOTE.match(text):
         return ("holds only the note ncu prints under a --print-summary, no kernel (per-nvtx of a report without "
                 "NVTX ranges prints nothing else); print the report per kernel (--print-summary per-kernel) or its "
@@ -244,6 +253,8 @@ def read(path: Path) -> KernelProfile:
     unread = tables.pop("unread_sections", None)
     if unread:
         meta["unread_sections"] = unread
+    if nan := tables.pop("unmeasured", None):
+        meta["unmeasured"] = nan
     measured = df.select(pl.col("ID").n_unique()).item()
     if measured < parsed.launches:
         meta["launches_without_tables"] = parsed.launches - measured
@@ -450,6 +461,14 @@ def _table(lines: list[str], at: int) -> tuple[list[tuple[str, str, str]], int, 
         summary = bool(_SUMMARY_HEADER.match(lines[i]))
         i += 2
     out: list[tuple[str, str, str]] = []
+    # the columns of the closing dashed line, where it has as many: ncu of 2022 printed a section's top
+    # line at the section's indent and its rows and closing line two columns further in
+    # (tests/data/wild_public/cts_hw5_atomic_red_rtx3070_head.output)
+    end = next((j for j in range(i, len(lines)) if _DASHES.match(lines[j])), None)
+    if end is not None:
+        closing = [m.start() for m in re.finditer(r"-+", lines[end])]
+        if len(closing) == len(starts):
+            starts = closing
     while i < len(lines) and not _DASHES.match(lines[i]):
         line = lines[i].rstrip()
         i += 1

@@ -29,9 +29,9 @@ SOLBottleneck rule itself says only "latency issue": there the cause names what 
 Causes whose fix removes work (excess sectors, spills, FP64) can exceed the gap and rank above the root.
 
 A finding that names a limit set by the launch configuration alone (the resource that caps
-theoretical occupancy, a partial last wave) is ranked with the gap, ahead of the root and of the
+theoretical occupancy, a partial last wave, a grid of fewer blocks than SMs) is ranked with the gap, ahead of the root and of the
 causes tied with it, where that limit is what keeps the kernel from its roof: in the latency regime,
-and, for a partial wave, on a launch that is not memory-bound (its idle SMs are compute lost; a
+and, for a partial wave or a small grid, on a launch that is not memory-bound (its idle SMs are compute lost; a
 memory-bound launch's last wave takes the bandwidth the idle SMs leave, so near its roof the bound
 stays the story). Such a limit caps every other latency remedy: more bytes in flight or fewer stalls
 per warp cannot make up for warps the SM may not hold, or for SMs the grid leaves idle. Its own
@@ -54,7 +54,8 @@ import polars as pl
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import speed_of_light
-from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, PARTIAL_WAVE, KernelContext, Verdict, fmt_time, missing
+from coach.analyze.kernel_rules._common import (LAUNCH_LIMIT, PARTIAL_WAVE, SMALL_GRID, KernelContext, Verdict, fmt_time,
+                                               missing)
 from coach.analyze.kernel_rules._ncu_fallback import FROM_NCU_RULE, neighbours_said
 from coach.model import KernelProfile
 
@@ -99,7 +100,29 @@ def run_all(profile: KernelProfile, hardware: Any = None) -> list[Finding]:
     for module in PROFILE_RULES.values():
         for f in module.apply_profile(wide):
             (notes if f.rule_id.startswith(NOT_CHECKED_PREFIX) else findings).append(f)
-    return _rank_launches(findings) + notes
+    unmeasured = profile.source.meta.get("unmeasured") or {}
+    return _rank_launches(findings) + [_printed_as_nan(n, unmeasured) for n in notes]
+
+
+def _printed_as_nan(note: Finding, unmeasured: dict[str, list[str]]) -> Finding:
+    """A note on metrics the report names but holds as nan says so: Nsight Compute could not measure them
+    (a GPU it does not fully support, a failed launch), which no other collection of the same tool fixes
+    the way a missing --section does."""
+    cols = unmeasured.get(str(note.launch_id)) or []
+    nan = [c for c in cols if any(m == c or m.endswith(f"({c})") for m in note.details.get("missing", []))]
+    if not nan:
+        return note
+    missing = note.details.get("missing", [])
+    message = note.message
+    if len(nan) == len(missing) and (" is not in this report" in message or " are not in this report" in message):
+        message = (message.replace(" is not in this report", " is in this report as nan", 1)
+                   .replace(" are not in this report", " are in this report as nan", 1)
+                   .removesuffix(".") + ": Nsight Compute could not measure "
+                   + ("it" if len(nan) == 1 else "them") + " on this GPU or launch.")
+    else:
+        message += (f" Of these, Nsight Compute printed {', '.join(nan)} as nan: it could not measure "
+                    f"{'it' if len(nan) == 1 else 'them'} on this GPU or launch.")
+    return replace(note, message=message, details={**note.details, "printed_as_nan": nan})
 
 
 def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] = (),
@@ -193,7 +216,7 @@ def _holds_back(f: Finding, v: Verdict) -> bool:
     kind = f.details.get(LAUNCH_LIMIT)
     if kind is None or v.regime == "at-roof":
         return False
-    return v.regime == "latency" or (kind == PARTIAL_WAVE and v.side != "memory")
+    return v.regime == "latency" or (kind in (PARTIAL_WAVE, SMALL_GRID) and v.side != "memory")
 
 
 def _rank_launches(findings: list[Finding]) -> list[Finding]:

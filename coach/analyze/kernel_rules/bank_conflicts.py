@@ -9,6 +9,18 @@ details page, as text or CSV), its SharedMemoryConflicts warning gives the same 
 conflicts, which represent 96.89% of the overall 67412352 wavefronts" on the H200 transpose of
 tests/data/ncu_pages_2025; one result for loads, one for stores): the finding rests on those numbers,
 held to this rule's threshold (``_ncu_fallback``). Where the report has any of the counts, they decide.
+
+The counts decide without the kernel's duration: a ``--metrics`` run of the bank-conflict and wavefront
+counters alone (the transposes of tests/data/wild_public/cts_hw8_*, Nsight Compute 2022) has none. The
+finding then stands unranked by time and says the gain is not estimated.
+
+The hardware counters count every extra wavefront, whatever made it; the SASS-patched bytes per
+wavefront (``smsp__sass_average_data_bytes_per_wavefront_mem_shared.pct``) come from the instructions'
+own addresses. Where a report has both and the latter says the wavefronts carry all they can (under
+10% wasted), the access pattern has no bank conflict to fix and the rule stays silent: on the padded
+transpose of tests/data/wild_public/cts_hw8_task3.profile 241,690 counted conflicts (10% of the
+wavefronts) beside 100%, and a kernel time equal to the conflicting version's. A low value proves
+nothing alone (1-byte accesses fill a quarter of a wavefront without any conflict).
 """
 
 from __future__ import annotations
@@ -25,8 +37,8 @@ SPEC = RuleSpec(
     name="Shared-memory bank conflicts",
     category=Bottleneck.SHARED_MEMORY,
     table="launches",
-    requires=("duration_ns", "shared_bank_conflicts", "shared_load_wavefronts", "shared_store_wavefronts"),
-    optional=("shared_load_requests", "shared_store_requests", "l1_throughput_pct", "stall_mio_throttle",
+    requires=("shared_bank_conflicts", "shared_load_wavefronts", "shared_store_wavefronts"),
+    optional=("duration_ns", "shared_bytes_per_wavefront_pct", "shared_load_requests", "shared_store_requests", "l1_throughput_pct", "stall_mio_throttle",
               "stall_short_scoreboard"),
     doc="Bank conflicts as a share of shared-memory wavefronts; n-way conflict from wavefronts per request.",
 )
@@ -73,15 +85,25 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     frac = launch.get("bank_conflict_fraction")
     if frac is None or frac < CONFLICT_FRACTION:
         return []
+    sass_pct = launch.get("shared_bytes_per_wavefront_pct")
+    if sass_pct is not None and 1 - sass_pct / 100 < CONFLICT_FRACTION:
+        return []  # the addresses conflict-free: the counted replays are not the access pattern's
     conflicts, wavefronts = launch["shared_bank_conflicts"], launch["shared_wavefronts"]
     per_request = launch.get("wavefronts_per_shared_request")
     l1 = launch.get("l1_throughput_pct")
     weight = 1.0 if l1 is None else min(1.0, l1 / 100)
-    saving = launch["duration_ns"] * weight * frac
+    model = f"x {weight:.2f} (L1/shared throughput share) x conflicts/wavefronts ({100 * frac:.0f}%), Nsight Compute's model"
+    if launch.get("duration_ns") is None:
+        saving, gain_model = None, f"not estimated: the report has no duration (gpu__time_duration.sum); time {model}"
+    else:
+        saving = launch["duration_ns"] * weight * frac
+        gain_model = f"time {model}; saves {fmt_time(saving)}"
     message = (f"{fmt_count(conflicts)} of {fmt_count(wavefronts)} shared-memory wavefronts ({100 * frac:.0f}%) are "
                "bank-conflict replays")
     message += f": on average a {per_request:.1f}-way access per request." if per_request else "."
     evidence = [ev("bank_conflict_fraction", frac, "", "0 (one wavefront per request for 4-byte accesses)", CONFLICT_FRACTION)]
+    if sass_pct is not None:
+        evidence.append(ev("shared_bytes_per_wavefront_pct", sass_pct, "%", "100 (every wavefront full)"))
     if per_request is not None:
         evidence.append(ev("wavefronts_per_shared_request", per_request, "wavefront/request", "1 for 4-byte accesses"))
     for stall in ("stall_mio_throttle", "stall_short_scoreboard"):
@@ -93,8 +115,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         next_step=("Pad the shared array (e.g. tile[32][33] for a 32x32 float tile) or swizzle the index (XOR "
                    "the column with the row) so a warp's 32 words fall in 32 different banks."),
         evidence=evidence, saving_ns=saving,
-        gain_model=(f"time x {weight:.2f} (L1/shared throughput share) x conflicts/wavefronts ({100 * frac:.0f}%), "
-                    f"Nsight Compute's model; saves {fmt_time(saving)}"),
+        gain_model=gain_model,
         ncu=ctx.ncu("SharedMemoryConflicts"),
         details={"conflict_fraction": frac, "wavefronts_per_request": per_request},
     )]

@@ -4,6 +4,12 @@ A grid with fewer blocks than SMs leaves SMs idle for the whole kernel (Nsight C
 LaunchConfiguration "Small Grid" rule). A kernel of a few microseconds is comparable to the cost of
 launching it, so a stream of such kernels is bound by launches, not by the GPU; that cost lies
 outside the kernel and shows on a timeline (Nsight Systems), not in this profile.
+
+A grid smaller than the GPU is a limit of the launch configuration alone, as a partial last wave is:
+where the SMs it leaves idle keep the kernel from its roof, it is ranked with the root's gap, ahead of
+the root (kernel_rules/__init__.py). On a fused RMSNorm of 3 blocks on a 40-SM T4
+(tests/data/wild_public/rmsnorm_fused_t4_ncu.log) Nsight Compute's own rules say the same: "This kernel
+grid is too small to fill the available resources".
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
-from coach.analyze.kernel_rules._common import KernelContext, cannot_decide, ev, finding, fmt_time
+from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, SMALL_GRID, KernelContext, cannot_decide, ev, finding, fmt_time
 
 SPEC = RuleSpec(
     id="launch-bound",
@@ -62,5 +68,5 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
                     f"the gap to the roof; saves {fmt_time(saving)}" if saving is not None else
                     "not estimated here: the launch cost lies outside the kernel; measure it on a timeline"),
         ncu=ctx.ncu("LaunchConfiguration", "SOLBottleneck"),
-        details={"small_grid": small_grid, "short_kernel": short},
+        details={"small_grid": small_grid, "short_kernel": short, **({LAUNCH_LIMIT: SMALL_GRID} if small_grid else {})},
     )]

@@ -4,6 +4,9 @@ Local memory is per-thread memory that lives in device memory, cached in L1 and 
 Practices Guide, "Local Memory"). The compiler puts a variable there when it runs out of registers
 (a spill) or when an array is indexed with a value it cannot resolve at compile time. Either way
 every access is memory traffic the algorithm did not ask for.
+
+The sector counts decide without the kernel's duration (a ``--metrics`` run of a few counters has
+none); the gain is then not estimated.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ SPEC = RuleSpec(
     name="Register spills / local-memory traffic",
     category=Bottleneck.LOCAL_MEMORY,
     table="launches",
-    requires=("duration_ns", "local_load_sectors", "local_store_sectors"),
-    optional=("global_load_sectors", "global_store_sectors", "registers_per_thread", "local_mem_per_thread_bytes",
+    requires=("local_load_sectors", "local_store_sectors"),
+    optional=("duration_ns", "global_load_sectors", "global_store_sectors", "registers_per_thread", "local_mem_per_thread_bytes",
               "stall_lg_throttle", "memory_throughput_pct"),
     doc="Local-memory sectors as a share of all L1 global and local traffic.",
 )
@@ -37,7 +40,8 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     if frac is not None and frac < LOCAL_FRACTION:
         return []
     weight = ctx.memory_weight(launch)
-    saving = None if frac is None else launch["duration_ns"] * weight * frac
+    duration = launch.get("duration_ns")
+    saving = None if frac is None or duration is None else duration * weight * frac
     regs = launch.get("registers_per_thread")
     message = (f"The kernel moves {fmt_count(local)} local-memory sectors ({fmt_count(launch['local_load_sectors'])} "
                f"loaded, {fmt_count(launch['local_store_sectors'])} stored)")
@@ -58,6 +62,7 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
         evidence=evidence, saving_ns=saving,
         gain_model=("time x memory share x local/(local + global) sectors: the traffic gone if the values stay in "
                     f"registers; saves {fmt_time(saving)}" if saving is not None else
-                    "not estimated: no global sector counts to weigh the local traffic against"),
+                    "not estimated: no global sector counts to weigh the local traffic against" if frac is None else
+                    "not estimated: the report has no duration (gpu__time_duration.sum)"),
         details={"local_sectors": local, "local_fraction": frac},
     )]

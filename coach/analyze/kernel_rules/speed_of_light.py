@@ -279,6 +279,15 @@ def _wording(v: Verdict, lean: str, launch: dict[str, Any]) -> tuple[str, str]:
                     "The unit is saturated: speed comes only from moving fewer bytes: check access efficiency "
                     "(sectors per request), reuse through shared memory or L2, fusion with neighbouring kernels, "
                     "and narrower data types.")
+        if v.unit in ("L1", "L2"):
+            # A cache busier than DRAM moves more bytes per useful byte than a streaming access needs: the
+            # first suspect is how the warps touch memory (ncu's own SOL rule for an L1-bound kernel says
+            # to check the replay (coalescing) metrics), before keeping more bytes in flight.
+            return (f"{what} kernel at {pct} of peak: not saturated ({v.regime.replace('-', ' ')})",
+                    f"The {v.unit} carries more traffic than DRAM: check access efficiency first (sectors per "
+                    "request: strided or scattered accesses multiply the cache traffic per useful byte; the "
+                    "L1 sector metrics or the Memory Workload Analysis section show it), then raise the bytes "
+                    "in flight (wide vector loads, several independent loads per thread, more resident warps).")
         return (f"{what} kernel at {pct} of peak: not saturated ({v.regime.replace('-', ' ')})",
                 "The memory system has headroom the kernel does not use: raise the bytes in flight (wide "
                 "vector loads, several independent loads per thread, more resident warps) before changing "
@@ -288,7 +297,7 @@ def _wording(v: Verdict, lean: str, launch: dict[str, Any]) -> tuple[str, str]:
         return (f"Compute-bound on the {pipe} at {pct} of peak",
                 f"Issue fewer instructions on the {pipe}: a faster pipe (tensor cores for matrix work), "
                 "cheaper math (fast intrinsics, no FP64), or less redundant work.")
-    return (f"Compute-leaning kernel at {pct} of peak on the {pipe}: not saturated",
+    return (f"Compute-leaning kernel at {pct} of peak on the {pipe}: not saturated ({v.regime.replace('-', ' ')})",
             "The pipes have headroom: look at the stalls and occupancy below to keep them fed.")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from coach.analyze.coverage import api_without_gpu_records, timeline_gaps
+from coach.analyze.coverage import api_without_gpu_records, no_gpu_activity, timeline_gaps
 from coach.analyze.diagnose import not_checked
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.timeline import TimelineAnalysis
@@ -81,6 +81,11 @@ def run_all(timeline: Timeline, hardware: Any = None, analysis: TimelineAnalysis
                                         scope="timeline") for gap in timeline_gaps(timeline)]
     if api_without_gpu_records(timeline):  # every rule would speak of a GPU the trace did not record
         return notes
+    if timeline.kernels.height + timeline.memcpy.height + timeline.memset.height == 0 and timeline.api.height == 0:
+        # CPU operators or OS calls alone: no rule has a GPU to judge, and "nothing found" would read as healthy
+        reason = no_gpu_activity(timeline.source.format).removeprefix("No GPU activity recorded")
+        notes.append(not_checked("capture", "the GPU side of the trace", [],
+                                 reason="the trace records no GPU activity" + reason, scope="timeline"))
     steady = _steady.find(analysis, warmup.one_time_calls(analysis))
     whole = analysis
     if steady is not None:
