@@ -163,7 +163,8 @@ def fastest(ctx, rung: str, candidates, launch, x, out):
         return candidates[0]
     times = ctx.time_each(candidates, lambda cfg: launch(ctx, cfg, x, out), warmup=TUNE_WARMUP, reps=TUNE_REPS)
     best = min(times, key=times.get)
-    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
+    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" if 0 < t < math.inf else
+                      f"{c.kernel} x {c.blocks_per_sm}/SM {'given' if t == 0 else 'not timed'}" for c, t in times.items())
     print(f"[scan] {rung} at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
     return best
 
@@ -321,10 +322,31 @@ def segmented_grid(ctx, cfg: Segmented, n: int) -> int:
 def launch_segmented(ctx, cfg: Segmented, x, out) -> None:
     n = x.numel()
     grid = segmented_grid(ctx, cfg, n)
-    most = KEPT11 * max(ctx.sm_count * c.blocks_per_sm for c in SEGMENTED)  # one buffer for every candidate
+    most = KEPT11 * max(ctx.sm_count * c.blocks_per_sm for c in (*SEGMENTED, *REGISTERED))  # one buffer for every candidate
     state = ctx.scratch("state11", most, torch.int64, zero=True)
     base, _ = _next_tags(state, math.ceil(n / cfg.tile))
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:KEPT11 * grid], n, base, smem=cfg.smem, cooperative=True)
+
+
+class Registered(Segmented):
+    """One instantiation of rung 13's template (rung 11's schedule with the tiles in registers): as
+    Segmented, with one tile loading ahead always and shared memory only for the warp and window totals."""
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory: two sets (by round parity) of warp totals and of window totals."""
+        return 4 * 8 * 4
+
+
+#: Rung 13's candidates: blocks per SM as its launch bounds ask (registers: LAG + 2 tiles a thread).
+REGISTERED = (
+    Registered("scan13_items16_lag1", 16, 1, 1, 3, 2),
+    Registered("scan13_items16_lag2", 16, 1, 2, 2, 2),
+    Registered("scan13_items12_lag1", 12, 1, 1, 3, 2),
+    Registered("scan13_items8_lag1", 8, 1, 1, 4, 3),
+    Registered("scan13_items8_lag1_b5", 8, 1, 1, 5, 3),
+    Registered("scan13_items8_lag2", 8, 1, 2, 4, 3),
+)
 
 
 class Counted(NamedTuple):
@@ -382,4 +404,5 @@ LAUNCH = {
     "10_lookback_warp": _tuned("10_lookback_warp", SPECIALISED, launch_specialised),
     "11_segment_carry": _tuned("11_segment_carry", SEGMENTED, launch_segmented),
     "12_counter_carry": _tuned("12_counter_carry", COUNTED, launch_counted),
+    "13_register_tiles": _tuned("13_register_tiles", REGISTERED, launch_segmented),
 }
