@@ -592,8 +592,9 @@ def test_scan_counter_carry_adds_a_window_longer_than_the_block(scan12, first):
 
 # Rung 13: rung 11's schedule with the tiles in registers (warp-striped loads, shuffle scans).
 
-REGISTERED = ["scan13_items16_lag1", "scan13_items16_lag2", "scan13_items12_lag1", "scan13_items8_lag1",
-              "scan13_items8_lag1_b5", "scan13_items8_lag2"]
+REGISTERED = ["scan13_items16_ahead1_lag1", "scan13_items16_ahead2_lag1", "scan13_items16_ahead1_lag2",
+              "scan13_items12_ahead1_lag1", "scan13_items8_ahead1_lag1", "scan13_items8_ahead2_lag1",
+              "scan13_items8_ahead2_lag2"]
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,21 @@
 // of a warp reads 512 contiguous bytes, as a copy does). The scan is done in that layout: each float4
 // scanned in the thread, then across the warp's lanes by shuffles (a carry from one float4 row to the
 // next), then across the 8 warps through 8 words of shared memory (one barrier; every thread adds
-// the 8 warp totals in the same order). A tile stays in registers for LAG rounds after its scan, and
-// the next round's tile is loading (plain 16-byte loads) while this round's is scanned, its window
-// added and the old tile stored (st.global.cs). Two barriers a round: the warp totals', the window's
-// (each double-buffered by round parity, so no barrier at the end of a round).
-// Registers per thread: (LAG + 2) tiles of ITEMS floats, hence the small LAG and the launch bounds.
+// the 8 warp totals in the same order). Each round a block issues the plain 16-byte loads of its tile
+// AHEAD rounds on, scans this round's tile (waiting for its loads only there), publishes its
+// aggregate, adds up the window of the tile of LAG rounds before and stores that tile (st.global.cs).
+// Two barriers a round: the warp totals', the window's (each double-buffered by round parity, so no
+// barrier at the end of a round).
+// Registers per thread: AHEAD + 1 + LAG tiles of ITEMS floats, one set per round modulo that: the
+// rounds are unrolled that many at a time so that no tile is copied from register to register (the
+// first version, commit d0a6b25, moved each tile down a stage at the end of every round, which waits
+// for the next tile's loads there, before any later load is issued: one tile in flight per block
+// where rung 11 has two; on an H100 it ran at 188.3 us against rung 11's 186.4 us).
 // Status words, tags, KEPT, the trap on a rewritten word and the deadlock argument are rung 11's.
 // Candidates (problem.py times them on the first call for each n and keeps the fastest): 16 values a
-// thread with LAG 1 at 3 blocks per SM, LAG 2 at 2; 12 values LAG 1 at 3; 8 values LAG 1 at 4 or 5,
-// LAG 2 at 4.
+// thread with (AHEAD, LAG) = (1, 1) at 3 blocks per SM, (2, 1) or (1, 2) at 2; 12 values (1, 1) at 3;
+// 8 values (1, 1) or (2, 1) at 4, (2, 2) at 3 (80, 105, 105, 72, 64 or fewer, 62 and 80 registers,
+// no spills, by ptxas for sm_90).
 // WINDOW: status words a thread reads per round (G <= 256 WINDOW).
 // Counters: DRAM throughput past rung 11's 73-79% of peak toward a copy's; issue and barrier stalls
 // below rung 11's; no shared-memory wavefronts beyond the warp and window totals.
@@ -144,10 +150,10 @@ __device__ __forceinline__ unsigned window_slot(unsigned j, unsigned c, unsigned
     return c + k < G ? ((j - 1) % KEPT) * G + c + k : (j % KEPT) * G + c + k - G;
 }
 
-template <int ITEMS, int LAG, int WINDOW>
+template <int ITEMS, int AHEAD, int LAG, int WINDOW>
 __device__ __forceinline__ void segment_scan(const float* __restrict__ x, float* __restrict__ out,
                                              unsigned long long* __restrict__ status, unsigned n, unsigned base) {
-    constexpr unsigned TILE = BLOCK * ITEMS, V = ITEMS / 4;
+    constexpr unsigned TILE = BLOCK * ITEMS, V = ITEMS / 4, STAGES = AHEAD + 1 + LAG;
     static_assert(ITEMS % 4 == 0, "tiles are loaded as float4s");
     static_assert(2 * LAG + 3 <= KEPT, "a status word is rewritten KEPT segments later: readers may lag 2 LAG + 2");
     float* warp_totals = dynamic_smem();           // 2 x WARPS floats, by round parity
@@ -157,106 +163,114 @@ __device__ __forceinline__ void segment_scan(const float* __restrict__ x, float*
     const unsigned tiles = (n + TILE - 1) / TILE;
     const unsigned count = c < tiles ? (tiles - 1 - c) / G + 1 : 0;  // this block's tiles c, c + G, ...
     if (count == 0) return;
-    // r[0 .. LAG - 1]: scanned tiles waiting for their prefix, oldest first; r[LAG]: this round's tile;
-    // r[LAG + 1]: the next round's, loading. before[s]: the warps before this one's total in r[s]'s tile.
-    float4 r[LAG + 2][V];
-    float before[LAG + 1];
-    load_tile<ITEMS>(x, c, n, r[LAG]);
+    // The tile of round i lives in registers r[i % STAGES] from its load (round i - AHEAD) to its store
+    // (round i + LAG); before[i % STAGES]: the total of the warps before this one in it. The rounds are
+    // unrolled STAGES at a time so that every index is a constant: no register is copied, and a load
+    // is waited for only where its tile is scanned, with the AHEAD later tiles' loads in flight.
+    float4 r[STAGES][V];
+    float before[STAGES];
+#pragma unroll
+    for (unsigned a = 0; a < AHEAD; ++a)
+        if (a < count) load_tile<ITEMS>(x, a * G + c, n, r[a]);
     float prefix = 0.0f;  // the exclusive prefix of the block's last stored tile
-    for (unsigned i = 0;; ++i) {
-        if (i + 1 < count) load_tile<ITEMS>(x, (i + 1) * G + c, n, r[LAG + 1]);
-        const bool storing = i >= LAG;  // round j = i - LAG < count: the loop ends after the last
-        const unsigned j = i - LAG, tile = j * G + c;
-        unsigned long long w[WINDOW];  // the window's words, loaded now, added after the scan
+    for (unsigned i0 = 0;; i0 += STAGES) {
 #pragma unroll
-        for (int m = 0; m < WINDOW; ++m) {
-            const unsigned k = m * BLOCK + threadIdx.x;
-            w[m] = storing && k < G && tile + k >= G ? peek(status, window_slot(j, c, k, G)) : 0ull;
-        }
-        if (i < count) {
-            float* totals = warp_totals + (i & 1) * WARPS;
-            const float mine = warp_scan_tile<ITEMS>(r[LAG]);
-            if (lane == 0) totals[warp] = mine;
-            __syncthreads();
-            float total = 0.0f, earlier = 0.0f;
-#pragma unroll
-            for (unsigned k = 0; k < WARPS; ++k) {  // the same order in every thread
-                if (k == warp) earlier = total;
-                total += totals[k];
-            }
-            before[LAG] = earlier;
-            if (threadIdx.x == 0) publish(status, (i % KEPT) * G + c, base + i * G + c, total);
-        }
-        if (storing) {
-            float part = 0.0f;
+        for (unsigned s = 0; s < STAGES; ++s) {
+            const unsigned i = i0 + s;
+            if (i + AHEAD < count) load_tile<ITEMS>(x, (i + AHEAD) * G + c, n, r[(s + AHEAD) % STAGES]);
+            const bool storing = i >= LAG;  // round j = i - LAG < count: the loop ends after the last
+            const unsigned j = i - LAG, tile = j * G + c, old = (s + STAGES - LAG) % STAGES;
+            unsigned long long w[WINDOW];  // the window's words, loaded now, added after the scan
 #pragma unroll
             for (int m = 0; m < WINDOW; ++m) {
                 const unsigned k = m * BLOCK + threadIdx.x;
-                if (k < G && tile + k >= G) {
-                    const unsigned tw = tile + k - G, slot = window_slot(j, c, k, G);
-                    unsigned long long v = w[m];
-                    for (unsigned spins = 0; static_cast<unsigned>(v >> 32) != base + tw; ++spins) {
-                        const unsigned ahead = static_cast<unsigned>(v >> 32) - base;  // an older call's: wraps past tiles
-                        if (ahead > tw && ahead < tiles) __trap();  // rewritten before it was read
-                        if (spins == SPIN_LIMIT) __trap();
-                        __nanosleep(32);
-                        v = peek(status, slot);
-                    }
-                    part += __uint_as_float(static_cast<unsigned>(v));
-                }
+                w[m] = storing && k < G && tile + k >= G ? peek(status, window_slot(j, c, k, G)) : 0ull;
             }
-            part = warp_sum_all(part);
-            float* totals = window_totals + (i & 1) * WARPS;
-            if (lane == 0) totals[warp] = part;
-            __syncthreads();
-            float window = 0.0f;
+            if (i < count) {
+                float* totals = warp_totals + (i & 1) * WARPS;
+                const float mine = warp_scan_tile<ITEMS>(r[s]);
+                if (lane == 0) totals[warp] = mine;
+                __syncthreads();
+                float total = 0.0f, earlier = 0.0f;
 #pragma unroll
-            for (int k = 0; k < WARPS; ++k) window += totals[k];  // the same order in every thread
-            prefix += window;
-            store_tile<ITEMS>(out, tile, n, r[0], prefix + before[0]);
-        }
-        if (i + 1 == count + LAG) return;  // round count - 1 stored
+                for (unsigned k = 0; k < WARPS; ++k) {  // the same order in every thread
+                    if (k == warp) earlier = total;
+                    total += totals[k];
+                }
+                before[s] = earlier;
+                if (threadIdx.x == 0) publish(status, (i % KEPT) * G + c, base + i * G + c, total);
+            }
+            if (storing) {
+                float part = 0.0f;
 #pragma unroll
-        for (int s = 0; s <= LAG; ++s) {  // the stages move down one: the next round's tile becomes r[LAG]
+                for (int m = 0; m < WINDOW; ++m) {
+                    const unsigned k = m * BLOCK + threadIdx.x;
+                    if (k < G && tile + k >= G) {
+                        const unsigned tw = tile + k - G, slot = window_slot(j, c, k, G);
+                        unsigned long long v = w[m];
+                        for (unsigned spins = 0; static_cast<unsigned>(v >> 32) != base + tw; ++spins) {
+                            const unsigned ahead = static_cast<unsigned>(v >> 32) - base;  // an older call's: wraps past tiles
+                            if (ahead > tw && ahead < tiles) __trap();  // rewritten before it was read
+                            if (spins == SPIN_LIMIT) __trap();
+                            __nanosleep(32);
+                            v = peek(status, slot);
+                        }
+                        part += __uint_as_float(static_cast<unsigned>(v));
+                    }
+                }
+                part = warp_sum_all(part);
+                float* totals = window_totals + (i & 1) * WARPS;
+                if (lane == 0) totals[warp] = part;
+                __syncthreads();
+                float window = 0.0f;
 #pragma unroll
-            for (unsigned k = 0; k < V; ++k) r[s][k] = r[s + 1][k];
-            if (s < LAG) before[s] = before[s + 1];
+                for (int k = 0; k < WARPS; ++k) window += totals[k];  // the same order in every thread
+                prefix += window;
+                store_tile<ITEMS>(out, tile, n, r[old], prefix + before[old]);
+            }
+            if (i + 1 == count + LAG) return;  // round count - 1 stored
         }
     }
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
-scan13_items16_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                    unsigned n, unsigned base) {
-    segment_scan<16, 1, 2>(x, out, status, n, base);
+scan13_items16_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<16, 1, 1, 2>(x, out, status, n, base);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 2)
-scan13_items16_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                    unsigned n, unsigned base) {
-    segment_scan<16, 2, 2>(x, out, status, n, base);
+scan13_items16_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<16, 2, 1, 2>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 2)
+scan13_items16_ahead1_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<16, 1, 2, 2>(x, out, status, n, base);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 3)
-scan13_items12_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                    unsigned n, unsigned base) {
-    segment_scan<12, 1, 2>(x, out, status, n, base);
+scan13_items12_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                           unsigned n, unsigned base) {
+    segment_scan<12, 1, 1, 2>(x, out, status, n, base);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 4)
-scan13_items8_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                   unsigned n, unsigned base) {
-    segment_scan<8, 1, 3>(x, out, status, n, base);
-}
-
-extern "C" __global__ void __launch_bounds__(BLOCK, 5)
-scan13_items8_lag1_b5(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                      unsigned n, unsigned base) {
-    segment_scan<8, 1, 3>(x, out, status, n, base);
+scan13_items8_ahead1_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned n, unsigned base) {
+    segment_scan<8, 1, 1, 3>(x, out, status, n, base);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, 4)
-scan13_items8_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
-                   unsigned n, unsigned base) {
-    segment_scan<8, 2, 3>(x, out, status, n, base);
+scan13_items8_ahead2_lag1(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned n, unsigned base) {
+    segment_scan<8, 2, 1, 3>(x, out, status, n, base);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, 3)
+scan13_items8_ahead2_lag2(const float* __restrict__ x, float* __restrict__ out, unsigned long long* __restrict__ status,
+                          unsigned n, unsigned base) {
+    segment_scan<8, 2, 2, 3>(x, out, status, n, base);
 }

@@ -330,7 +330,7 @@ def launch_segmented(ctx, cfg: Segmented, x, out) -> None:
 
 class Registered(Segmented):
     """One instantiation of rung 13's template (rung 11's schedule with the tiles in registers): as
-    Segmented, with one tile loading ahead always and shared memory only for the warp and window totals."""
+    Segmented, with the tiles in registers and shared memory only for the warp and window totals."""
 
     @property
     def smem(self) -> int:
@@ -338,14 +338,15 @@ class Registered(Segmented):
         return 4 * 8 * 4
 
 
-#: Rung 13's candidates: blocks per SM as its launch bounds ask (registers: LAG + 2 tiles a thread).
+#: Rung 13's candidates: blocks per SM as its launch bounds ask (registers: AHEAD + 1 + LAG tiles a thread).
 REGISTERED = (
-    Registered("scan13_items16_lag1", 16, 1, 1, 3, 2),
-    Registered("scan13_items16_lag2", 16, 1, 2, 2, 2),
-    Registered("scan13_items12_lag1", 12, 1, 1, 3, 2),
-    Registered("scan13_items8_lag1", 8, 1, 1, 4, 3),
-    Registered("scan13_items8_lag1_b5", 8, 1, 1, 5, 3),
-    Registered("scan13_items8_lag2", 8, 1, 2, 4, 3),
+    Registered("scan13_items16_ahead1_lag1", 16, 1, 1, 3, 2),
+    Registered("scan13_items16_ahead2_lag1", 16, 2, 1, 2, 2),
+    Registered("scan13_items16_ahead1_lag2", 16, 1, 2, 2, 2),
+    Registered("scan13_items12_ahead1_lag1", 12, 1, 1, 3, 2),
+    Registered("scan13_items8_ahead1_lag1", 8, 1, 1, 4, 3),
+    Registered("scan13_items8_ahead2_lag1", 8, 2, 1, 4, 3),
+    Registered("scan13_items8_ahead2_lag2", 8, 2, 2, 3, 3),
 )
 
 
