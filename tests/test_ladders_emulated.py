@@ -588,35 +588,3 @@ def test_scan_counter_carry_adds_a_window_longer_than_the_block(scan12, first):
     assert torch.equal(out[first * cfg.tile:], expected.float())
     assert torch.isnan(out[: first * cfg.tile]).all(), "tiles before the counter's start are not touched"
     assert counters[1 - call].item() == 0, "the next call's counter is cleared"
-
-
-# Rung 13: rung 11's schedule with the tiles in registers (warp-striped loads, shuffle scans).
-
-REGISTERED = ["scan13_items16_ahead1_lag1", "scan13_items16_ahead2_lag1", "scan13_items16_ahead1_lag2",
-              "scan13_items12_ahead1_lag1", "scan13_items8_ahead1_lag1", "scan13_items8_ahead2_lag1",
-              "scan13_items8_ahead2_lag2"]
-
-
-@pytest.fixture(scope="module")
-def scan13():
-    defn = load_definition("scan")
-    return runner.load_problem(defn), EmuBuild(defn.path(defn.rung("13")))
-
-
-@needs_gxx
-def test_scan_problem_declares_every_rung_13_kernel(scan13):
-    problem, build = scan13
-    assert [c.kernel for c in problem.REGISTERED] == REGISTERED and set(REGISTERED) == set(build.signatures)
-
-
-@needs_gxx
-@pytest.mark.parametrize("kernel", REGISTERED)
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_scan_register_tiles_are_exact_on_skewed_schedules_without_a_memset(scan13, kernel, seed):
-    """Every rung 13 candidate through rung 11's launcher: three calls on one status buffer, blocks at
-    one pace or at speeds 1-8 times apart, each call exact on fresh integers (a value counted twice, a
-    float4 row or a warp's part of the tile put in the wrong place, or a stale prefix, is not)."""
-    problem, build = scan13
-    cfg = next(c for c in problem.REGISTERED if c.kernel == kernel)
-    assert [exact for _, _, exact in _launcher_calls(problem.launch_segmented, build, cfg, 3, seed)] == [True] * 3
-

@@ -322,32 +322,10 @@ def segmented_grid(ctx, cfg: Segmented, n: int) -> int:
 def launch_segmented(ctx, cfg: Segmented, x, out) -> None:
     n = x.numel()
     grid = segmented_grid(ctx, cfg, n)
-    most = KEPT11 * max(ctx.sm_count * c.blocks_per_sm for c in (*SEGMENTED, *REGISTERED))  # one buffer for every candidate
+    most = KEPT11 * max(ctx.sm_count * c.blocks_per_sm for c in SEGMENTED)  # one buffer for every candidate
     state = ctx.scratch("state11", most, torch.int64, zero=True)
     base, _ = _next_tags(state, math.ceil(n / cfg.tile))
     ctx.launch(cfg.kernel, grid, 256, x, out, state[:KEPT11 * grid], n, base, smem=cfg.smem, cooperative=True)
-
-
-class Registered(Segmented):
-    """One instantiation of rung 13's template (rung 11's schedule with the tiles in registers): as
-    Segmented, with the tiles in registers and shared memory only for the warp and window totals."""
-
-    @property
-    def smem(self) -> int:
-        """Dynamic shared memory: two sets (by round parity) of warp totals and of window totals."""
-        return 4 * 8 * 4
-
-
-#: Rung 13's candidates: blocks per SM as its launch bounds ask (registers: AHEAD + 1 + LAG tiles a thread).
-REGISTERED = (
-    Registered("scan13_items16_ahead1_lag1", 16, 1, 1, 3, 2),
-    Registered("scan13_items16_ahead2_lag1", 16, 2, 1, 2, 2),
-    Registered("scan13_items16_ahead1_lag2", 16, 1, 2, 2, 2),
-    Registered("scan13_items12_ahead1_lag1", 12, 1, 1, 3, 2),
-    Registered("scan13_items8_ahead1_lag1", 8, 1, 1, 4, 3),
-    Registered("scan13_items8_ahead2_lag1", 8, 2, 1, 4, 3),
-    Registered("scan13_items8_ahead2_lag2", 8, 2, 2, 3, 3),
-)
 
 
 class Counted(NamedTuple):
@@ -405,5 +383,4 @@ LAUNCH = {
     "10_lookback_warp": _tuned("10_lookback_warp", SPECIALISED, launch_specialised),
     "11_segment_carry": _tuned("11_segment_carry", SEGMENTED, launch_segmented),
     "12_counter_carry": _tuned("12_counter_carry", COUNTED, launch_counted),
-    "13_register_tiles": _tuned("13_register_tiles", REGISTERED, launch_segmented),
 }
