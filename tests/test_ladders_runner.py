@@ -9,6 +9,7 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -420,6 +421,42 @@ def test_ncu_leaves_out_rungs_that_crashed_and_stops_when_the_budget_is_spent(fa
     runner.profile_with_ncu("fake", tmp_path, "h200", "ncu", timeout_s=5)
     assert len(seen) == 1
     assert json.loads(path.read_text())["ncu"]["error"] == "skipped: the run's time budget was spent"
+
+
+def test_ncu_profiles_the_candidate_the_timed_run_chose(fake_data, monkeypatch):
+    """A tuned rung's choice in the results file (its "tuned" entries) goes to the profile child as
+    --picks, so Nsight Compute profiles the kernel that was timed, not a new choice made under it."""
+    tmp_path = fake_data / "out"
+    _results(tmp_path, name="fake", rungs=[
+        {"key": "00_a", "status": "ok", "kernels": ["ka1", "ka2"],
+         "tuned": [{"pick": "ka2", "times_s": {"ka1": 2e-4, "ka2": 1e-4}}]},
+        {"key": "01_b", "status": "ok", "kernels": ["kb"]},
+    ])
+    seen = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or Done())
+    runner.profile_with_ncu("fake", tmp_path, "h200", "ncu", timeout_s=100)
+    (cmd,) = seen
+    args = runner.parse_args(cmd[cmd.index("profile"):])
+    assert args.rungs == ["00_a", "01_b"] and list(args.picks) == ["ka2"]
+
+
+def test_time_each_chooses_a_given_pick_without_timing():
+    """With picks, time_each runs nothing and the pick is the fastest; the choice is kept in tunings."""
+    import torch
+
+    class Cand(NamedTuple):
+        kernel: str
+
+    ctx = runner.Context(torch, "cpu", 4, picks=["k2"])
+    ran = []
+    times = ctx.time_each([Cand("k1"), Cand("k2"), Cand("k3")], ran.append, warmup=1, reps=2)
+    assert min(times, key=times.get) == Cand("k2") and ran == []
+    assert ctx.tunings == [{"pick": "k2", "given": True}]
+    assert runner.candidate_name(Cand("k3")) == "k3" and runner.candidate_name(7) == "7"
 
 
 def test_summary_table(tmp_path):

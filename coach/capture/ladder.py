@@ -237,11 +237,16 @@ class Context:
     long as the rung (partial sums, tile flags), allocated on first use so it is not timed.
     """
 
-    def __init__(self, torch: Any, device: str, sm_count: int, build: Build | None = None):
+    def __init__(self, torch: Any, device: str, sm_count: int, build: Build | None = None,
+                 picks: Sequence[str] = ()):
+        """``picks``: candidate names (see ``candidate_name``) that ``time_each`` chooses without timing,
+        so that a profiled call runs the candidate the timed run chose."""
         self.torch = torch
         self.device = device
         self.sm_count = sm_count
         self.build = build
+        self.picks = frozenset(picks)
+        self.tunings: list[dict[str, Any]] = []  # what each time_each call measured and chose
         self._scratch: dict[str, Any] = {}
 
     def launch(self, kernel: str, grid: Dim, block: Dim, *args: Any, smem: int = 0, cooperative: bool = False) -> None:
@@ -274,7 +279,15 @@ class Context:
                   reps: int) -> dict[Any, float]:
         """Seconds per call of ``run(candidate)`` for each candidate, in order: ``warmup`` untimed calls
         (the first loads the kernel), then ``reps`` calls timed together by CUDA events. For a rung that
-        chooses among configurations on its first call (as triton.autotune does); GPU only."""
+        chooses among configurations on its first call (as triton.autotune does); GPU only.
+
+        A candidate named in ``picks`` is chosen without timing: it gets 0 s and the others infinity.
+        Each call's times and choice (the fastest) are kept in ``tunings`` for the results file."""
+        names = [candidate_name(c) for c in candidates]
+        picked = next((c for c, name in zip(candidates, names) if name in self.picks), None)
+        if picked is not None:
+            self.tunings.append({"pick": candidate_name(picked), "given": True})
+            return {c: 0.0 if c is picked else math.inf for c in candidates}
         times = {}
         for candidate in candidates:
             for _ in range(warmup):
@@ -286,6 +299,9 @@ class Context:
             end.record()
             end.synchronize()
             times[candidate] = start.elapsed_time(end) * 1e-3 / reps
+        best = min(times, key=times.get)
+        self.tunings.append({"pick": candidate_name(best),
+                             "times_s": {name: times[c] for c, name in zip(candidates, names)}})
         return times
 
     def scratch(self, name: str, numel: int, dtype: Any, *, zero: bool = False) -> Any:
@@ -297,6 +313,11 @@ class Context:
             buf = make(numel, dtype=dtype, device=self.device)
             self._scratch[name] = buf
         return buf[:numel]
+
+
+def candidate_name(candidate: Any) -> str:
+    """A tuning candidate's name in results files and ``--picks``: its kernel's name where it has one."""
+    return str(getattr(candidate, "kernel", None) or candidate)
 
 
 def _dim3(d: Dim) -> tuple[int, int, int]:
@@ -463,6 +484,7 @@ class Prepared:
     resources: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
     build_s: float = 0.0
     sass: Callable[[], Mapping[str, Any]] | None = None  # the SASS opcode histograms, once it has run
+    context: Context | None = None  # a rung's launch context (its tunings), none for a peer
 
 
 def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: Mapping[str, Any],
@@ -487,7 +509,7 @@ def prepare_rung(defn: LadderDef, rung: RungDef, problem: ModuleType, ctx_args: 
         kernels, resources = triton_kernel_names(path.read_text(encoding="utf-8")), {}
         sass = functools.partial(triton_sass, module, kernels)
     return Prepared(call=lambda inp, out: launch(ctx, inp, out), writes_outputs=True, kernels=kernels,
-                    resources=resources, build_s=time.perf_counter() - t0, sass=sass)
+                    resources=resources, build_s=time.perf_counter() - t0, sass=sass, context=ctx)
 
 
 def prepare_peer(problem: ModuleType, name: str) -> Prepared:
@@ -644,6 +666,8 @@ def measure_item(torch: Any, problem: ModuleType, prepared_fn: Callable[[], Prep
             return record
         if l2_bytes is not None:
             record.update(time_call(torch, problem, prepared, size, device, seed, l2_bytes))
+        if prepared.context is not None and prepared.context.tunings:
+            record["tuned"] = prepared.context.tunings
         record["status"] = "ok"
     except Exception as err:  # noqa: BLE001 - any failure of a rung is recorded, not raised
         record.update(status="error", error=f"{type(err).__name__}: {_first_lines(str(err))}",
@@ -979,15 +1003,17 @@ def report_stem(name: str) -> str:
 
 
 def ncu_command(ncu: str, name: str, out_dir: Path, size: str, kernels: Sequence[str], rungs: Sequence[str],
-                sections: Sequence[str] = NCU_SECTIONS) -> list[str]:
+                sections: Sequence[str] = NCU_SECTIONS, picks: Sequence[str] = ()) -> list[str]:
     """Nsight Compute over one ``profile`` child: the given rungs' kernels launched inside the ladder's
-    NVTX ranges only (not their warm-up calls), the given sections."""
+    NVTX ranges only (not their warm-up calls), the given sections; a tuned rung launches the candidate
+    in ``picks`` (the timed run's choice) instead of choosing again under the profiler."""
     section_args = [a for s in sections for a in ("--section", s)]
     regex = "regex:^(" + "|".join(re.escape(k) for k in sorted(set(kernels))) + ")$"
     report = out_dir / name / "ncu" / report_stem(name)
     return [ncu, "--clock-control", "none", *section_args, "--nvtx", "--nvtx-include", nvtx_filter(name),
             "-k", regex, "-f", "-o", str(report),
-            sys.executable, "-m", "coach.capture.ladder", "profile", name, "--size", size, "--rungs", *rungs]
+            sys.executable, "-m", "coach.capture.ladder", "profile", name, "--size", size, "--rungs", *rungs,
+            *(["--picks", *picks] if picks else [])]
 
 
 def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None, timeout_s: float = NCU_TIMEOUT_S) -> None:
@@ -1007,7 +1033,8 @@ def profile_with_ncu(name: str, out_dir: Path, size: str, ncu_path: str | None, 
                           else "skipped: the run's time budget was spent")
     else:
         (out_dir / name / "ncu").mkdir(parents=True, exist_ok=True)
-        cmd = ncu_command(ncu, name, out_dir, size, kernels, [r["key"] for r in rungs], sections)
+        picks = [t["pick"] for r in rungs for t in r.get("tuned", ())]
+        cmd = ncu_command(ncu, name, out_dir, size, kernels, [r["key"] for r in rungs], sections, picks)
         entry["command"] = shlex.join(cmd)
         t0 = time.monotonic()
         try:
@@ -1031,7 +1058,7 @@ def _find_ncu() -> str | None:
 
 
 def profile_child(name: str, size_name: str, rungs: Sequence[str] | None = None, *, device: str = "cuda",
-                  builder: Builder = cupy_builder) -> int:
+                  builder: Builder = cupy_builder, picks: Sequence[str] = ()) -> int:
     """Call every rung once to warm it up, then once more inside its NVTX range, for Nsight Compute.
 
     The warm-up calls (JIT compilation, Triton autotuning and anything else a launcher does on its
@@ -1051,7 +1078,7 @@ def profile_child(name: str, size_name: str, rungs: Sequence[str] | None = None,
     if on_gpu:
         _use_torch_stream(torch)
     sm_count = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 4
-    ctx_args = {"torch": torch, "device": device, "sm_count": sm_count}
+    ctx_args = {"torch": torch, "device": device, "sm_count": sm_count, "picks": picks}
     gen = torch.Generator(device=device).manual_seed(0)
     inp = problem.inputs(problem.INPUTS[-1], device=device, generator=gen, **size)
     out = problem.outputs(device=device, **size)
@@ -1126,6 +1153,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             p.add_argument("--only", nargs="+", metavar="KEY")
         else:
             p.add_argument("--rungs", nargs="+", metavar="RUNG", help="only these rungs (file stems)")
+            p.add_argument("--picks", nargs="+", metavar="CANDIDATE", default=(),
+                           help="tuned rungs launch these candidates (the timed run's choices) untimed")
     args = parser.parse_args(argv)
     names = args.names if args.command == "run" else [args.name]
     known = _known_ladders()
@@ -1163,7 +1192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rc
     if args.command == "measure":
         return run_ladder_child(args.name, args.out, args.size, only=args.only)
-    return profile_child(args.name, args.size, args.rungs)
+    return profile_child(args.name, args.size, args.rungs, picks=args.picks)
 
 
 if __name__ == "__main__":

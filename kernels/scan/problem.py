@@ -163,7 +163,8 @@ def fastest(ctx, rung: str, candidates, launch, x, out):
         return candidates[0]
     times = ctx.time_each(candidates, lambda cfg: launch(ctx, cfg, x, out), warmup=TUNE_WARMUP, reps=TUNE_REPS)
     best = min(times, key=times.get)
-    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" for c, t in times.items())
+    tried = ", ".join(f"{c.kernel} x {c.blocks_per_sm}/SM {t * 1e6:.1f} us" if 0 < t < math.inf else
+                      f"{c.kernel} x {c.blocks_per_sm}/SM {'given' if t == 0 else 'not timed'}" for c, t in times.items())
     print(f"[scan] {rung} at n = {n}: {tried} -> {best.kernel}", file=sys.stderr)
     return best
 
