@@ -48,7 +48,7 @@ from __future__ import annotations
 import random
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -119,7 +119,7 @@ class Bank:
 
 def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
     allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity",
-               "universal", "also"}
+               "universal", "also", "subject", "contrary"}
     if unknown := set(raw) - allowed:
         raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
     if "universal" in raw and (not isinstance(raw["universal"], bool) or not cid.startswith(RED_FLAG_PREFIX)):
@@ -147,9 +147,46 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
                           tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())),
                           paraphrases=tuple(dict.fromkeys((*raw.get("paraphrases", ()), *also))), example=example,
                           polarity=raw.get("polarity", "positive"), quantity=quantity)
+        concept = replace(concept, contrary=_contraries(path, cid, raw, concept))
     except (ValueError, TypeError) as err:
         raise InputError(path, str(err)) from None
     return concept, example
+
+
+def _phrases(path: Path, where: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InputError(path, f"{where} must be a list of phrases")
+    return tuple(value)
+
+
+def _contraries(path: Path, cid: str, raw: dict, concept: Concept) -> tuple[Concept, ...]:
+    """A signal's contrary claims (``[[concepts.<id>.contrary]]``): each a red flag said of the
+    signal's subject (its ``subject`` phrases, the concept's, or else its synonyms)."""
+    if cid.startswith(RED_FLAG_PREFIX) and ("contrary" in raw or "subject" in raw):
+        raise InputError(path, f"red flag {cid!r} cannot have contrary claims or a subject: they belong to a signal")
+    default = _phrases(path, f"concept {cid!r}: subject", raw["subject"]) if "subject" in raw else concept.synonyms
+    items = raw.get("contrary", [])
+    if not isinstance(items, list):
+        raise InputError(path, f"concept {cid!r}: contrary must be a list of tables ([[concepts.{cid}.contrary]])")
+    out = []
+    for k, item in enumerate(items, 1):
+        where = f"concept {cid!r}: contrary {k}"
+        if not isinstance(item, dict) or (unknown := set(item) - {"claim", "says", "patterns", "subject", "why"}):
+            raise InputError(path, f"{where} must be a table of claim, says, patterns, subject, why")
+        if not isinstance(item.get("claim"), str) or not item["claim"].strip():
+            raise InputError(path, f"{where} needs a claim: the misconception in a sentence")
+        says = _phrases(path, f"{where}: says", item.get("says", []))
+        patterns = _phrases(path, f"{where}: patterns", item["patterns"]) if "patterns" in item else ()
+        if not says and not patterns:
+            raise InputError(path, f"{where} needs says (the phrases that assert it) or patterns")
+        subject = _phrases(path, f"{where}: subject", item["subject"]) if "subject" in item else default
+        if not subject:
+            raise InputError(path, f"{where} needs a subject: the phrases that name what it is said of")
+        why = str(item.get("why", "")).strip() or concept.explain
+        out.append(Concept(f"{RED_FLAG_PREFIX}{cid}-contrary-{k}", item["claim"].strip().rstrip("."),
+                           f"In fact: {concept.label.rstrip('.')}. {why}", says, patterns,
+                           loose_label=False, anchor=subject))
+    return tuple(out)
 
 
 def _question(path: Path, topic: str, raw: dict, concepts: dict[str, Concept]) -> Question:

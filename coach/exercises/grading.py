@@ -476,6 +476,13 @@ class Concept:
     polarity: str = "positive"  # "negative": found only where the answer denies the phrases
     quantity: Quantity | None = None
     loose_label: bool = True  # whether the label itself is a loose cue
+    #: A claim said of a subject: matched only where one of these phrases names the subject in the
+    #: same sentence, or in the sentence before where the claim refers back to it ("it", "they").
+    anchor: tuple[str, ...] = ()
+    #: A signal's contrary claims: what a half-right answer says instead of the fact (a wrong
+    #: consequence, mechanism, direction or number), each a red flag anchored to the fact's subject.
+    #: Every rubric that holds the signal grades them.
+    contrary: tuple[Concept, ...] = ()
 
     def __post_init__(self) -> None:
         if not (self.synonyms or self.patterns or self.keywords or self.parts or self.paraphrases or self.quantity):
@@ -1038,6 +1045,10 @@ _HYPOTHETICAL = re.compile(
     r"\b(?:it|that|this|which|they|there|these|those)\s+would\s+(?:\w+\s+)?(?:be|have|take|need|cost|give|mean|grow)\b"
     r"|\bwhat if\b|\bsuppose\b|\bsupposing\b|\bimagine\b|\bhypothetically\b"
     r"|\bif\s+(?:we|you|one|it|they|the \w+)\s+(?:had|were|used|kept|stored)\b|\bhad (?:we|you|it|they)\b")
+#: A question asked before the claim, not answered: "check whether it is compute-bound", "to see if it
+#: is memory-bound", or a requirement spoken of ("what the chip needs to be compute-bound").
+_ASKED = re.compile(r"\bwhether\b|\b(?:check|checks|checking|see|tell|find out|ask|asks|decide|determine)\s+if\b"
+                    r"|\bwhat\b[^,]*\bmust be\b")
 
 
 def _hypothetical(sent: _Sentence, m: Match) -> bool:
@@ -1048,7 +1059,7 @@ def _hypothetical(sent: _Sentence, m: Match) -> bool:
         return False
     ws = [w for w in sent.all_words if w.claim in claims]
     return bool(_HYPOTHETICAL.search(sent.raw[ws[0].start:ws[-1].end])
-                or _FEW.search(sent.raw[ws[0].start:m.lo]))
+                or _FEW.search(sent.raw[ws[0].start:m.lo]) or _ASKED.search(sent.raw[ws[0].start:m.lo]))
 
 
 #: A claim said of a few ("only a few thousand atomics on the address, which is cheap") is not the
@@ -1062,6 +1073,8 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
         found += _loose(sentences, concept)
+    if concept.anchor:  # a claim said of a subject: only where the subject is named
+        found = [m for m in found if _anchored(sentences, m, concept.anchor)]
     if _strict(concept):  # a misconception named to be rejected, or only supposed, is not stated
         found = [replace(m, negated=True) if not m.negated and (_attributed(sentences, m)
                                                                 or _hypothetical(sentences[m.sentence], m)) else m
@@ -1078,6 +1091,31 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
                                                           or (cl and m.loose and not d.loose))
                             for d, cl in denied)]
     return found
+
+
+def _names_subject(sent: _Sentence, anchor: tuple[str, ...], before: int | None = None) -> bool:
+    """Whether the sentence names one of the subject phrases (before character ``before``, if given)."""
+    index = sent.stems
+    for phrase in anchor:
+        stems = phrase_stems(phrase)
+        if not stems or not all(p in index for p in stems):
+            continue
+        for i, _ in _phrase_spans(sent.words, stems, _tight(phrase)):
+            if before is None or sent.words[i].start < before:
+                return True
+    return False
+
+
+def _anchored(sentences: tuple[_Sentence, ...], m: Match, anchor: tuple[str, ...]) -> bool:
+    """Whether a claim's subject is named where the claim is said: in its sentence, or in the
+    sentence before where the claim refers back to it ("FlexAttention ... . It materialises ...")."""
+    sent = sentences[m.sentence]
+    if _names_subject(sent, anchor):
+        return True
+    if m.sentence == 0:
+        return False
+    refers = any(w.start < m.lo and fold(sent.raw[w.start:w.end]) in _ANAPHORA for w in sent.all_words)
+    return refers and _names_subject(sentences[m.sentence - 1], anchor)
 
 
 #: Matches already worked out, per answer and concept: an answer is graded against many rubrics
@@ -1101,6 +1139,8 @@ def _matches(text: str, sentences: tuple[_Sentence, ...], in_text: frozenset[str
 def _cannot_match(in_text: frozenset[str], concept: Concept) -> bool:
     """Whether no synonym and no loose cue of a plain concept can match: the answer lacks a word of
     every synonym and holds fewer than two words of every cue (a quick test before the real one)."""
+    if concept.anchor and not any(all(p in in_text for p in phrase_stems(a)) for a in concept.anchor):
+        return True
     if concept.patterns or concept.quantity is not None:
         return False
     if any(all(p in in_text for p in phrase_stems(syn)) for syn in concept.synonyms):
@@ -1368,6 +1408,21 @@ def _needless(sent: _Sentence, m: Match) -> bool:
     return any(w.stem == "needless" for w in near)
 
 
+def _contraries(signals) -> tuple[Concept, ...]:
+    """The contrary claims of the signals and of the concepts they are made of, once each."""
+    out: dict[str, Concept] = {}
+
+    def walk(c: Concept) -> None:
+        for x in c.contrary:
+            out.setdefault(x.id, x)
+        for p in c.parts:
+            walk(p)
+
+    for c in signals:
+        walk(c)
+    return tuple(out.values())
+
+
 def _ids(c: Concept) -> set[str]:
     return {c.id}.union(*(_ids(p) for p in c.parts))
 
@@ -1382,6 +1437,8 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
     that is off by a factor from the worked one of the same quantity is a red flag too
     (``coach.exercises.figures``)."""
     own = tuple(red_flags)
+    named_own = {c.id for c in own}
+    own += tuple(c for c in _contraries(signals) if c.id not in named_own)
     if classic:
         named = set().union(*(_ids(c) for c in own)) if own else set()
         red_flags = own + tuple(c for c in _classic() if c.id not in named)

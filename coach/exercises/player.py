@@ -47,6 +47,7 @@ from typing import Any, Callable, Mapping, Sequence
 from coach.analyze.findings import Bottleneck
 from coach.errors import CoachError, InputError
 from coach.exercises.bank import RED_FLAG_PREFIX, Bank, load_bank
+from coach.exercises.bottlenecks import contrary_claims
 from coach.exercises.grading import Concept, Grade, grade
 from coach.exercises.rubric import RubricLine, resolve, starts_with
 from coach.exercises.topics import BOTTLENECK_TOPICS
@@ -128,6 +129,8 @@ class Exercise:
     rubric_strong: tuple[RubricLine, ...]
     rubric_flags: tuple[RubricLine, ...]
     hints: tuple[str, ...] = ()
+    #: Claims of a bottleneck class that is not the recorded one (``coach.exercises.bottlenecks``).
+    class_flags: tuple[Concept, ...] = ()
 
     @property
     def signals(self) -> tuple[Concept, ...]:
@@ -135,7 +138,7 @@ class Exercise:
 
     @property
     def red_flags(self) -> tuple[Concept, ...]:
-        return tuple(r.concept for r in self.rubric_flags if r.concept is not None)
+        return tuple(r.concept for r in self.rubric_flags if r.concept is not None) + self.class_flags
 
     @property
     def reference(self) -> str:
@@ -211,7 +214,9 @@ def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others
     return Exercise(scenario_id=scenario.id, title=scenario.title, topic=BOTTLENECK_TOPICS[scenario.bottleneck],
                     intro=fill(scenario.symptom, values), points=tuple(points),
                     rubric_strong=tuple(strong), rubric_flags=tuple(flags),
-                    hints=tuple(fill(h, values) for h in scenario.hints))
+                    hints=tuple(fill(h, values) for h in scenario.hints),
+                    class_flags=contrary_claims(scenario.bottleneck, BOTTLENECK_WORDS[scenario.bottleneck],
+                                                prefix=scenario.id))
 
 
 def recorded_values(scenario: Scenario) -> dict[str, Any]:
