@@ -88,6 +88,10 @@ from functools import lru_cache
 #: counting). Two lets a qualifier in ("shared-memory tile reads" for "shared memory reads"); more
 #: starts joining words from unrelated clauses.
 MAX_GAP = 2
+#: Words allowed between two words of a claim said of a named subject (a contrary claim): the
+#: subject named in the same argument makes a wider gap safe ("__syncthreads() between the writes and
+#: the store is all it needs").
+ANCHORED_GAP = 4
 #: How far back (in words, same clause) a negation reaches: "is not always", "doesn't really mean".
 NEGATION_WINDOW = 4
 #: Negations right after a match also flip it: "maximising occupancy is not the goal".
@@ -661,7 +665,8 @@ def _predicate_dismissal(sent: _Sentence, clause: int, lo: int, own: set[str]) -
     return False
 
 
-def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: frozenset[int] = frozenset()):
+def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: frozenset[int] = frozenset(),
+                  gap: int = MAX_GAP):
     """Every (start, end) word-index span where ``phrase`` occurs in order with gaps <= MAX_GAP.
 
     A compound is one word: the tail of one in the answer ("bound" of "memory-bound") continues a
@@ -673,7 +678,7 @@ def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: froz
             continue
         pos = start
         for k, p in enumerate(phrase[1:], 1):
-            window = stems[pos + 1: pos + 2 + MAX_GAP]
+            window = stems[pos + 1: pos + 2 + gap]
             if p not in window:
                 break
             nxt = pos + 1 + window.index(p)
@@ -702,7 +707,7 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             phrase = phrase_stems(syn)
             if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
                 continue
-            for i, j in _phrase_spans(sent.words, phrase, _tight(syn)):
+            for i, j in _phrase_spans(sent.words, phrase, _tight(syn), ANCHORED_GAP if concept.anchor else MAX_GAP):
                 if sent.words[i].claim != sent.words[j].claim:  # a phrase is said in one claim
                     continue
                 lo, hi = sent.words[i].start, sent.words[j].end
@@ -1093,29 +1098,36 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
     return found
 
 
-def _names_subject(sent: _Sentence, anchor: tuple[str, ...], before: int | None = None) -> bool:
-    """Whether the sentence names one of the subject phrases (before character ``before``, if given)."""
+def _names_subject(sent: _Sentence, anchor: tuple[str, ...], keep=lambda w: True) -> bool:
+    """Whether the sentence names one of the subject phrases with a first word that ``keep`` accepts."""
     index = sent.stems
     for phrase in anchor:
         stems = phrase_stems(phrase)
         if not stems or not all(p in index for p in stems):
             continue
-        for i, _ in _phrase_spans(sent.words, stems, _tight(phrase)):
-            if before is None or sent.words[i].start < before:
-                return True
+        if any(keep(sent.words[i]) for i, _ in _phrase_spans(sent.words, stems, _tight(phrase))):
+            return True
     return False
 
 
 def _anchored(sentences: tuple[_Sentence, ...], m: Match, anchor: tuple[str, ...]) -> bool:
-    """Whether a claim's subject is named where the claim is said: in its sentence, or in the
-    sentence before where the claim refers back to it ("FlexAttention ... . It materialises ...")."""
+    """Whether a claim's subject is named where the claim is said: in its argument (its clause, with
+    the conditions, reasons and consequences said with it), or before it where the claim refers back
+    to it ("FlexAttention ... . It materialises ..."). A contrast ("eager runs op by op, while graph
+    mode ...") is another argument: the subject of one is not the other's."""
     sent = sentences[m.sentence]
-    if _names_subject(sent, anchor):
-        return True
-    if m.sentence == 0:
+    own = [w for w in sent.all_words if m.lo <= w.start < m.hi]
+    if not own:
         return False
-    refers = any(w.start < m.lo and fold(sent.raw[w.start:w.end]) in _ANAPHORA for w in sent.all_words)
-    return refers and _names_subject(sentences[m.sentence - 1], anchor)
+    argument = own[0].argument
+    if _names_subject(sent, anchor, lambda w: w.argument == argument):
+        return True
+    first = min(w.start for w in sent.all_words if w.argument == argument)
+    refers = any(first <= w.start < m.lo and fold(sent.raw[w.start:w.end]) in _ANAPHORA for w in sent.all_words)
+    if not refers:
+        return False
+    return (_names_subject(sent, anchor, lambda w: w.start < first)
+            or (m.sentence > 0 and _names_subject(sentences[m.sentence - 1], anchor)))
 
 
 #: Matches already worked out, per answer and concept: an answer is graded against many rubrics
