@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from coach.errors import InputError
-from coach.exercises.grading import Concept, Grade, Quantity, grade
+from coach.exercises.grading import Concept, Grade, Quantity, grade, phrase_stems
 from coach.exercises.worked import Number, WorkedError, render
 
 BANK_DIR = Path(__file__).resolve().parent / "data" / "bank"
@@ -176,6 +176,9 @@ def _contraries(path: Path, cid: str, raw: dict, concept: Concept) -> tuple[Conc
         if not isinstance(item.get("claim"), str) or not item["claim"].strip():
             raise InputError(path, f"{where} needs a claim: the misconception in a sentence")
         says = _phrases(path, f"{where}: says", item.get("says", []))
+        # a claim of one word is a term a right answer uses too ("in FP16" is "fp16" once filler is gone)
+        if short := [p for p in says if len(phrase_stems(p)) < 2]:
+            raise InputError(path, f"{where}: says {short[0]!r} needs two words besides filler words")
         patterns = _phrases(path, f"{where}: patterns", item["patterns"]) if "patterns" in item else ()
         if not says and not patterns:
             raise InputError(path, f"{where} needs says (the phrases that assert it) or patterns")

@@ -88,9 +88,9 @@ from functools import lru_cache
 #: counting). Two lets a qualifier in ("shared-memory tile reads" for "shared memory reads"); more
 #: starts joining words from unrelated clauses.
 MAX_GAP = 2
-#: Words allowed between two words of a claim said of a named subject (a contrary claim): the
-#: subject named in the same argument makes a wider gap safe ("__syncthreads() between the writes and
-#: the store is all it needs").
+#: Words allowed between two words of a claim of three words or more said of a named subject (a
+#: contrary claim): the subject named in the same argument makes a wider gap safe ("the outputs come
+#: back as new tensors" for "outputs are new tensors"); a claim of two words keeps ``MAX_GAP``.
 ANCHORED_GAP = 4
 #: How far back (in words, same clause) a negation reaches: "is not always", "doesn't really mean".
 NEGATION_WINDOW = 4
@@ -707,7 +707,8 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             phrase = phrase_stems(syn)
             if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
                 continue
-            for i, j in _phrase_spans(sent.words, phrase, _tight(syn), ANCHORED_GAP if concept.anchor else MAX_GAP):
+            gap = ANCHORED_GAP if concept.anchor and len(phrase) >= 3 else MAX_GAP
+            for i, j in _phrase_spans(sent.words, phrase, _tight(syn), gap):
                 if sent.words[i].claim != sent.words[j].claim:  # a phrase is said in one claim
                     continue
                 lo, hi = sent.words[i].start, sent.words[j].end
