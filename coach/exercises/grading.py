@@ -1123,6 +1123,12 @@ def _anchored(sentences: tuple[_Sentence, ...], m: Match, anchor: tuple[str, ...
     argument = own[0].argument
     if _names_subject(sent, anchor, lambda w: w.argument == argument):
         return True
+    # a phrase put in front of the claim ("Past the recompile limit, it ..."): a clause with no verb
+    before = next((w.argument for w in sent.all_words if w.clause == argument - 1), None) if argument else None
+    fronted = [w for w in sent.all_words if w.argument == before] if before is not None else []
+    if fronted and fronted[0].clause == 0 and not any(w.stem in _VERBS for w in fronted) and _names_subject(
+            sent, anchor, lambda w: w.argument == before) and sent.raw[fronted[-1].end:m.lo].lstrip()[:1] == ",":
+        return True
     first = min(w.start for w in sent.all_words if w.argument == argument)
     refers = any(first <= w.start < m.lo and fold(sent.raw[w.start:w.end]) in _ANAPHORA for w in sent.all_words)
     if not refers:
@@ -1452,6 +1458,7 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
     own = tuple(red_flags)
     named_own = {c.id for c in own}
     own += tuple(c for c in _contraries(signals) if c.id not in named_own)
+    red_flags = own
     if classic:
         named = set().union(*(_ids(c) for c in own)) if own else set()
         red_flags = own + tuple(c for c in _classic() if c.id not in named)
