@@ -216,7 +216,7 @@ def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others
                     rubric_strong=tuple(strong), rubric_flags=tuple(flags),
                     hints=tuple(fill(h, values) for h in scenario.hints),
                     class_flags=contrary_claims(scenario.bottleneck, BOTTLENECK_WORDS[scenario.bottleneck],
-                                                prefix=scenario.id))
+                                                prefix=scenario.id) + _tempting_flags(scenario))
 
 
 def recorded_values(scenario: Scenario) -> dict[str, Any]:
@@ -356,6 +356,19 @@ _TEMPTING: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.MEASUREMENT: ("Add torch.cuda.synchronize() after the call and keep the same timed region",
                              "Tune the kernel's block size on the reported number"),
 }
+
+
+def _tempting_flags(scenario: Scenario) -> tuple[Concept, ...]:
+    """The fixes a half-right candidate proposes for the scenario's class (``_TEMPTING``), as red flags:
+    each acts near the problem but not on what limits the work."""
+    why = (f"The recorded diagnosis is {BOTTLENECK_WORDS[scenario.bottleneck]} ({scenario.bottleneck.value}); this "
+           "fix acts near it but not on what limits the work, so the time the profile shows stays.")
+    flags = [Concept(f"rf-{scenario.id}-tempting-{i}", fix, why, paraphrases=(fix,), example=fix, loose_label=False)
+             for i, fix in enumerate(_TEMPTING.get(scenario.bottleneck, ()), 1)]
+    # one the scenario's own account states in its words (its set-up, its fix, why the wrong fix fails)
+    # is part of the story, not a proposal: it is not graded
+    own = "\n\n".join(fill(t, {}) for t in (scenario.symptom, scenario.fix.details, scenario.fix.wrong_fix) if t)
+    return tuple(c for c in flags if not grade(own, (), (c,), classic=False).flags)
 
 
 def predicted_speedup(scenario: Scenario) -> tuple[float, str]:
