@@ -1053,7 +1053,8 @@ _HYPOTHETICAL = re.compile(
     r"|\bif\s+(?:we|you|one|it|they|the \w+)\s+(?:had|were|used|kept|stored)\b|\bhad (?:we|you|it|they)\b")
 #: A question asked before the claim, not answered: "check whether it is compute-bound", "to see if it
 #: is memory-bound", or a requirement spoken of ("what the chip needs to be compute-bound").
-_ASKED = re.compile(r"\bwhether\b|\b(?:check|checks|checking|see|tell|find out|ask|asks|decide|determine)\s+if\b"
+_ASKED = re.compile(r"\b(?:check|checks|checking|see|tell|find out|ask|asks|asking|decide|determine|know|test|measure|"
+                    r"question is|depends on)\s+(?:if|whether)\b"
                     r"|\bwhat\b[^,]*\bmust be\b")
 
 
