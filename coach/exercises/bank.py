@@ -29,6 +29,15 @@ its longer synonyms are matched loosely, in other words, besides its exact synon
     example = "..."         # red flags (rf-*): a sentence stating the misconception; required
     also = ["so I'd just fix the biggest stall first", "..."]  # red flags: the same wrong claim said
                             # other ways (other verbs, as a consequence or a plan); matched like paraphrases
+    subject = ["little's law", "bytes in flight"]  # signals: what the fact is said of (default: synonyms)
+
+    [[concepts.littles-law.contrary]]   # signals: what a half-right answer says instead of the fact
+    claim = "Bytes in flight are bandwidth divided by latency"   # the misconception, as feedback names it
+    says = ["bandwidth divided by latency", "bandwidth over latency"]  # phrases that assert it (two
+                            # words or more besides filler words), read only where a subject phrase
+                            # is named in the same argument, or before it where the claim refers back
+    subject = ["bytes in flight"]       # optional: this claim's own subject
+    why = "..."                         # optional: why it is wrong (default: the signal's explain)
 
 A claim counts only where a sentence asserts it: negation and "not relevant / doesn't matter /
 irrelevant" flip it, and a bare list of terms asserts nothing (``coach.exercises.grading``). A red
@@ -38,6 +47,9 @@ never as a bare term a right answer also uses. Its ``explain`` says why it is wr
 quotes it. A red flag marked ``universal`` is a classic misconception, wrong in any context
 ("higher occupancy is always better", "just cast to FP8"): it is graded on every question and
 scenario, not only on those that list it (``Bank.classic``, ``coach.exercises.grading.grade``).
+
+A signal's contrary claims are red flags of every rubric that holds the signal (a question's, or a
+scenario line's that maps to it): feedback names the misconception and then the fact ("In fact: ...").
 
 Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
 file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.

@@ -51,6 +51,16 @@ A claim counts only where a sentence *asserts* it:
 * **Alternative phrasings.** Each red flag of the bank carries two to four other ways of saying its
   wrong claim (``also``: other verbs, the claim as a consequence or a plan), matched like its
   paraphrases and checked against every model and strong answer the repository holds.
+* **Contrary claims.** A signal (a fact an answer must carry) may declare what a half-right answer
+  says instead (a wrong consequence, mechanism, direction or number), each a red flag anchored to the
+  fact's subject (``Concept.anchor``): it counts only where the answer names the subject in the same
+  argument (the clause with its condition, reasons and consequences, not a contrasting "while ..."),
+  in a phrase put before it with a comma ("Past the recompile limit, it ..."), or before it where the
+  claim refers back ("FlexAttention ... . It materialises the full score matrix"). Negation, hedges,
+  attribution and suppositions read it as they read every claim; its words may lie ``ANCHORED_GAP``
+  apart, the subject being named with them. Every rubric that holds the signal grades them.
+* **Questions asked.** A claim inside a question the answer asks ("check whether it is compute-bound",
+  "what the chip needs to be compute-bound") is not asserted.
 * **Classic misconceptions.** Red flags the bank marks ``universal`` ("higher occupancy is always
   better", "just cast to FP8") are wrong on any question: every rubric grades them, counted once
   where one of its own flags says the same.
