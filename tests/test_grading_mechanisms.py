@@ -386,7 +386,9 @@ def test_a_red_flag_cannot_carry_contrary_claims(tmp_path):
 def test_every_contrary_claim_is_said_of_a_subject_with_a_reason():
     bank = load_bank()
     contrary = [x for c in bank.concepts.values() for x in c.contrary]
-    assert len(contrary) >= 150
+    assert len(contrary) >= 600
+    # every question grades at least one contrary claim of its signals
+    assert all(any(c.contrary for c in q.signals) for q in bank.questions)
     assert all(x.anchor and x.explain.startswith("In fact: ") and x.id.startswith("rf-") for x in contrary)
 
 
