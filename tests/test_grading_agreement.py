@@ -23,10 +23,11 @@ output on it was seen, and scored once before the seventh round and once after i
 were studied in the seventh round (numbers held against the worked answer's, a claim read with its reasons
 and consequences, denied requirements over their clause), so neither is unseen any more. The eighth round
 (contrary claims: what a half-right answer says instead of a signal's fact, said of the fact's subject,
-written for 638 of the bank's 663 signals from what candidates commonly believe; claims of a bottleneck class
-other than a scenario's recorded one; the tempting fixes of that class) was built after heldout7 to
-heldout9 were seen, so none of the three is unseen for it. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
-as a disagreement, whatever the expected verdict.
+written for 638 of the bank's 663 signals from what candidates commonly believe; claims of a bottleneck
+class other than a scenario's recorded one; the tempting fixes of that class) was built after heldout7
+to heldout9 were seen, so none of the three is unseen for it. All are scored the same way: an ``unsure``
+verdict (the grader asks the person to mark themselves) counts as a disagreement, whatever the expected
+verdict.
 """
 
 from __future__ import annotations
