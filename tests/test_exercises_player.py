@@ -119,8 +119,12 @@ def test_bad_answers_to_scenario_01_lose_points_and_say_why(everything):
     assert result.rubric.score < 0 and result.score < 0
     flagged = {h.concept.label.split(",")[0] for h in result.rubric.flags}
     # a red flag is named by its claim; its reason (after the colon) is the explanation
+    # (and, held against the recorded class, the memory-access pattern: the arithmetic named as the limit,
+    # occupancy proposed as the fix)
     assert flagged == {"Reads high DRAM throughput as 'the kernel is already optimal' without asking whether those bytes "
-                       "are useful", "Proposes more threads", "Blames the arithmetic"}
+                       "are useful", "Proposes more threads", "Blames the arithmetic",
+                       "Names the arithmetic (a compute-bound kernel) as what limits it",
+                       "Proposes higher occupancy (more threads"}
     why = {h.concept.label: h.concept.explain for h in result.rubric.flags}
     assert why["Blames the arithmetic"] == "One fused multiply-add per particle is nothing next to 36 bytes."
     first = result.points[0].feedback[0]

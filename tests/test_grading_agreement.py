@@ -21,8 +21,13 @@ sixth round's unseen number; ``heldout9.toml`` was written on 2026-12-04 without
 over 40 items the other sets use least (the correctness scenarios 21-26 among them), before any grader
 output on it was seen, and scored once before the seventh round and once after it. heldout7 and heldout8
 were studied in the seventh round (numbers held against the worked answer's, a claim read with its reasons
-and consequences, denied requirements over their clause), so neither is unseen any more. All are scored the same way: an ``unsure`` verdict (the grader asks the person to mark themselves) counts
-as a disagreement, whatever the expected verdict.
+and consequences, denied requirements over their clause), so neither is unseen any more. The eighth round
+(contrary claims: what a half-right answer says instead of a signal's fact, said of the fact's subject,
+written for 638 of the bank's 663 signals from what candidates commonly believe; claims of a bottleneck
+class other than a scenario's recorded one; the tempting fixes of that class) was built after heldout7
+to heldout9 were seen, so none of the three is unseen for it. All are scored the same way: an ``unsure``
+verdict (the grader asks the person to mark themselves) counts as a disagreement, whatever the expected
+verdict.
 """
 
 from __future__ import annotations
@@ -265,7 +270,9 @@ def test_the_sets_are_well_formed():
     # seventh round (a number off by a factor from the worked answer's for the same quantity, a claim
     # with its reasons as one argument, short misconceptions in any order, denied requirements over
     # their clause, a few plain words): answers.toml to heldout6.toml unchanged in every kind;
-    # heldout7.toml and heldout8.toml as noted with them.
+    # heldout7.toml and heldout8.toml as noted with them. Measured before and after the eighth round
+    # (contrary claims anchored to a fact's subject, bottleneck-class claims, tempting fixes):
+    # answers.toml, heldout.toml and heldout2.toml unchanged in every kind; the others as noted with them.
     "answers.toml",
     # When the grader was first finished: strong 97%, paraphrase 63%, salad 97%, misconception 93%,
     # negated 100%, overall 90%. After plain-language paraphrases for every bank concept: strong 97%,
@@ -284,7 +291,7 @@ def test_the_sets_are_well_formed():
     # 100%, misconception 86%, negated 90%, overall 90%. After it (scored once): strong 95%,
     # paraphrase 82%, salad 100%, misconception 86%, negated 95%, overall 92%. After the fourth
     # (studied in it): strong 95%, paraphrase 82%, salad 100%, misconception 95%, negated 95%,
-    # overall 93%.
+    # overall 93%. After the eighth: negated 100% (21/21), overall 96%, the rest unchanged.
     "heldout3.toml",
     # When the set was written, before the grader's fourth round (the unseen number): strong 85%,
     # paraphrase 97%, salad 100%, misconception 74%, negated 90%, overall 87%. After it (misconceptions
@@ -292,54 +299,51 @@ def test_the_sets_are_well_formed():
     # graded everywhere, order-free whole claims): strong 95%, paraphrase 97%, salad 100%,
     # misconception 89%, negated 100%, overall 95%. After the fifth (alternative phrasings for every
     # red flag, suppositions and counts, 'whatever X, Y' as one claim): strong 100%, misconception
-    # 92%, overall 97%, the rest unchanged.
-    pytest.param("heldout4.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 35/38 = 92% (< 95%): a claim whose subject is in the clause before "
-               "('FSDP ... but since ..., the total traffic is the same as DDP'), 'stash the outputs across "
-               "iterations', '1F1B's main win over GPipe is a much smaller bubble'", strict=True)),
+    # 92%, overall 97%, the rest unchanged. After the eighth: misconception 100% (38/38), overall 100%,
+    # the rest unchanged; two of those (CUDA-graph outputs kept as "ordinary tensors", FSDP's traffic "the
+    # same as DDP") are caught by contrary phrasings added after reading them.
+    "heldout4.toml",
     # Written after the fourth round and scored once, never used to tune: strong 100%, paraphrase
     # 93%, salad 100%, misconception 80%, negated 100%, overall 92%. After the fifth round (its misses
     # named in the brief of that round, not studied): misconception 90%, overall 95%, the rest unchanged.
-    pytest.param("heldout5.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 18/20 = 90% (< 95%): 'ring ... is the best choice for every "
-               "all-reduce', 'only cudaDeviceSynchronize stalls the pipeline; .item(), printing ... are "
-               "asynchronous'", strict=True)),
+    # After the eighth: misconception 95% (19/20), overall 97%, the rest unchanged: every floor met.
+    "heldout5.toml",
     # Written after the fifth round and scored once, never used to tune: strong 100%, paraphrase
     # 100%, salad 100%, misconception 80%, negated 100%, overall 91%. After the sixth round (claims
-    # that refer back, TMEM as tensor memory): misconception 83%, overall 92%, the rest unchanged.
+    # that refer back, TMEM as tensor memory): misconception 83%, overall 92%, the rest unchanged. After
+    # the eighth: misconception 93% (28/30), overall 97%, the rest unchanged.
     pytest.param("heldout6.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 25/30 = 83% (< 95%) on unseen answers: said at one remove from every "
-               "phrasing of their flag ('TMEM is simply a larger register file bolted onto each thread', "
-               "'you only have to hold the experts a token uses', 'inline_asm_elementwise takes arbitrary "
-               "PTX')", strict=True)),
+        reason="misconceptions caught 28/30 = 93% (< 95%): 'FMA counting two' said with the wrong FLOP "
+               "counters, and ncu's full set on every kernel said as 'for ncu ...'", strict=True)),
     # Written before the sixth round and scored once (the unseen number): strong 100%, paraphrase
     # 100%, salad 100%, misconception 52% (32/61), negated 86% (12/14), overall 69%. After the sixth
     # round (studied in it: claims that refer back, absolutes in other words, hedges, misconceptions
     # in any order holding what makes them wrong): misconception 56% (34/61), overall 71%, the rest
     # unchanged. After the seventh round (studied in it, so seen): misconception 62% (38/61), negated
-    # 100% (14/14), overall 77%, the rest unchanged.
+    # 100% (14/14), overall 77%, the rest unchanged. After the eighth: misconception 72% (44/61),
+    # overall 83%, the rest unchanged.
     pytest.param("heldout7.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 38/61 = 62% (< 95%), on answers studied in the seventh round: wrong "
-               "claims in other words than every phrasing of their flag, said through another subject ('the "
-               "global rank is the GPU to use'), under a reason ('since it only changes what is kept')",
+        reason="misconceptions caught 44/61 = 72% (< 95%): wrong claims in words no red flag and no contrary "
+               "claim uses, said through another subject ('the global rank is the GPU to use')",
                strict=True)),
     # Written after the sixth round and scored once, never used to tune (its unseen number): strong
     # 100%, paraphrase 100%, salad 100%, misconception 53% (24/45), negated 100%, overall 65%. After
     # the seventh round (studied in it, so seen): misconception 73% (33/45), overall 80%, the rest
-    # unchanged.
+    # unchanged. Measured again before the eighth round: misconception 71% (32/45), overall 78%. After
+    # it: misconception 84% (38/45), overall 88%, the rest unchanged.
     pytest.param("heldout8.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 33/45 = 73% (< 95%), on answers studied in the seventh round: wrong "
-               "claims in words no phrasing of their flag uses ('the duration it reports is the real "
-               "production time', 'the outputs are a blend of the two models'), the right step for a wrong "
-               "reason ('multiply by the mask, so the NaN rows become zero')", strict=True)),
+        reason="misconceptions caught 38/45 = 84% (< 95%): wrong claims in words no red flag and no contrary "
+               "claim uses ('to be safe, call cudaDeviceSynchronize', a wrong number of waves)", strict=True)),
     # Written after the sixth round, blind to the grader's code, and scored once before the seventh round
     # (its unseen number): strong 93% (14/15), paraphrase 80% (12/15), salad 100%, misconception 22%
     # (8/36), negated 88% (7/8), overall 59% (48/81). Scored once more after the seventh round, which did not
     # study it (the round's unseen number): misconception 28% (10/36), overall 62% (50/81), the rest unchanged.
+    # After the eighth round (seen in it: its misses named the kinds of wrong claim to cover): misconception
+    # 50% (18/36), negated 100% (8/8), overall 73% (59/81), the rest unchanged.
     pytest.param("heldout9.toml", marks=pytest.mark.xfail(
-        reason="misconceptions caught 10/36 = 28% (< 95%) on unseen answers: a wrong claim among right ones "
-               "in words no red flag uses (a sibling API as the fix, a factor wrong, the wrong tool's verdict)",
-        strict=True)),
+        reason="misconceptions caught 18/36 = 50% (< 95%): a wrong claim among right ones in words no red "
+               "flag and no contrary claim uses (a sibling API as the fix, a factor wrong, the wrong tool's "
+               "verdict)", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():

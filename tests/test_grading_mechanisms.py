@@ -289,3 +289,154 @@ def test_a_denied_requirement_contradicts_its_signal(item, text, signal):
 ])
 def test_a_requirement_said_is_not_denied(item, text):
     assert not _contradicted(item, text) and load_bank().question(item).grade(text).verdict == "pass"
+
+
+# --------------------------------------------------------------------------------------------
+# Contrary claims: what a half-right answer says instead of a fact, said of the fact's subject
+# --------------------------------------------------------------------------------------------
+
+from coach.exercises.grading import Concept, grade  # noqa: E402
+
+_LIMIT = Concept("limit", "past the recompile limit the frame runs eagerly", "It falls back to eager.",
+                 ("recompile limit",),
+                 contrary=(Concept("rf-limit-contrary-1", "past the limit torch.compile raises an error",
+                                   "In fact: it falls back to eager.", ("raises an error", "job dies"),
+                                   loose_label=False, anchor=("recompile limit", "cache size limit")),))
+
+
+def _contrary_flags(text: str) -> list[str]:
+    return [h.quote for h in grade(text, [_LIMIT], [], classic=False).flags]
+
+
+@pytest.mark.parametrize("text", [
+    "Once it hits the cache size limit torch.compile raises an error and the job dies.",
+    "Past the recompile limit, torch.compile raises an error.",
+    # the subject in the sentence before, referred back to
+    "There is a recompile limit. Past it torch.compile raises an error.",
+    # a hedge still asserts
+    "I think once you reach the recompile limit it raises an error.",
+])
+def test_a_contrary_claim_said_of_the_subject_is_a_red_flag(text):
+    assert _contrary_flags(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Past the recompile limit it does not raise an error; it falls back to eager.",
+    "Past the recompile limit it runs eagerly rather than raising an error.",
+    "People often think the recompile limit raises an error; it doesn't.",
+    # another subject: a bad input raises an error, which says nothing of the limit
+    "A shape mismatch in the model raises an error.",
+    # a contrast is another argument: the limit is named in one, the error in the other
+    "The recompile limit makes the frame run eagerly, while a missing kernel raises an error.",
+    # no word refers back to the sentence that names the subject
+    "There is a recompile limit. A bad input raises an error.",
+])
+def test_a_contrary_claim_denied_or_of_another_subject_is_not(text):
+    assert not _contrary_flags(text)
+
+
+def test_a_contrary_claim_feedback_names_the_misconception_and_the_fact():
+    g = load_bank().question("comp-04").grade(
+        "Guards check shapes and a failed guard recompiles; mark_dynamic gives one graph with symbolic sizes. Once it "
+        "hits the recompile limit, torch.compile throws an error and the job dies.")
+    assert g.verdict == "fail"
+    line = next(x for x in g.feedback() if x.startswith("! red flag: Past the recompile limit"))
+    assert 'you said "throws an error"' in line and "In fact: Past a recompile limit (8 by default)" in line
+
+
+def test_a_signals_contrary_claims_are_graded_wherever_the_signal_is():
+    """A scenario rubric line mapped to a bank signal grades that signal's contrary claims too."""
+    from tests.test_grading_agreement import grade_item
+
+    g = grade_item("scenario-01", "The loads are uncoalesced: ncu shows one sector per request, so switch to a "
+                                  "structure of arrays.")
+    assert any(h.concept.id == "rf-sectors-per-request-contrary-1" for h in g.flags), [h.concept.id for h in g.flags]
+
+
+@pytest.mark.parametrize("raw, error", [
+    ('[concepts.a.contrary]\nclaim = "x"', "must be a list of tables"),
+    ('[[concepts.a.contrary]]\nclaim = "it errors"\nsays = ["crashes"]', "needs two words besides filler words"),
+    ('[[concepts.a.contrary]]\nsays = ["raises an error"]', "needs a claim"),
+    ('[[concepts.a.contrary]]\nclaim = "it errors"', "needs says"),
+    ('[[concepts.a.contrary]]\nclaim = "it errors"\nsays = ["raises an error"]\ncolour = "red"', "must be a table of"),
+])
+def test_a_malformed_contrary_claim_is_a_one_line_error(tmp_path, raw, error):
+    from coach.errors import InputError
+
+    (tmp_path / "t.toml").write_text(
+        'topic = "t"\ntitle = "T"\n[concepts.a]\nlabel = "a fact"\nexplain = "why"\nsynonyms = ["the fact"]\n' + raw,
+        encoding="utf-8")
+    from coach.exercises.bank import load_bank as load
+
+    with pytest.raises(InputError, match=error):
+        load(tmp_path)
+
+
+def test_a_red_flag_cannot_carry_contrary_claims(tmp_path):
+    from coach.errors import InputError
+    from coach.exercises.bank import load_bank as load
+
+    (tmp_path / "t.toml").write_text(
+        'topic = "t"\ntitle = "T"\n[concepts.rf-a]\nlabel = "a myth"\nexplain = "why"\nsynonyms = ["the myth"]\n'
+        'example = "the myth"\n[[concepts.rf-a.contrary]]\nclaim = "x"\nsays = ["raises an error"]\n', encoding="utf-8")
+    with pytest.raises(InputError, match="belong to a signal"):
+        load(tmp_path)
+
+
+def test_every_contrary_claim_is_said_of_a_subject_with_a_reason():
+    bank = load_bank()
+    contrary = [x for c in bank.concepts.values() for x in c.contrary]
+    assert len(contrary) >= 600
+    # every question grades at least one contrary claim of its signals
+    assert all(any(c.contrary for c in q.signals) for q in bank.questions)
+    assert all(x.anchor and x.explain.startswith("In fact: ") and x.id.startswith("rf-") for x in contrary)
+
+
+# --------------------------------------------------------------------------------------------
+# Bottleneck classes: a scenario answer held against the recorded diagnosis
+# --------------------------------------------------------------------------------------------
+
+def _class_flags(item: str, text: str) -> set[str]:
+    from tests.test_grading_agreement import grade_item
+
+    return {h.concept.id.removeprefix(f"rf-{item}-class-") for h in grade_item(item, text).flags
+            if "-class-" in h.concept.id}
+
+
+@pytest.mark.parametrize("item, text, flag", [
+    # a memory-bound GEMV called compute-bound, and the fix of that class
+    ("scenario-12", "The GEMV is compute-bound, so the fix is to use the tensor cores.", "cause-compute"),
+    ("scenario-12", "The GEMV is compute-bound, so the fix is to use the tensor cores.", "fix-more-flops"),
+    # more occupancy for a launch-bound loop of tiny kernels
+    ("scenario-13", "Each kernel is tiny; raise occupancy with larger blocks.", "fix-more-occupancy"),
+    # pinned memory for shared-memory bank conflicts
+    ("scenario-02", "Pin the host memory so the copies are faster.", "fix-pinned-memory"),
+    # a CPU-bound input pipeline called memory-bound on the GPU
+    ("scenario-18", "The step is memory-bound on the GPU.", "cause-memory"),
+])
+def test_a_claim_of_another_bottleneck_class_is_a_red_flag(item, text, flag):
+    assert flag in _class_flags(item, text)
+
+
+@pytest.mark.parametrize("item, text", [
+    ("scenario-12", "The GEMV is not compute-bound; tensor cores won't help at batch 1."),
+    ("scenario-12", "First check whether it is compute-bound or memory-bound."),
+    ("scenario-12", "At one FLOP per byte it is far below what the chip needs to be compute-bound."),
+    # the class the scenario records, or one that fits it
+    ("scenario-10", "The kernel is compute-bound on the FMA pipe: move the matmul onto the tensor cores."),
+    ("scenario-09", "It is latency-bound: raise occupancy or the bytes in flight per thread."),
+    ("scenario-13", "The loop is launch-bound: capture the step in a CUDA graph."),
+])
+def test_a_denied_asked_or_fitting_class_claim_is_not(item, text):
+    assert not _class_flags(item, text)
+
+
+def test_every_class_named_in_the_claims_file_exists_and_every_scenario_has_class_claims():
+    from coach.exercises.bottlenecks import _claims
+    from coach.exercises.player import scenarios
+    from tests.test_grading_agreement import _exercise
+
+    assert {kind for kind, _ in _claims()} == {"cause", "fix"}
+    for s in scenarios():  # the performance scenarios: each records its bottleneck class
+        ex = _exercise(s.id)
+        assert ex.class_flags and all(c.explain and s.bottleneck.value in c.explain for c in ex.class_flags), s.id

@@ -92,8 +92,8 @@ def test_a_plain_language_answer_earns_the_signals_it_names(bank, qid, answer, e
 @pytest.mark.parametrize("qid, answer, flags", [
     # "X, just use Y" in one sentence: both phrases hold a verb, so the sentence states them
     ("tri-08", "Triton has warp shuffles too, just use tl.shfl. Triton is always slower than CUDA anyway.",
-     {"rf-triton-has-shuffles", "rf-triton-always-slower"}),
-    ("cor-09", "Setting the seed makes it deterministic.", {"rf-seed-enough"}),
+     {"rf-triton-has-shuffles", "rf-triton-always-slower", "rf-no-lane-level-access-contrary-1"}),
+    ("cor-09", "Setting the seed makes it deterministic.", {"rf-seed-enough", "rf-deterministic-flags-contrary-1"}),
     ("hop-01", "TMA requires sm_90a, and tcgen05 runs on Hopper too.", {"rf-tma-needs-90a", "rf-tcgen05-on-hopper"}),
     ("nw-05", "90% memory throughput means DRAM is saturated, so we need more bandwidth.", {"rf-memory-pct-is-dram"}),
 ])

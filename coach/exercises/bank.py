@@ -29,6 +29,15 @@ its longer synonyms are matched loosely, in other words, besides its exact synon
     example = "..."         # red flags (rf-*): a sentence stating the misconception; required
     also = ["so I'd just fix the biggest stall first", "..."]  # red flags: the same wrong claim said
                             # other ways (other verbs, as a consequence or a plan); matched like paraphrases
+    subject = ["little's law", "bytes in flight"]  # signals: what the fact is said of (default: synonyms)
+
+    [[concepts.littles-law.contrary]]   # signals: what a half-right answer says instead of the fact
+    claim = "Bytes in flight are bandwidth divided by latency"   # the misconception, as feedback names it
+    says = ["bandwidth divided by latency", "bandwidth over latency"]  # phrases that assert it (two
+                            # words or more besides filler words), read only where a subject phrase
+                            # is named in the same argument, or before it where the claim refers back
+    subject = ["bytes in flight"]       # optional: this claim's own subject
+    why = "..."                         # optional: why it is wrong (default: the signal's explain)
 
 A claim counts only where a sentence asserts it: negation and "not relevant / doesn't matter /
 irrelevant" flip it, and a bare list of terms asserts nothing (``coach.exercises.grading``). A red
@@ -39,6 +48,9 @@ quotes it. A red flag marked ``universal`` is a classic misconception, wrong in 
 ("higher occupancy is always better", "just cast to FP8"): it is graded on every question and
 scenario, not only on those that list it (``Bank.classic``, ``coach.exercises.grading.grade``).
 
+A signal's contrary claims are red flags of every rubric that holds the signal (a question's, or a
+scenario line's that maps to it): feedback names the misconception and then the fact ("In fact: ...").
+
 Everything is checked once at load time; a bank that breaks a rule raises ``InputError`` naming the
 file and the rule, so a typo in a TOML file is a one-line message, not a wrong grade later.
 """
@@ -48,12 +60,12 @@ from __future__ import annotations
 import random
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 from coach.errors import InputError
-from coach.exercises.grading import Concept, Grade, Quantity, grade
+from coach.exercises.grading import Concept, Grade, Quantity, grade, phrase_stems
 from coach.exercises.worked import Number, WorkedError, render
 
 BANK_DIR = Path(__file__).resolve().parent / "data" / "bank"
@@ -119,7 +131,7 @@ class Bank:
 
 def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
     allowed = {"label", "explain", "synonyms", "patterns", "example", "paraphrases", "polarity", "quantity",
-               "universal", "also"}
+               "universal", "also", "subject", "contrary"}
     if unknown := set(raw) - allowed:
         raise InputError(path, f"concept {cid!r} has unknown keys {sorted(unknown)}")
     if "universal" in raw and (not isinstance(raw["universal"], bool) or not cid.startswith(RED_FLAG_PREFIX)):
@@ -147,9 +159,49 @@ def _concept(path: Path, cid: str, raw: dict) -> tuple[Concept, str]:
                           tuple(raw.get("synonyms", ())), tuple(raw.get("patterns", ())),
                           paraphrases=tuple(dict.fromkeys((*raw.get("paraphrases", ()), *also))), example=example,
                           polarity=raw.get("polarity", "positive"), quantity=quantity)
+        concept = replace(concept, contrary=_contraries(path, cid, raw, concept))
     except (ValueError, TypeError) as err:
         raise InputError(path, str(err)) from None
     return concept, example
+
+
+def _phrases(path: Path, where: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InputError(path, f"{where} must be a list of phrases")
+    return tuple(value)
+
+
+def _contraries(path: Path, cid: str, raw: dict, concept: Concept) -> tuple[Concept, ...]:
+    """A signal's contrary claims (``[[concepts.<id>.contrary]]``): each a red flag said of the
+    signal's subject (its ``subject`` phrases, the concept's, or else its synonyms)."""
+    if cid.startswith(RED_FLAG_PREFIX) and ("contrary" in raw or "subject" in raw):
+        raise InputError(path, f"red flag {cid!r} cannot have contrary claims or a subject: they belong to a signal")
+    default = _phrases(path, f"concept {cid!r}: subject", raw["subject"]) if "subject" in raw else concept.synonyms
+    items = raw.get("contrary", [])
+    if not isinstance(items, list):
+        raise InputError(path, f"concept {cid!r}: contrary must be a list of tables ([[concepts.{cid}.contrary]])")
+    out = []
+    for k, item in enumerate(items, 1):
+        where = f"concept {cid!r}: contrary {k}"
+        if not isinstance(item, dict) or (unknown := set(item) - {"claim", "says", "patterns", "subject", "why"}):
+            raise InputError(path, f"{where} must be a table of claim, says, patterns, subject, why")
+        if not isinstance(item.get("claim"), str) or not item["claim"].strip():
+            raise InputError(path, f"{where} needs a claim: the misconception in a sentence")
+        says = _phrases(path, f"{where}: says", item.get("says", []))
+        # a claim of one word is a term a right answer uses too ("in FP16" is "fp16" once filler is gone)
+        if short := [p for p in says if len(phrase_stems(p)) < 2]:
+            raise InputError(path, f"{where}: says {short[0]!r} needs two words besides filler words")
+        patterns = _phrases(path, f"{where}: patterns", item["patterns"]) if "patterns" in item else ()
+        if not says and not patterns:
+            raise InputError(path, f"{where} needs says (the phrases that assert it) or patterns")
+        subject = _phrases(path, f"{where}: subject", item["subject"]) if "subject" in item else default
+        if not subject:
+            raise InputError(path, f"{where} needs a subject: the phrases that name what it is said of")
+        why = str(item.get("why", "")).strip() or concept.explain
+        out.append(Concept(f"{RED_FLAG_PREFIX}{cid}-contrary-{k}", item["claim"].strip().rstrip("."),
+                           f"In fact: {concept.label.rstrip('.')}. {why}", says, patterns,
+                           loose_label=False, anchor=subject))
+    return tuple(out)
 
 
 def _question(path: Path, topic: str, raw: dict, concepts: dict[str, Concept]) -> Question:

@@ -51,6 +51,16 @@ A claim counts only where a sentence *asserts* it:
 * **Alternative phrasings.** Each red flag of the bank carries two to four other ways of saying its
   wrong claim (``also``: other verbs, the claim as a consequence or a plan), matched like its
   paraphrases and checked against every model and strong answer the repository holds.
+* **Contrary claims.** A signal (a fact an answer must carry) may declare what a half-right answer
+  says instead (a wrong consequence, mechanism, direction or number), each a red flag anchored to the
+  fact's subject (``Concept.anchor``): it counts only where the answer names the subject in the same
+  argument (the clause with its condition, reasons and consequences, not a contrasting "while ..."),
+  in a phrase put before it with a comma ("Past the recompile limit, it ..."), or before it where the
+  claim refers back ("FlexAttention ... . It materialises the full score matrix"). Negation, hedges,
+  attribution and suppositions read it as they read every claim; its words may lie ``ANCHORED_GAP``
+  apart, the subject being named with them. Every rubric that holds the signal grades them.
+* **Questions asked.** A claim inside a question the answer asks ("check whether it is compute-bound",
+  "what the chip needs to be compute-bound") is not asserted.
 * **Classic misconceptions.** Red flags the bank marks ``universal`` ("higher occupancy is always
   better", "just cast to FP8") are wrong on any question: every rubric grades them, counted once
   where one of its own flags says the same.
@@ -88,6 +98,10 @@ from functools import lru_cache
 #: counting). Two lets a qualifier in ("shared-memory tile reads" for "shared memory reads"); more
 #: starts joining words from unrelated clauses.
 MAX_GAP = 2
+#: Words allowed between two words of a claim of three words or more said of a named subject (a
+#: contrary claim): the subject named in the same argument makes a wider gap safe ("the outputs come
+#: back as new tensors" for "outputs are new tensors"); a claim of two words keeps ``MAX_GAP``.
+ANCHORED_GAP = 4
 #: How far back (in words, same clause) a negation reaches: "is not always", "doesn't really mean".
 NEGATION_WINDOW = 4
 #: Negations right after a match also flip it: "maximising occupancy is not the goal".
@@ -476,6 +490,13 @@ class Concept:
     polarity: str = "positive"  # "negative": found only where the answer denies the phrases
     quantity: Quantity | None = None
     loose_label: bool = True  # whether the label itself is a loose cue
+    #: A claim said of a subject: matched only where one of these phrases names the subject in the
+    #: same sentence, or in the sentence before where the claim refers back to it ("it", "they").
+    anchor: tuple[str, ...] = ()
+    #: A signal's contrary claims: what a half-right answer says instead of the fact (a wrong
+    #: consequence, mechanism, direction or number), each a red flag anchored to the fact's subject.
+    #: Every rubric that holds the signal grades them.
+    contrary: tuple[Concept, ...] = ()
 
     def __post_init__(self) -> None:
         if not (self.synonyms or self.patterns or self.keywords or self.parts or self.paraphrases or self.quantity):
@@ -654,7 +675,8 @@ def _predicate_dismissal(sent: _Sentence, clause: int, lo: int, own: set[str]) -
     return False
 
 
-def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: frozenset[int] = frozenset()):
+def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: frozenset[int] = frozenset(),
+                  gap: int = MAX_GAP):
     """Every (start, end) word-index span where ``phrase`` occurs in order with gaps <= MAX_GAP.
 
     A compound is one word: the tail of one in the answer ("bound" of "memory-bound") continues a
@@ -666,7 +688,7 @@ def _phrase_spans(words: tuple[_Word, ...], phrase: tuple[str, ...], tight: froz
             continue
         pos = start
         for k, p in enumerate(phrase[1:], 1):
-            window = stems[pos + 1: pos + 2 + MAX_GAP]
+            window = stems[pos + 1: pos + 2 + gap]
             if p not in window:
                 break
             nxt = pos + 1 + window.index(p)
@@ -695,7 +717,8 @@ def _exact(sentences: tuple[_Sentence, ...], concept: Concept) -> list[Match]:
             phrase = phrase_stems(syn)
             if not all(p in index for p in phrase):  # a word of the phrase is missing: no span
                 continue
-            for i, j in _phrase_spans(sent.words, phrase, _tight(syn)):
+            gap = ANCHORED_GAP if concept.anchor and len(phrase) >= 3 else MAX_GAP
+            for i, j in _phrase_spans(sent.words, phrase, _tight(syn), gap):
                 if sent.words[i].claim != sent.words[j].claim:  # a phrase is said in one claim
                     continue
                 lo, hi = sent.words[i].start, sent.words[j].end
@@ -1038,6 +1061,11 @@ _HYPOTHETICAL = re.compile(
     r"\b(?:it|that|this|which|they|there|these|those)\s+would\s+(?:\w+\s+)?(?:be|have|take|need|cost|give|mean|grow)\b"
     r"|\bwhat if\b|\bsuppose\b|\bsupposing\b|\bimagine\b|\bhypothetically\b"
     r"|\bif\s+(?:we|you|one|it|they|the \w+)\s+(?:had|were|used|kept|stored)\b|\bhad (?:we|you|it|they)\b")
+#: A question asked before the claim, not answered: "check whether it is compute-bound", "to see if it
+#: is memory-bound", or a requirement spoken of ("what the chip needs to be compute-bound").
+_ASKED = re.compile(r"\b(?:check|checks|checking|see|tell|find out|ask|asks|asking|decide|determine|know|test|measure|"
+                    r"question is|depends on)\s+(?:if|whether)\b"
+                    r"|\bwhat\b[^,]*\bmust be\b")
 
 
 def _hypothetical(sent: _Sentence, m: Match) -> bool:
@@ -1048,7 +1076,7 @@ def _hypothetical(sent: _Sentence, m: Match) -> bool:
         return False
     ws = [w for w in sent.all_words if w.claim in claims]
     return bool(_HYPOTHETICAL.search(sent.raw[ws[0].start:ws[-1].end])
-                or _FEW.search(sent.raw[ws[0].start:m.lo]))
+                or _FEW.search(sent.raw[ws[0].start:m.lo]) or _ASKED.search(sent.raw[ws[0].start:m.lo]))
 
 
 #: A claim said of a few ("only a few thousand atomics on the address, which is cheap") is not the
@@ -1062,6 +1090,8 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
         found += _quantities(text, concept)
     if not any(not m.negated for m in found):
         found += _loose(sentences, concept)
+    if concept.anchor:  # a claim said of a subject: only where the subject is named
+        found = [m for m in found if _anchored(sentences, m, concept.anchor)]
     if _strict(concept):  # a misconception named to be rejected, or only supposed, is not stated
         found = [replace(m, negated=True) if not m.negated and (_attributed(sentences, m)
                                                                 or _hypothetical(sentences[m.sentence], m)) else m
@@ -1078,6 +1108,44 @@ def _all_matches(text: str, sentences: tuple[_Sentence, ...], concept: Concept) 
                                                           or (cl and m.loose and not d.loose))
                             for d, cl in denied)]
     return found
+
+
+def _names_subject(sent: _Sentence, anchor: tuple[str, ...], keep=lambda w: True) -> bool:
+    """Whether the sentence names one of the subject phrases with a first word that ``keep`` accepts."""
+    index = sent.stems
+    for phrase in anchor:
+        stems = phrase_stems(phrase)
+        if not stems or not all(p in index for p in stems):
+            continue
+        if any(keep(sent.words[i]) for i, _ in _phrase_spans(sent.words, stems, _tight(phrase))):
+            return True
+    return False
+
+
+def _anchored(sentences: tuple[_Sentence, ...], m: Match, anchor: tuple[str, ...]) -> bool:
+    """Whether a claim's subject is named where the claim is said: in its argument (its clause, with
+    the conditions, reasons and consequences said with it), or before it where the claim refers back
+    to it ("FlexAttention ... . It materialises ..."). A contrast ("eager runs op by op, while graph
+    mode ...") is another argument: the subject of one is not the other's."""
+    sent = sentences[m.sentence]
+    own = [w for w in sent.all_words if m.lo <= w.start < m.hi]
+    if not own:
+        return False
+    argument = own[0].argument
+    if _names_subject(sent, anchor, lambda w: w.argument == argument):
+        return True
+    # a phrase put in front of the claim ("Past the recompile limit, it ..."): a clause with no verb
+    before = next((w.argument for w in sent.all_words if w.clause == argument - 1), None) if argument else None
+    fronted = [w for w in sent.all_words if w.argument == before] if before is not None else []
+    if fronted and fronted[0].clause == 0 and not any(w.stem in _VERBS for w in fronted) and _names_subject(
+            sent, anchor, lambda w: w.argument == before) and sent.raw[fronted[-1].end:m.lo].lstrip()[:1] == ",":
+        return True
+    first = min(w.start for w in sent.all_words if w.argument == argument)
+    refers = any(first <= w.start < m.lo and fold(sent.raw[w.start:w.end]) in _ANAPHORA for w in sent.all_words)
+    if not refers:
+        return False
+    return (_names_subject(sent, anchor, lambda w: w.start < first)
+            or (m.sentence > 0 and _names_subject(sentences[m.sentence - 1], anchor)))
 
 
 #: Matches already worked out, per answer and concept: an answer is graded against many rubrics
@@ -1101,6 +1169,8 @@ def _matches(text: str, sentences: tuple[_Sentence, ...], in_text: frozenset[str
 def _cannot_match(in_text: frozenset[str], concept: Concept) -> bool:
     """Whether no synonym and no loose cue of a plain concept can match: the answer lacks a word of
     every synonym and holds fewer than two words of every cue (a quick test before the real one)."""
+    if concept.anchor and not any(all(p in in_text for p in phrase_stems(a)) for a in concept.anchor):
+        return True
     if concept.patterns or concept.quantity is not None:
         return False
     if any(all(p in in_text for p in phrase_stems(syn)) for syn in concept.synonyms):
@@ -1368,6 +1438,21 @@ def _needless(sent: _Sentence, m: Match) -> bool:
     return any(w.stem == "needless" for w in near)
 
 
+def _contraries(signals) -> tuple[Concept, ...]:
+    """The contrary claims of the signals and of the concepts they are made of, once each."""
+    out: dict[str, Concept] = {}
+
+    def walk(c: Concept) -> None:
+        for x in c.contrary:
+            out.setdefault(x.id, x)
+        for p in c.parts:
+            walk(p)
+
+    for c in signals:
+        walk(c)
+    return tuple(out.values())
+
+
 def _ids(c: Concept) -> set[str]:
     return {c.id}.union(*(_ids(p) for p in c.parts))
 
@@ -1382,6 +1467,9 @@ def grade(answer: str, signals: tuple[Concept, ...] | list[Concept], red_flags: 
     that is off by a factor from the worked one of the same quantity is a red flag too
     (``coach.exercises.figures``)."""
     own = tuple(red_flags)
+    named_own = {c.id for c in own}
+    own += tuple(c for c in _contraries(signals) if c.id not in named_own)
+    red_flags = own
     if classic:
         named = set().union(*(_ids(c) for c in own)) if own else set()
         red_flags = own + tuple(c for c in _classic() if c.id not in named)

@@ -47,6 +47,7 @@ from typing import Any, Callable, Mapping, Sequence
 from coach.analyze.findings import Bottleneck
 from coach.errors import CoachError, InputError
 from coach.exercises.bank import RED_FLAG_PREFIX, Bank, load_bank
+from coach.exercises.bottlenecks import contrary_claims
 from coach.exercises.grading import Concept, Grade, grade
 from coach.exercises.rubric import RubricLine, resolve, starts_with
 from coach.exercises.topics import BOTTLENECK_TOPICS
@@ -128,6 +129,8 @@ class Exercise:
     rubric_strong: tuple[RubricLine, ...]
     rubric_flags: tuple[RubricLine, ...]
     hints: tuple[str, ...] = ()
+    #: Claims of a bottleneck class that is not the recorded one (``coach.exercises.bottlenecks``).
+    class_flags: tuple[Concept, ...] = ()
 
     @property
     def signals(self) -> tuple[Concept, ...]:
@@ -135,7 +138,7 @@ class Exercise:
 
     @property
     def red_flags(self) -> tuple[Concept, ...]:
-        return tuple(r.concept for r in self.rubric_flags if r.concept is not None)
+        return tuple(r.concept for r in self.rubric_flags if r.concept is not None) + self.class_flags
 
     @property
     def reference(self) -> str:
@@ -211,7 +214,9 @@ def build(scenario: Scenario, *, values: Mapping[str, Any] | None = None, others
     return Exercise(scenario_id=scenario.id, title=scenario.title, topic=BOTTLENECK_TOPICS[scenario.bottleneck],
                     intro=fill(scenario.symptom, values), points=tuple(points),
                     rubric_strong=tuple(strong), rubric_flags=tuple(flags),
-                    hints=tuple(fill(h, values) for h in scenario.hints))
+                    hints=tuple(fill(h, values) for h in scenario.hints),
+                    class_flags=contrary_claims(scenario.bottleneck, BOTTLENECK_WORDS[scenario.bottleneck],
+                                                prefix=scenario.id) + _tempting_flags(scenario))
 
 
 def recorded_values(scenario: Scenario) -> dict[str, Any]:
@@ -351,6 +356,19 @@ _TEMPTING: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.MEASUREMENT: ("Add torch.cuda.synchronize() after the call and keep the same timed region",
                              "Tune the kernel's block size on the reported number"),
 }
+
+
+def _tempting_flags(scenario: Scenario) -> tuple[Concept, ...]:
+    """The fixes a half-right candidate proposes for the scenario's class (``_TEMPTING``), as red flags:
+    each acts near the problem but not on what limits the work."""
+    why = (f"The recorded diagnosis is {BOTTLENECK_WORDS[scenario.bottleneck]} ({scenario.bottleneck.value}); this "
+           "fix acts near it but not on what limits the work, so the time the profile shows stays.")
+    flags = [Concept(f"rf-{scenario.id}-tempting-{i}", fix, why, paraphrases=(fix,), example=fix, loose_label=False)
+             for i, fix in enumerate(_TEMPTING.get(scenario.bottleneck, ()), 1)]
+    # one the scenario's own account states in its words (its set-up, its fix, why the wrong fix fails)
+    # is part of the story, not a proposal: it is not graded
+    own = "\n\n".join(fill(t, {}) for t in (scenario.symptom, scenario.fix.details, scenario.fix.wrong_fix) if t)
+    return tuple(c for c in flags if not grade(own, (), (c,), classic=False).flags)
 
 
 def predicted_speedup(scenario: Scenario) -> tuple[float, str]:

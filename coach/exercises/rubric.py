@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from coach.exercises.bank import RED_FLAG_PREFIX, Bank
@@ -69,7 +69,8 @@ def resolve(lines: tuple[str, ...], bank: Bank, *, red_flags: bool, mapped: Mapp
         concepts = [bank.concept(c) for c in ids]
         how = "mapped" if concepts else ""
         if not concepts:
-            concepts = [c for c in bank.concepts.values()
+            # (a concept named is a cue, not what the line means: its contrary claims are not the line's)
+            concepts = [replace(c, contrary=()) for c in bank.concepts.values()
                         if c.id.startswith(RED_FLAG_PREFIX) == red_flags and _names(c, claim)]
             how = "named" if concepts else ""
         # a concept found by name in the line ("named") is a cue to grade by, not what the line means:
