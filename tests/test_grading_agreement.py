@@ -25,7 +25,10 @@ and consequences, denied requirements over their clause), so neither is unseen a
 (contrary claims: what a half-right answer says instead of a signal's fact, said of the fact's subject,
 written for 638 of the bank's 663 signals from what candidates commonly believe; claims of a bottleneck
 class other than a scenario's recorded one; the tempting fixes of that class) was built after heldout7
-to heldout9 were seen, so none of the three is unseen for it. All are scored the same way: an ``unsure``
+to heldout9 were seen, so none of the three is unseen for it; ``heldout10.toml`` was written on 2026-12-07
+without reading the grader's code, over 40 items the other sets use least, before any grader output on it
+was seen, and scored once before the eighth round and once after it (the round's unseen number); one false
+flag on its strong answers was then looked at and mended, so it is seen for that. All are scored the same way: an ``unsure``
 verdict (the grader asks the person to mark themselves) counts as a disagreement, whatever the expected
 verdict.
 """
@@ -48,7 +51,7 @@ KINDS = ("strong", "paraphrase", "salad", "misconception", "negated")
 FLOORS = {"strong": 0.95, "paraphrase": 0.80, "salad": 0.95, "misconception": 0.95, "negated": 0.95}
 OVERALL = 0.90
 SETS = ("answers.toml", "heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml",
-        "heldout6.toml", "heldout7.toml", "heldout8.toml", "heldout9.toml")
+        "heldout6.toml", "heldout7.toml", "heldout8.toml", "heldout9.toml", "heldout10.toml")
 
 
 @lru_cache(maxsize=None)
@@ -184,6 +187,8 @@ def test_every_red_flag_has_alternative_phrasings():
 UNSEEN_FALSE_FLAGS = {
     "heldout9.toml": "scenario-19's strong answer names elementwise_kernel as the short name of the copy kernels "
                      "and trips scenario-19-flag-1",
+    "heldout10.toml": "two paraphrases trip a red flag: scenario-08's 'wide loads' (scenario-08-flag-2) and hb-04's "
+                      "'four-byte' (wrong-number-1)",
 }
 
 
@@ -344,6 +349,15 @@ def test_the_sets_are_well_formed():
         reason="misconceptions caught 18/36 = 50% (< 95%): a wrong claim among right ones in words no red "
                "flag and no contrary claim uses (a sibling API as the fix, a factor wrong, the wrong tool's "
                "verdict)", strict=True)),
+    # heldout10.toml, unseen before the eighth round: strong 100% (16/16), paraphrase 81% (13/16), salad 100%
+    # (6/6), misconception 29% (10/34), negated 75% (6/8), overall 64% (51/80). After it, still unseen (the
+    # round's unseen number): misconception 47% (16/34), strong 94% (15/16: a contrary claim said by one of
+    # the fact's own synonyms, 'mn-major', fired on hop-06's), overall 70% (56/80), the rest unchanged. Then
+    # a contrary claim may no longer be one of its signal's synonyms (13 such phrases dropped; no other set
+    # moved in any kind): strong 100% (16/16), overall 71% (57/80).
+    pytest.param("heldout10.toml", marks=pytest.mark.xfail(
+        reason="misconceptions caught 16/34 = 47% (< 95%) on unseen answers: wrong claims in words no red flag "
+               "and no contrary claim uses", strict=True)),
 ])
 def test_agreement_with_labelled_answers(name):
     if not (DATA / name).is_file():

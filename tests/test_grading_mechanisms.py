@@ -372,6 +372,21 @@ def test_a_malformed_contrary_claim_is_a_one_line_error(tmp_path, raw, error):
         load(tmp_path)
 
 
+def test_a_contrary_claim_may_not_be_one_of_its_signals_own_phrases(tmp_path):
+    """A right answer says the fact's own phrases too ("MN-major" in "FP8 needs K-major operands, so an
+    MN-major B is transposed first"), so such a phrase asserts no misconception: an error at load time,
+    also with filler words between."""
+    from coach.errors import InputError
+    from coach.exercises.bank import load_bank as load
+
+    (tmp_path / "t.toml").write_text(
+        'topic = "t"\ntitle = "T"\n[concepts.a]\nlabel = "FP8 needs K-major"\nexplain = "why"\n'
+        'synonyms = ["k-major", "mn-major"]\n[[concepts.a.contrary]]\nclaim = "FP8 takes any layout"\n'
+        'says = ["any layout", "the mn major"]\n', encoding="utf-8")
+    with pytest.raises(InputError, match="says 'the mn major' is one of the signal's own phrases"):
+        load(tmp_path)
+
+
 def test_a_red_flag_cannot_carry_contrary_claims(tmp_path):
     from coach.errors import InputError
     from coach.exercises.bank import load_bank as load

@@ -191,6 +191,11 @@ def _contraries(path: Path, cid: str, raw: dict, concept: Concept) -> tuple[Conc
         # a claim of one word is a term a right answer uses too ("in FP16" is "fp16" once filler is gone)
         if short := [p for p in says if len(phrase_stems(p)) < 2]:
             raise InputError(path, f"{where}: says {short[0]!r} needs two words besides filler words")
+        # nor may it be one of the fact's own phrases: a right answer says it too ("mn-major" in "FP8 needs
+        # K-major operands, so an MN-major B is transposed first")
+        own = {tuple(phrase_stems(s)) for s in concept.synonyms}
+        if same := [p for p in says if tuple(phrase_stems(p)) in own]:
+            raise InputError(path, f"{where}: says {same[0]!r} is one of the signal's own phrases (its synonyms)")
         patterns = _phrases(path, f"{where}: patterns", item["patterns"]) if "patterns" in item else ()
         if not says and not patterns:
             raise InputError(path, f"{where} needs says (the phrases that assert it) or patterns")
