@@ -220,7 +220,10 @@ def test_uncoalesced_numbers():
 
 def test_uncoalesced_without_access_width_uses_the_widest_ideal():
     (f,) = run("uncoalesced", duration_ns=1e6, **CASES["uncoalesced"][2][0])
-    assert f.details["ideal_sectors_per_request"] == 16 and "width unknown" in f.message
+    # no ideal printed as if known: the range it lies in, the excess against its top a lower bound
+    assert f.details["ideal_sectors_per_request"] is None and f.details["ideal_sectors_per_request_range"] == [4, 16]
+    assert f.details["excess_is_lower_bound"] and "The access width is not in the report" in f.message
+    assert f.title.endswith("ideal 4 to 16 by access width (not in report)") and "lower bound" in f.gain_model
     # not memory-bound by the root's verdict (no speed-of-light numbers): weight 1 (no share known)
     assert f.estimated_saving_ns == pytest.approx(1e6 * (32e3 - 16e3) / 32e3)
     # without the duration the same finding, its gain not estimated (not 0)
