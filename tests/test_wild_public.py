@@ -212,6 +212,7 @@ def test_2022_speed_of_light_labels_are_read(public):
     rows_top = by_kernel["row_sums"]
     assert rows_top.title == "Memory-side kernel at 72% of peak (L1 the busiest unit), below its roof: cause not checked"
     assert "L1-bound" not in rows_top.title and rows_top.details["cause"] == "not checked"
+    assert "the L1 the busiest unit (L1 88.4% of its own peak, over its active cycles)" in rows_top.message
     assert "--section MemoryWorkloadAnalysis_Tables" in rows_top.next_step and "access pattern" in rows_top.next_step
     assert by_kernel["column_sums"].title == "DRAM-bandwidth-bound at 93% of peak"  # at its roof: the bound is measured
 

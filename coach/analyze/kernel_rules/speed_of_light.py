@@ -311,9 +311,14 @@ def cause_not_checked(root: Finding, launch: dict[str, Any], v: Verdict, lacking
     else:
         half = "Memory-side" if v.side == "memory" or (v.side == "balanced" and mem >= sm) else "Compute-side"
         title = f"{half} kernel at {pct} of peak ({v.unit} the busiest unit), below its roof: cause not checked"
-        regime = (f"The busiest unit ({v.unit}) is between {LATENCY_PCT:.0f}% and {AT_ROOF_PCT:.0f}% of its peak: room is "
-                  "left, and what keeps the unit from its roof (strided or scattered accesses, atomics, too few bytes "
-                  "in flight, stalls) this report cannot say.")
+        own = {"DRAM": "dram_throughput_pct", "L1": "l1_throughput_pct", "L2": "l2_throughput_pct"}.get(v.unit)
+        unit_pct = launch.get(own) if own else None
+        busiest = (f" ({v.unit} {fmt_pct(unit_pct)} of its own peak"
+                   + (", over its active cycles)" if v.unit == "L1" else ")")) if unit_pct is not None else ""
+        regime = (f"The kernel runs between {LATENCY_PCT:.0f}% and {AT_ROOF_PCT:.0f}% of peak, the {v.unit} the busiest "
+                  f"unit{busiest}: room is left, and what keeps the kernel from its roof (strided or scattered "
+                  "accesses multiplying a cache's traffic, atomics, too few bytes in flight, stalls) this report "
+                  "cannot say.")
         category = v.category
     numbers = _numbers(launch, v, _lean(launch, v.side))
     message = (f"{numbers} {regime} It has the speed-of-light throughputs but none of the counters the rules that name a "
