@@ -215,6 +215,10 @@ def test_2022_speed_of_light_labels_are_read(public):
     assert "the L1 the busiest unit (L1 88.4% of its own peak, over its active cycles)" in rows_top.message
     assert "--section MemoryWorkloadAnalysis_Tables" in rows_top.next_step and "access pattern" in rows_top.next_step
     assert by_kernel["column_sums"].title == "DRAM-bandwidth-bound at 93% of peak"  # at its roof: the bound is measured
+    # 64 blocks of 256 threads are 0.27 waves: the occupancy the grid leaves unfilled is the grid's, not blocks
+    # finishing unevenly (what the message said)
+    (occupancy,) = [f for f in _fired(tl) if f.rule_id == "occupancy-limit" and f.scope == "row_sums"]
+    assert "the grid is 0.27 of a wave" in occupancy.message and "unevenly" not in occupancy.message.split("however")[0]
 
 
 def test_a_pascal_report_with_unmeasured_values(public):
