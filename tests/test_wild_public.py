@@ -288,6 +288,7 @@ def test_microsecond_kernels_lead_with_the_launch_and_bound_the_roof_gap(public)
     said = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(public / "ai4mat_gcn_torch_ncu_metrics_head.txt")],
                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
     assert "(88%)" not in said and "at most ~5.3 us (an upper bound, not an estimate)" in said
+    assert "Could not check FP64 by accident" in said and "fP64" not in said  # a name's acronym kept
     head = said.split("index_elementwise_kernel", 1)[1]
     assert head.index("1. [launch-bound] Launch-bound: 6.0 us kernel") < head.index("2. [latency] Neither compute")
 
