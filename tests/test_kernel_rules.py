@@ -389,6 +389,39 @@ def test_root_gates_the_subtrees():
     assert [f.rule_id for f in found] == ["uncoalesced-global-access", "speed-of-light"]
 
 
+def test_the_root_names_no_cause_that_no_rule_could_check():
+    """The speed-of-light throughputs alone give the regime: the root says the cause is not checked and a
+    note names the sections; one cause rule able to check (stall reasons here) and the root reads as before."""
+    sol_only = dict(duration_ns=1e6, sm_throughput_pct=30.0, memory_throughput_pct=25.0, dram_throughput_pct=25.0)
+    found, notes = diagnose_launch(launch(**sol_only))
+    (root,) = [f for f in found if f.rule_id == "speed-of-light"]
+    assert root.title.endswith("cause not checked") and root.details["cause"] == "not checked"
+    assert root.details["saving_upper_bound"] and root.estimated_saving_ns == pytest.approx(1e6 * 0.7)
+    (note,) = [n for n in notes if n.rule_id == "not-checked:speed-of-light"]
+    assert "WarpStateStats" in note.message and note.details["needs"][0].startswith("WarpStateStats")
+    found, notes = diagnose_launch(launch(**sol_only, warp_cycles_per_issued_inst=20.0, stall_long_scoreboard=2.0))
+    (root,) = [f for f in found if f.rule_id == "speed-of-light"]
+    assert root.title.startswith("Latency-bound") and "cause" not in root.details and "saving_upper_bound" not in root.details
+    assert not [n for n in notes if n.rule_id == "not-checked:speed-of-light"]
+    # at the roof the bound is measured: nothing to add
+    found, notes = diagnose_launch(launch(duration_ns=1e6, sm_throughput_pct=10.0, memory_throughput_pct=90.0,
+                                          dram_throughput_pct=90.0))
+    assert found[0].title == "DRAM-bandwidth-bound at 90% of peak" and "cause" not in found[0].details
+
+
+def test_a_short_kernel_in_the_latency_regime_leads_with_the_launch():
+    found, _ = diagnose_launch(launch(duration_ns=5e3, grid_size=4096, sm_throughput_pct=30.0,
+                                      memory_throughput_pct=25.0, dram_throughput_pct=25.0,
+                                      warp_cycles_per_issued_inst=20.0, stall_long_scoreboard=2.0))
+    assert found[0].rule_id == "launch-bound" and found[0].details[RANKED_BY] == pytest.approx(5e3 * 0.7)
+    root = next(f for f in found if f.rule_id == "speed-of-light")
+    assert "as short as a few launches" in root.details["saving_upper_bound"] and "cause" not in root.details
+    # at 10 us or more, or with a unit at its roof, the order is the root's
+    found, _ = diagnose_launch(launch(duration_ns=5e3, grid_size=4096, sm_throughput_pct=10.0,
+                                      memory_throughput_pct=90.0, dram_throughput_pct=90.0))
+    assert found[0].rule_id == "speed-of-light" and "saving_upper_bound" not in found[0].details
+
+
 def test_in_the_latency_regime_causes_that_explain_the_gap_lead_the_root():
     # DRAM at 50%: below Nsight Compute's 60% latency mark, the root can only say "latency"
     found, _ = diagnose_launch(launch(**CASES["bytes_in_flight"][0]))
