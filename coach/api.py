@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from coach.analyze.findings import Finding
+from coach.analyze.findings import Finding, saving_is_upper_bound
 from coach.model import Profile
 
 __all__ = ["Findings", "diagnose", "diff", "load", "summary"]
@@ -142,6 +142,8 @@ def profile_html(profile: Profile) -> str:
 
 def finding_html(f: Finding) -> str:
     gain = f" &mdash; saves ~{_h(_ns(f.estimated_saving_ns))}" if f.estimated_saving_ns is not None else ""
+    if gain and saving_is_upper_bound(f):
+        gain = f" &mdash; at most ~{_h(_ns(f.estimated_saving_ns))} (an upper bound)"
     evidence = "".join(f"<li><code>{_h(e.metric)}</code> = {_h(f'{e.value:.4g}')} {_h(e.unit)}"
                        f"{' (healthy: ' + _h(e.healthy) + ')' if e.healthy else ''}</li>" for e in f.evidence)
     return (f"<div><b>[{_h(f.category)}] {_h(f.title)}</b>{gain}<br><small>{_h(f.scope)}</small>"

@@ -57,7 +57,8 @@ def test_without_useful_bytes_per_sector_the_strided_kernel_is_still_uncoalesced
                  "l2_global_sectors", "l2_global_sectors_ideal", "thread_inst_pred_on_per_warp_inst")
     top = by_kernel(diagnose(old), "copy_strided")[0]
     assert top.rule_id == "uncoalesced-global-access"
-    assert top.details["ideal_sectors_per_request"] == 16 and "width unknown" in top.message
+    assert top.details["ideal_sectors_per_request"] is None and "The access width is not in the report" in top.message
+    assert top.details["ideal_sectors_per_request_range"] == [4, 16] and top.details["excess_is_lower_bound"]
     assert not [f for f in by_kernel(diagnose(old), "copy_coalesced") if f.rule_id == "uncoalesced-global-access"]
 
 

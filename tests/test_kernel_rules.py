@@ -220,7 +220,10 @@ def test_uncoalesced_numbers():
 
 def test_uncoalesced_without_access_width_uses_the_widest_ideal():
     (f,) = run("uncoalesced", duration_ns=1e6, **CASES["uncoalesced"][2][0])
-    assert f.details["ideal_sectors_per_request"] == 16 and "width unknown" in f.message
+    # no ideal printed as if known: the range it lies in, the excess against its top a lower bound
+    assert f.details["ideal_sectors_per_request"] is None and f.details["ideal_sectors_per_request_range"] == [4, 16]
+    assert f.details["excess_is_lower_bound"] and "The access width is not in the report" in f.message
+    assert f.title.endswith("ideal 4 to 16 by access width (not in report)") and "lower bound" in f.gain_model
     # not memory-bound by the root's verdict (no speed-of-light numbers): weight 1 (no share known)
     assert f.estimated_saving_ns == pytest.approx(1e6 * (32e3 - 16e3) / 32e3)
     # without the duration the same finding, its gain not estimated (not 0)
@@ -350,7 +353,8 @@ def test_launch_bound_cases():
     assert f.details == {"small_grid": True, "short_kernel": True, "launch_limit": "small-grid"}
     assert f.estimated_saving_ns == pytest.approx(5e3 * 0.5)
     note, g = run("launch_bound", **CASES["launch_bound"][2][0])
-    assert g.details["small_grid"] is False and g.estimated_saving_ns is None and "launch_limit" not in g.details
+    # a short kernel alone: no estimate (the launch cost lies outside it), a launch limit of its own kind
+    assert g.details["small_grid"] is False and g.estimated_saving_ns is None and g.details["launch_limit"] == "short-kernel"
     # without an SM count the grid cannot be judged: a note says so beside the short-kernel finding
     assert is_not_checked(note) and note.details["needs"] == ["launch__sm_count", "device__attribute_multiprocessor_count"]
 
@@ -383,6 +387,39 @@ def test_root_gates_the_subtrees():
     assert "uncoalesced-global-access" not in {f.rule_id for f in found}
     found, _ = diagnose_launch(launch(**CASES["uncoalesced"][0]))
     assert [f.rule_id for f in found] == ["uncoalesced-global-access", "speed-of-light"]
+
+
+def test_the_root_names_no_cause_that_no_rule_could_check():
+    """The speed-of-light throughputs alone give the regime: the root says the cause is not checked and a
+    note names the sections; one cause rule able to check (stall reasons here) and the root reads as before."""
+    sol_only = dict(duration_ns=1e6, sm_throughput_pct=30.0, memory_throughput_pct=25.0, dram_throughput_pct=25.0)
+    found, notes = diagnose_launch(launch(**sol_only))
+    (root,) = [f for f in found if f.rule_id == "speed-of-light"]
+    assert root.title.endswith("cause not checked") and root.details["cause"] == "not checked"
+    assert root.details["saving_upper_bound"] and root.estimated_saving_ns == pytest.approx(1e6 * 0.7)
+    (note,) = [n for n in notes if n.rule_id == "not-checked:speed-of-light"]
+    assert "WarpStateStats" in note.message and note.details["needs"][0].startswith("WarpStateStats")
+    found, notes = diagnose_launch(launch(**sol_only, warp_cycles_per_issued_inst=20.0, stall_long_scoreboard=2.0))
+    (root,) = [f for f in found if f.rule_id == "speed-of-light"]
+    assert root.title.startswith("Latency-bound") and "cause" not in root.details and "saving_upper_bound" not in root.details
+    assert not [n for n in notes if n.rule_id == "not-checked:speed-of-light"]
+    # at the roof the bound is measured: nothing to add
+    found, notes = diagnose_launch(launch(duration_ns=1e6, sm_throughput_pct=10.0, memory_throughput_pct=90.0,
+                                          dram_throughput_pct=90.0))
+    assert found[0].title == "DRAM-bandwidth-bound at 90% of peak" and "cause" not in found[0].details
+
+
+def test_a_short_kernel_in_the_latency_regime_leads_with_the_launch():
+    found, _ = diagnose_launch(launch(duration_ns=5e3, grid_size=4096, sm_throughput_pct=30.0,
+                                      memory_throughput_pct=25.0, dram_throughput_pct=25.0,
+                                      warp_cycles_per_issued_inst=20.0, stall_long_scoreboard=2.0))
+    assert found[0].rule_id == "launch-bound" and found[0].details[RANKED_BY] == pytest.approx(5e3 * 0.7)
+    root = next(f for f in found if f.rule_id == "speed-of-light")
+    assert "as short as a few launches" in root.details["saving_upper_bound"] and "cause" not in root.details
+    # at 10 us or more, or with a unit at its roof, the order is the root's
+    found, _ = diagnose_launch(launch(duration_ns=5e3, grid_size=4096, sm_throughput_pct=10.0,
+                                      memory_throughput_pct=90.0, dram_throughput_pct=90.0))
+    assert found[0].rule_id == "speed-of-light" and "saving_upper_bound" not in found[0].details
 
 
 def test_in_the_latency_regime_causes_that_explain_the_gap_lead_the_root():

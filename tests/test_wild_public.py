@@ -196,8 +196,10 @@ def test_counted_conflicts_the_addresses_do_not_show_are_not_blamed(public):
 
 def test_2022_speed_of_light_labels_are_read(public):
     """'Memory [%]' and 'Compute (SM) [%]' (the 2021.x-2022.1 labels of the section) were not read: the
-    speed-of-light rule fell back to the L1 alone. The row sums read strided (row per thread): L1-bound
-    with the DRAM at 23.5%, and the next step leads with access efficiency; the column sums stream at 93%."""
+    speed-of-light rule fell back to the L1 alone. The row sums read strided (row per thread): memory-side,
+    the L1 busiest at 72% with the DRAM at 23.5%, and with no sector counts in these sections the cause is
+    not named (it was called L1-bound): the next step asks for them and points at access efficiency; the
+    column sums stream at 93%."""
     tl = load(public / "cts_hw4_matrix_sums_sections_rtx3070.output")
     rows = tl.launches.select("kernel_name", "duration_ns", "sm_throughput_pct", "memory_throughput_pct",
                               "dram_throughput_pct", "grid_size", "block_size").rows()
@@ -207,9 +209,16 @@ def test_2022_speed_of_light_labels_are_read(public):
     by_kernel = {}
     for f in _fired(tl):
         by_kernel.setdefault(f.scope, f)
-    assert by_kernel["row_sums"].title.startswith("L1-bound (memory side) kernel at 72% of peak")
-    assert by_kernel["row_sums"].next_step.startswith("The L1 carries more traffic than DRAM: check access efficiency")
-    assert by_kernel["column_sums"].title == "DRAM-bandwidth-bound at 93% of peak"
+    rows_top = by_kernel["row_sums"]
+    assert rows_top.title == "Memory-side kernel at 72% of peak (L1 the busiest unit), below its roof: cause not checked"
+    assert "L1-bound" not in rows_top.title and rows_top.details["cause"] == "not checked"
+    assert "the L1 the busiest unit (L1 88.4% of its own peak, over its active cycles)" in rows_top.message
+    assert "--section MemoryWorkloadAnalysis_Tables" in rows_top.next_step and "access pattern" in rows_top.next_step
+    assert by_kernel["column_sums"].title == "DRAM-bandwidth-bound at 93% of peak"  # at its roof: the bound is measured
+    # 64 blocks of 256 threads are 0.27 waves: the occupancy the grid leaves unfilled is the grid's, not blocks
+    # finishing unevenly (what the message said)
+    (occupancy,) = [f for f in _fired(tl) if f.rule_id == "occupancy-limit" and f.scope == "row_sums"]
+    assert "the grid is 0.27 of a wave" in occupancy.message and "unevenly" not in occupancy.message.split("however")[0]
 
 
 def test_a_pascal_report_with_unmeasured_values(public):
@@ -253,6 +262,35 @@ def test_a_pytorch_inference_of_microsecond_kernels(public):
     (k,) = csv.launches.iter_rows(named=True)
     assert (k["kernel_name"], k["duration_ns"], k["grid_size"], k["sm_throughput_pct"]) == (
         "index_elementwise_kernel", 5824, 117, 12.14)
+
+
+def test_microsecond_kernels_lead_with_the_launch_and_bound_the_roof_gap(public):
+    """The root read 'Latency-bound ... saves ~5.3 us (88%)' first on a 6.0 us index kernel: the roof
+    model's gap, which a kernel as short as a few launches (its throughputs low because it is short, the
+    report without an SM count, stall reasons or memory tables) cannot support. Each kernel under 10 us
+    leads with the launch finding, as Nsight Compute's rules lead with the launch configuration; the
+    root's gap is kept for ranking but called an upper bound, never printed as a share of the time."""
+    tl = load(public / "ai4mat_gcn_torch_ncu_metrics_head.txt")
+    fired = _fired(tl)
+    for launch_id in range(6):
+        mine = [f for f in fired if f.launch_id == launch_id]
+        root = next(f for f in mine if f.rule_id == "speed-of-light")
+        assert root.details["cause"] == "not checked" and root.details["saving_upper_bound"]
+        assert "upper bound, not an estimate" in root.gain_model and "Latency-bound" not in root.title
+        if tl.launches["duration_ns"][launch_id] < 10_000:
+            assert mine[0].rule_id == "launch-bound" and mine[0].details["launch_limit"] == "short-kernel"
+            assert "a few launches' cost" in root.message
+        else:  # the 16.7 us SGEMM: no launch finding, the regime leads
+            assert mine[0] is root
+    index = [f for f in fired if f.launch_id == 0]
+    assert index[1].title == "Neither compute (11.9%) nor memory (6.5%) above 60% of peak: cause not checked"
+    assert index[1].estimated_saving_ns == pytest.approx(5980 * (1 - 0.1186))
+    said = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(public / "ai4mat_gcn_torch_ncu_metrics_head.txt")],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "(88%)" not in said and "at most ~5.3 us (an upper bound, not an estimate)" in said
+    assert "Could not check FP64 by accident" in said and "fP64" not in said  # a name's acronym kept
+    head = said.split("index_elementwise_kernel", 1)[1]
+    assert head.index("1. [launch-bound] Launch-bound: 6.0 us kernel") < head.index("2. [latency] Neither compute")
 
 
 def test_the_terminal_log_of_nsys_profile_with_stats_names_its_report(public):
@@ -369,3 +407,46 @@ def test_rows_indented_past_the_tables_top_line_are_read(public):
                               "achieved_occupancy_pct").rows() == [(30_510_000, 0.88, 2.07, 32768, 80.71)]
     first = _fired(tl)[0]
     assert first.rule_id == "speed-of-light" and first.category == "latency"
+
+
+def test_a_speed_of_light_only_report_states_the_regime_and_what_it_needs(public):
+    """The atomic reduction's report holds the speed-of-light, launch and occupancy sections alone: no
+    stall reasons, no memory tables, no source counters. It was called 'Latency-bound' with '98%' to
+    save, though one atomicAdd per element on one address is contention, not too little work in flight
+    (80.7% occupancy). With only the regime measured, the finding states it and calls no cause, its gap
+    an upper bound, and a note names the sections that would name the cause."""
+    tl = load(public / "cts_hw5_atomic_red_rtx3070_head.output")
+    found = diagnose(tl)
+    first = _fired(tl)[0]
+    assert first.title == "Neither compute (0.9%) nor memory (2.1%) above 60% of peak: cause not checked"
+    assert "latency-bound" not in (first.title + first.message).lower()
+    assert first.details["cause"] == "not checked" and first.details["saving_upper_bound"]
+    assert "ncu --section SpeedOfLight --section WarpStateStats" in first.next_step and "--set full" in first.next_step
+    (note,) = [f for f in found if f.rule_id == "not-checked:speed-of-light"]
+    assert note.message.startswith("Could not check what holds the kernel below its roof: the report has the "
+                                   "speed-of-light throughputs, which give the regime, and none of the counters that "
+                                   "name a cause; needs WarpStateStats (what the warps stall on) or "
+                                   "MemoryWorkloadAnalysis_Tables")
+    assert "SourceCounters" in note.message and "collect with ncu --section SpeedOfLight" in note.message
+    said = subprocess.run([sys.executable, "-m", "coach", "diagnose", str(public / "cts_hw5_atomic_red_rtx3070_head.output")],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "(98%)" not in said and "at most ~29.88 ms (an upper bound, not an estimate)" in said
+    # a unit at its roof is measured, not a cause guessed: the column sums keep their bound and estimate
+    (rows, cols) = (next(f for f in _fired(load(public / "cts_hw4_matrix_sums_sections_rtx3070.output")) if f.scope == k)
+                    for k in ("row_sums", "column_sums"))
+    assert rows.details["cause"] == "not checked" and "cause" not in cols.details and "saving_upper_bound" not in cols.details
+
+
+def test_without_the_access_width_no_ideal_is_printed_as_known(public):
+    """A --metrics run of L1 load requests and sectors alone: the row sums read 32 sectors per request, which
+    was printed 'ideal 16' (the widest access's) where these 4-byte float loads need 4. The width is not in
+    the report: the finding gives the range, counts the excess against its top as a lower bound, and says
+    what the 4-byte reading would be; the column sums (4 per request) are coalesced for any width."""
+    tl = load(public / "cts_hw4_matrix_sums_metrics_rtx3070.output")
+    (rows,) = [f for f in _fired(tl) if f.scope == "row_sums"]
+    assert rows.title == "Uncoalesced global loads: 32 sectors per request, ideal 4 to 16 by access width (not in report)"
+    assert "ideal 16" not in rows.title and rows.details["ideal_sectors_per_request"] is None
+    assert rows.details["excess_sectors"] == 268_427_291 - 16 * 8_388_608 and rows.details["excess_is_lower_bound"]
+    assert "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio" in rows.message
+    assert "234.87M if the accesses are 4 bytes wide" in rows.message
+    assert not [f for f in _fired(tl) if f.scope == "column_sums"]

@@ -50,20 +50,29 @@ def not_checked(rule_id: str, name: str, missing: Sequence[str], *, reason: str 
     """A note that rule ``rule_id`` could not run (or could not decide), naming the evidence that was
     missing. ``needs`` lists what would let it decide, one alternative each ("metric A", "metric B and
     metric C"): the message ends "needs A or B", and ``details["needs"]`` keeps the list for JSON."""
+    name = in_sentence(name)
     what = reason or (", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not in this report")
     if needs:
         what += "; needs " + " or ".join(needs)
     return Finding(
         rule_id=f"{NOT_CHECKED}:{rule_id}",
         category=Bottleneck.OTHER,
-        title=f"Could not check {name[0].lower()}{name[1:]}",
-        message=f"Could not check {name[0].lower()}{name[1:]}: {what}.",
+        title=f"Could not check {name}",
+        message=f"Could not check {name}: {what}.",
         next_step=("Profile again with `ncu --set full` on a recent Nsight Compute; older versions and GPUs do not "
                    "collect every metric.") if missing or needs else "",
         scope=scope,
         launch_id=launch_id,
         details={"missing": list(missing), "needs": list(needs)},
     )
+
+
+def in_sentence(name: str) -> str:
+    """A rule's name inside a sentence: its first letter lower-cased, unless it starts an acronym
+    ("FP64 by accident", "L1 ...")."""
+    if len(name) > 1 and (name[1].isupper() or name[1].isdigit()):
+        return name
+    return name[:1].lower() + name[1:]
 
 
 def is_not_checked(finding: Finding) -> bool:

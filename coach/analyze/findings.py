@@ -145,6 +145,18 @@ class RuleSpec:
     doc: str = ""
 
 
+#: details key of a finding whose saving is an upper bound its model cannot narrow (the gap to a roof
+#: no unit is near, on a kernel too short or a report too thin to say what holds it back), with why in
+#: words: printed "at most", never as a share of the time a fix will save.
+UPPER_BOUND = "saving_upper_bound"
+
+
+def saving_is_upper_bound(f: Finding | dict[str, Any]) -> bool:
+    """Whether the finding (or its ``to_dict``) marks its saving as an upper bound only."""
+    details = f.get("details") if isinstance(f, dict) else f.details
+    return bool((details or {}).get(UPPER_BOUND))
+
+
 def rank(findings: list[Finding]) -> list[Finding]:
     """Largest estimated saving first; findings without an estimate after those with one."""
     return sorted(findings, key=lambda f: (f.estimated_saving_ns is None, -(f.estimated_saving_ns or 0.0)))

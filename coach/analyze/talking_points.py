@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from coach.analyze.diff import NOISE, Diff, fmt_value, verdict
-from coach.analyze.findings import Finding
+from coach.analyze.findings import Finding, saving_is_upper_bound
 from coach.analyze.hardware import GPU, for_device
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.quantities import kernel_floor
@@ -111,7 +111,9 @@ def for_finding(finding: Finding, launch: Mapping[str, Any] | None = None, gpu: 
     floor = _floor(launch, gpu, metrics) if launch is not None and gpu is not None else None
     estimate = floor[0] if floor else (f"{finding.gain_model}." if finding.gain_model else "no model for this finding")
     gain = ""
-    if finding.estimated_saving_ns is not None:
+    if finding.estimated_saving_ns is not None and saving_is_upper_bound(finding):
+        gain = f" Gain: at most {fmt_time(finding.estimated_saving_ns)}, an upper bound, not an estimate."
+    elif finding.estimated_saving_ns is not None:
         gain = f" Expected gain: about {fmt_time(finding.estimated_saving_ns)}"
         gain += f" ({finding.estimated_gain_pct:.0f}% of its time)." if finding.estimated_gain_pct is not None else "."
     if finding.ncu_speedup_pct is not None:

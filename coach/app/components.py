@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 import polars as pl
 from dash import dash_table, html
 
-from coach.analyze.findings import Evidence, Finding
+from coach.analyze.findings import Evidence, Finding, saving_is_upper_bound
 from coach.app import format as fmt
 from coach.errors import CoachError
 
@@ -126,7 +126,9 @@ def finding_card(f: Finding, top: bool = False, evidence: bool = True, before: S
     ``before`` goes above the title, ``after`` in place of the evidence table where ``evidence`` is
     False (a group of findings shows its own, with the spread over its launches)."""
     meta = [badge(str(f.category))]
-    if f.estimated_gain_pct is not None:
+    if f.estimated_gain_pct is not None and saving_is_upper_bound(f):
+        meta.append(badge("gain not estimated (an upper bound only)", "muted"))
+    elif f.estimated_gain_pct is not None:
         # the share of the time the fix could save, as `coach diagnose` prints it ("saves ~2.66 ms
         # (82%)"): an 82% saving is 5.6x faster, not "82% faster"
         meta.append(badge(f"saves up to {fmt.pct(f.estimated_gain_pct, 2)} of its time", "good"))

@@ -141,6 +141,8 @@ def _report(profile, findings: list, pattern: re.Pattern[str] | None, top: int) 
 
 def _print_report(report: dict[str, Any]) -> None:
     from rich.markup import escape  # noqa: PLC0415
+
+    from coach.analyze.findings import saving_is_upper_bound  # noqa: PLC0415
     from rich.panel import Panel  # noqa: PLC0415
 
     console.print(f"[bold]{report['path']}[/]  ({report['kind']})")
@@ -159,7 +161,10 @@ def _print_report(report: dict[str, Any]) -> None:
             console.print("  nothing found")
         for i, f in enumerate(k["findings"], 1):
             gain = ""
-            if f["estimated_saving_ns"] is not None:
+            if f["estimated_saving_ns"] is not None and saving_is_upper_bound(f):
+                # the gap to a roof nothing narrows: at most that, and no share of the time claimed
+                gain = f"  [yellow]at most ~{_time(f['estimated_saving_ns'])} (an upper bound, not an estimate)[/]"
+            elif f["estimated_saving_ns"] is not None:
                 gain = f"  [green]saves ~{_time(f['estimated_saving_ns'])} ({f['estimated_gain_pct']:.0f}%)[/]"
             console.print(f"[bold]{i}. \\[{f['category']}] {escape(f['title'])}[/]{gain}")
             console.print(f"   {escape(f['message'])}", highlight=False)

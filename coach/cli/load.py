@@ -224,9 +224,13 @@ def show(s: dict[str, Any], *, stats: bool = False, brief: bool = False) -> None
         console.print(f"[bold]{escape(s['steady_window'])}[/]: the findings are of the steady window, the start-up "
                       "is reported apart", highlight=False)
     if s["findings"]:
+        from coach.analyze.findings import saving_is_upper_bound  # noqa: PLC0415
+
         console.print("[bold]First findings[/] [dim](coach diagnose FILE for the evidence)[/]")
         for i, f in enumerate(s["findings"], 1):
             gain = f"  [green]~{_time(f.estimated_saving_ns)} to gain[/]" if f.estimated_saving_ns else ""
+            if gain and saving_is_upper_bound(f):
+                gain = f"  [yellow]at most ~{_time(f.estimated_saving_ns)} (an upper bound)[/]"
             scope = f"[dim]{escape(f.scope)}:[/] " if f.scope else ""
             console.print(f"  {i}. {scope}\\[{f.category}] {escape(f.title)}{gain}", highlight=False)
 

@@ -112,6 +112,8 @@ def show_analysis(analysis: dict[str, Any], *, expected_rule: str | None = None)
     for i, f in enumerate(findings[:TOP_FINDINGS], 1):
         gain = f.get("estimated_gain_pct")
         gain_text = f"  [dim](up to {gain:.0f}% of its time)[/]" if isinstance(gain, (int, float)) else ""
+        if gain_text and (f.get("details") or {}).get("saving_upper_bound"):  # findings.UPPER_BOUND
+            gain_text = "  [dim](gain not estimated: an upper bound only)[/]"
         where = f"{f.get('category')}, {f.get('scope') or 'whole profile'}"
         console.print(f"  {i}. [bold]{escape(str(f.get('title')))}[/] [dim]({escape(where)})[/]{gain_text}")
         console.print(f"     {escape(str(f.get('message')))}")

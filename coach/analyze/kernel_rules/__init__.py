@@ -39,7 +39,15 @@ estimate (Nsight Compute's models: time x (1 - theoretical occupancy), the parti
 is almost always below the gap, because the busiest unit of a kernel held to a fraction of its warps
 or SMs runs below that fraction; by estimate alone, the measurements of the symptom (stall shares,
 bytes in flight: the gap itself) would rank above the setting to change. The estimate is kept;
-``details[RANKED_BY]`` records the gap it is ranked with.
+``details[RANKED_BY]`` records the gap it is ranked with. A kernel as short as a few launches (under
+``launch_bound.SHORT_KERNEL_NS``) in the latency regime is ranked so too: its throughputs are low
+because it is short, the root's gap there is an upper bound only, and the number of launches is what
+to change (Nsight Compute's rules lead with the launch configuration on such kernels).
+
+Below the roof the root names a regime; the cause is the cause rules' to name (``CAUSES``). Where none
+of those of the subtrees it opened could check (a report of the speed-of-light section alone), the
+root's finding says the cause is not checked, its gap an upper bound, and a note names the sections
+that would decide (``speed_of_light.cause_not_checked``).
 """
 
 from __future__ import annotations
@@ -54,8 +62,8 @@ import polars as pl
 from coach.analyze.findings import Finding, RuleSpec, rank
 from coach.analyze.kernel_metrics import with_derived
 from coach.analyze.kernel_rules import speed_of_light
-from coach.analyze.kernel_rules._common import (LAUNCH_LIMIT, PARTIAL_WAVE, SMALL_GRID, KernelContext, Verdict, fmt_time,
-                                               missing)
+from coach.analyze.kernel_rules._common import (LAUNCH_LIMIT, PARTIAL_WAVE, SHORT_KERNEL, SMALL_GRID, KernelContext,
+                                               Verdict, fmt_time, missing)
 from coach.analyze.kernel_rules._ncu_fallback import FROM_NCU_RULE, neighbours_said
 from coach.model import KernelProfile
 
@@ -72,6 +80,14 @@ TREE: dict[str, tuple[str, ...]] = {
     "latency": ("bytes_in_flight", "occupancy", "warp_stalls"),
     speed_of_light.SUBTREES_ALWAYS: ("tail_effect", "launch_bound"),
 }
+
+#: subtree -> the rules whose counts can name what holds a launch below its roof: not occupancy (the
+#: Occupancy section, in every set, says how many warps the SMs may hold, not what the warps wait on),
+#: nor the launch subtree's. Where the root opens subtrees and none of their cause rules could check
+#: (a report of the speed-of-light section alone), the root states the regime and says what it needs
+#: to name a cause (``speed_of_light.cause_not_checked``).
+CAUSES: dict[str, tuple[str, ...]] = {"memory": TREE["memory"], "compute": TREE["compute"],
+                                      "latency": ("bytes_in_flight", "warp_stalls")}
 
 RULES: dict[str, ModuleType] = {
     name: importlib.import_module(f"{__name__}.{name}") for name in (ROOT, *(n for sub in TREE.values() for n in sub))
@@ -134,6 +150,7 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
     found: list[Finding] = []
     skipped: list[Finding] = []
     disagree: list[str] = []
+    checked: set[str] = set()  # the rules that decided: found something, or ran and said nothing
     for module in modules:
         own, notes = _apply(module, launch, ctx)
         backed = getattr(module, "from_ncu", None)
@@ -147,8 +164,11 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
                 disagree.append(_disagreement(module, f))
         if notes and not own and (said := neighbours_said(ctx, getattr(module, "NCU_NEIGHBOURS", ()))):
             notes = [replace(notes[0], message=f"{notes[0].message} {said}"), *notes[1:]]
+        if own or not notes:
+            checked.add(module.__name__.rsplit(".", 1)[-1])
         found += own
         skipped += notes
+    found, skipped = _cause_or_note(found, skipped, launch, ctx, checked)
     found = _launch_limits_first(_root_after_tied_causes(rank(found), ctx), ctx.verdict)
     if found:
         found[0] = _compare_with_ncu(found[0], ctx.ncu_rules)
@@ -156,6 +176,21 @@ def diagnose_launch(launch: dict[str, Any], ncu_rules: Iterable[dict[str, Any]] 
             said = " ".join(filter(None, (found[0].differs_from_ncu, *disagree)))
             found[0] = replace(found[0], differs_from_ncu=said)
     return found, skipped
+
+
+def _cause_or_note(found: list[Finding], skipped: list[Finding], launch: dict[str, Any], ctx: KernelContext,
+                   checked: set[str]) -> tuple[list[Finding], list[Finding]]:
+    """Below the roof, where none of the cause rules of the subtrees the root opened could decide, the
+    root's finding states the regime alone, and a note says what would name the cause (``CAUSES``)."""
+    v = ctx.verdict
+    if v is None or v.regime == "at-roof" or v.measured_by is not None:
+        return found, skipped
+    at = next((i for i, f in enumerate(found) if f.rule_id == RULES[ROOT].SPEC.id), None)
+    causes = [name for sub in TREE if sub in v.subtrees for name in CAUSES.get(sub, ())]
+    if at is None or not causes or checked.intersection(causes):
+        return found, skipped
+    root, note = speed_of_light.cause_not_checked(found[at], launch, v, [RULES[n].SPEC.name for n in causes])
+    return [*found[:at], root, *found[at + 1:]], [note, *skipped]
 
 
 def _apply(module: ModuleType, launch: dict[str, Any], ctx: KernelContext) -> tuple[list[Finding], list[Finding]]:
@@ -216,6 +251,8 @@ def _holds_back(f: Finding, v: Verdict) -> bool:
     kind = f.details.get(LAUNCH_LIMIT)
     if kind is None or v.regime == "at-roof":
         return False
+    if kind == SHORT_KERNEL:  # a short kernel with a unit near its roof is bound by that unit while it runs
+        return v.regime == "latency"
     return v.regime == "latency" or (kind in (PARTIAL_WAVE, SMALL_GRID) and v.side != "memory")
 
 
@@ -283,7 +320,10 @@ def _compare_with_ncu(top: Finding, ncu_rules: tuple[dict[str, Any], ...]) -> Fi
     if {first["rule_id"], biggest["rule_id"]} <= SYMPTOM_RULES:
         text += "; those describe idle issue slots, pipes or warps, which are symptoms here"
     text += ". "
-    if RANKED_BY in top.details:
+    if RANKED_BY in top.details and top.details.get(LAUNCH_LIMIT) == SHORT_KERNEL:
+        why = ("the kernel is as short as a launch's own cost: its low throughputs are what a kernel this short "
+               "shows, and fewer, longer launches are what changes them")
+    elif RANKED_BY in top.details:
         why = ("it names the launch setting that keeps the kernel below its roof "
                f"({fmt_time(top.details[RANKED_BY])} from it)")
     else:

@@ -13,13 +13,14 @@ from coach.analyze.findings import Bottleneck, Evidence, Finding, RuleSpec
 
 NCU = "ncu"  # Evidence.source for numbers read from the report
 #: details key of a finding that names a limit set by the launch configuration alone, with its kind:
-#: the resource capping theoretical occupancy, a partial last wave, or a grid of fewer blocks than SMs.
-#: Where that limit keeps the launch from its roof, the finding is ranked with the root's gap
-#: (kernel_rules/__init__.py).
+#: the resource capping theoretical occupancy, a partial last wave, a grid of fewer blocks than SMs, or
+#: a kernel as short as a launch's own cost. Where that limit keeps the launch from its roof, the
+#: finding is ranked with the root's gap (kernel_rules/__init__.py).
 LAUNCH_LIMIT = "launch_limit"
 OCCUPANCY_LIMIT = "occupancy"
 PARTIAL_WAVE = "partial-wave"
 SMALL_GRID = "small-grid"
+SHORT_KERNEL = "short-kernel"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ where the SMs it leaves idle keep the kernel from its roof, it is ranked with th
 the root (kernel_rules/__init__.py). On a fused RMSNorm of 3 blocks on a 40-SM T4
 (tests/data/wild_public/rmsnorm_fused_t4_ncu.log) Nsight Compute's own rules say the same: "This kernel
 grid is too small to fill the available resources".
+
+So is a kernel shorter than ``SHORT_KERNEL_NS`` with no unit near its roof (the latency regime): its
+throughputs are low because it is short, and the root's gap to the roof is then an upper bound, not
+something a change inside the kernel is known to win (speed_of_light); what the reader can change is
+how many such launches there are. PyTorch's 3-7 us element-wise kernels under ncu without an SM count
+(tests/data/wild_public/ai4mat_gcn_torch_ncu_metrics_head.txt) lead with this finding.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from coach.analyze.findings import Bottleneck, Finding, RuleSpec
-from coach.analyze.kernel_rules._common import LAUNCH_LIMIT, SMALL_GRID, KernelContext, cannot_decide, ev, finding, fmt_time
+from coach.analyze.kernel_rules._common import (LAUNCH_LIMIT, SHORT_KERNEL, SMALL_GRID, KernelContext, cannot_decide, ev,
+                                               finding, fmt_time)
 
 SPEC = RuleSpec(
     id="launch-bound",
@@ -68,5 +75,5 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
                     f"the gap to the roof; saves {fmt_time(saving)}" if saving is not None else
                     "not estimated here: the launch cost lies outside the kernel; measure it on a timeline"),
         ncu=ctx.ncu("LaunchConfiguration", "SOLBottleneck"),
-        details={"small_grid": small_grid, "short_kernel": short, **({LAUNCH_LIMIT: SMALL_GRID} if small_grid else {})},
+        details={"small_grid": small_grid, "short_kernel": short, LAUNCH_LIMIT: SMALL_GRID if small_grid else SHORT_KERNEL},
     )]

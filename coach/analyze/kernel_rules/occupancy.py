@@ -23,7 +23,7 @@ SPEC = RuleSpec(
     table="launches",
     requires=("duration_ns", "theoretical_occupancy_pct", "blocks_limit_registers", "blocks_limit_shared_mem",
               "blocks_limit_warps", "blocks_limit_sm"),
-    optional=("achieved_occupancy_pct", "registers_per_thread", "block_size", "shared_mem_static_bytes",
+    optional=("achieved_occupancy_pct", "waves_per_sm", "registers_per_thread", "block_size", "shared_mem_static_bytes",
               "shared_mem_dynamic_bytes", "device_registers_per_sm", "device_shared_mem_per_sm_bytes",
               "device_max_warps_per_sm"),
     doc="Theoretical occupancy and its limiter; achieved against theoretical.",
@@ -129,15 +129,31 @@ def _next_block_hint(launch: dict[str, Any], limiter: str, blocks: float) -> str
 
 def _achieved(launch: dict[str, Any], ctx: KernelContext, theo: float, achieved: float) -> Finding:
     saving = ctx.cap(launch["duration_ns"] * (1 - achieved / theo), launch)
+    waves = launch.get("waves_per_sm")
+    message = f"The SMs hold {achieved:.0f}% of their warp slots on average against {theo:.0f}% possible: "
+    evidence = [ev("achieved_occupancy_pct", achieved, "%", f"close to {theo:.0f}%", ACHIEVED_RATIO * theo),
+                ev("theoretical_occupancy_pct", theo, "%")]
+    if waves is not None and waves < 1:
+        # a grid of less than one wave gives each SM fewer blocks than it can hold: the slots cannot fill
+        # however evenly the blocks run (the strided row sums of tests/data/wild_public: 64 blocks, 0.27
+        # waves, 27.9% achieved of 100%)
+        message += (f"the grid is {waves:.2f} of a wave, so each SM gets fewer blocks than it can hold and its warp "
+                    "slots cannot fill, however evenly the blocks run.")
+        next_step = ("Launch more threads than one wave holds: split each thread's work over several threads (a warp "
+                     "per item rather than a thread, say), so every SM's warp slots fill.")
+        evidence.append(ev("waves_per_sm", waves, "wave", ">= 1 (a full wave at least)", 1.0))
+    else:
+        message += ("warps or blocks finish unevenly, or blocks are so short that slots sit empty between one block "
+                    "retiring and the next starting.")
+        if waves is None:
+            message += " (Whether the grid fills a wave is not in the report: launch__waves_per_multiprocessor.)"
+        next_step = ("Give each thread more work (a grid-stride loop over several elements) so blocks live longer "
+                     "than their launch cost; balance the work across warps and blocks.")
     return finding(
         SPEC, launch, title=f"Achieved occupancy {achieved:.0f}% of a theoretical {theo:.0f}%",
-        message=(f"The SMs hold {achieved:.0f}% of their warp slots on average against {theo:.0f}% possible: warps "
-                 "or blocks finish unevenly, or blocks are so short that slots sit empty between one block "
-                 "retiring and the next starting."),
-        next_step=("Give each thread more work (a grid-stride loop over several elements) so blocks live longer "
-                   "than their launch cost; balance the work across warps and blocks."),
-        evidence=[ev("achieved_occupancy_pct", achieved, "%", f"close to {theo:.0f}%", ACHIEVED_RATIO * theo),
-                  ev("theoretical_occupancy_pct", theo, "%")],
+        message=message,
+        next_step=next_step,
+        evidence=evidence,
         saving_ns=saving,
         gain_model=(f"time x (1 - achieved/theoretical), capped at the gap to the roof; saves {fmt_time(saving)}"),
         ncu=ctx.ncu("AchievedOccupancy"),

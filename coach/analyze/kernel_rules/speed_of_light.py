@@ -6,14 +6,32 @@ memory-side launch, compute causes for a compute-side one, and latency causes (o
 bytes in flight) whenever the busiest unit is below its roof. Unlike SOLBottleneck it names the
 bound even when throughput is low: a copy at 54% of DRAM peak is still a DRAM-bound kernel, one that
 is latency-limited, and its floor is the DRAM time.
+
+The regime is all the speed-of-light throughputs say. Below the roof, what holds the kernel back (a
+strided access, atomics on one address, too few bytes in flight, stalls on a pipe) is for the cause
+rules to name; where none of them could check (a report of the speed-of-light section alone, as many
+pasted reports are: tests/data/wild_public/cts_hw5_atomic_red_rtx3070_head.output, an atomicAdd per
+element at 0.9% of the SM), the root's finding states the regime and the busiest unit, calls no cause,
+and a note names the sections that would (``cause_not_checked``, called by the registry once the
+rules have run).
+
+The gap to the roof (time x (1 - the busiest unit's share of peak)) is the most a fix that keeps the
+bytes and instructions can save. It is an upper bound, and where nothing narrows it, it is printed as
+one (``findings.UPPER_BOUND``): on a kernel shorter than the launch rule's ``SHORT_KERNEL_NS``, whose
+throughputs are low in part because the grid's start and drain are much of its time (ncu reports of
+PyTorch's 3-7 us kernels at 6-39% of peak read "saves 88%" as if a change inside them would win it), and
+where the cause is not checked.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from coach.analyze.findings import Bottleneck, Finding, RuleSpec
+from dataclasses import replace
+
+from coach.analyze.findings import UPPER_BOUND, Bottleneck, Finding, RuleSpec
 from coach.analyze.kernel_rules._common import KernelContext, Verdict, ev, finding, fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
+from coach.analyze.kernel_rules.launch_bound import SHORT_KERNEL_NS
 
 SPEC = RuleSpec(
     id="speed-of-light",
@@ -233,18 +251,16 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     ai = launch.get("arithmetic_intensity_flop_per_byte")
     lean = _lean(launch, v.side)
     title, next_step = _wording(v, lean, launch)
-    numbers = f"Compute (SM) throughput is {fmt_pct(sm)} of peak and memory throughput {fmt_pct(mem)}"
-    if dram is not None:
-        numbers += f" (DRAM {fmt_pct(dram)}"
-        numbers += f": {fmt_rate(bw)} of Nsight Compute's peak {fmt_rate(peak)})" if bw is not None and peak else ")"
-    numbers += "."
-    if ai is not None:
-        numbers += f" Arithmetic intensity is {fmt_count(ai) if ai >= 1e4 else f'{ai:.3g}'} FLOP per DRAM byte."
-    floor = launch.get("dram_floor_ns")
-    if lean == "memory" and floor is not None:
-        numbers += (f" Moving its {fmt_bytes(launch['dram_bytes'])} at Nsight Compute's peak DRAM bandwidth takes "
-                    f"{fmt_time(floor)}; it took {fmt_time(launch['duration_ns'])}.")
+    numbers = _numbers(launch, v, lean)
     sol = next((r for r in ctx.ncu_rules if r.get("rule_id") == "SOLBottleneck"), None)
+    gain_model = (f"time x (1 - {v.busiest_pct:.1f}%): the same bytes and instructions with the busiest unit at "
+                  "its peak; the most any fix can save that does not remove work")
+    details: dict[str, Any] = {"side": v.side, "regime": v.regime, "unit": v.unit, "subtrees": sorted(v.subtrees)}
+    if _short(launch, v):
+        why = (f"a kernel of {fmt_time(launch['duration_ns'])} is as short as a few launches' cost, and its throughputs "
+               "count the time its grid takes to start and drain, which no change inside it removes")
+        gain_model = f"an upper bound, not an estimate: {gain_model}; {why}"
+        details[UPPER_BOUND] = why
     evidence = [
         ev("sm_throughput_pct", sm, "%", f">= {AT_ROOF_PCT:.0f}% on the limiting half", AT_ROOF_PCT),
         ev("memory_throughput_pct", mem, "%", f">= {AT_ROOF_PCT:.0f}% on the limiting half", AT_ROOF_PCT),
@@ -258,12 +274,99 @@ def apply(launch: dict[str, Any], ctx: KernelContext) -> list[Finding]:
     return [finding(
         SPEC, launch, category=v.category, title=title,
         message=f"{numbers} {_regime_sentence(v)}",
-        next_step=next_step, evidence=evidence, saving_ns=v.gap_ns,
-        gain_model=(f"time x (1 - {v.busiest_pct:.1f}%): the same bytes and instructions with the busiest unit at "
-                    "its peak; the most any fix can save that does not remove work"),
-        ncu=sol, differs_from_ncu=_differs(v, sol),
-        details={"side": v.side, "regime": v.regime, "unit": v.unit, "subtrees": sorted(v.subtrees)},
+        next_step=next_step, evidence=evidence, saving_ns=v.gap_ns, gain_model=gain_model,
+        ncu=sol, differs_from_ncu=_differs(v, sol), details=details,
     )]
+
+
+#: The Nsight Compute sections whose counters name a cause below the roof, by the root's subtrees: what
+#: the warps stall on (WarpStateStats; Nsight Compute's own SOLBottleneck rule points there for a latency
+#: issue), how the memory accesses touch sectors, banks and atomics (the tables of the memory workload
+#: analysis, and the source counters per line), how busy each compute pipe is.
+CAUSE_SECTIONS: dict[str, tuple[str, ...]] = {
+    "latency": ("WarpStateStats (what the warps stall on)",),
+    "memory": ("MemoryWorkloadAnalysis_Tables (sectors per request, bank conflicts, atomics, spills)",
+               "SourceCounters (the excess sectors and stalls of each source line)"),
+    "compute": ("ComputeWorkloadAnalysis (how busy each pipe is)",),
+}
+
+
+def cause_not_checked(root: Finding, launch: dict[str, Any], v: Verdict, lacking: list[str]) -> tuple[Finding, Finding]:
+    """The root's finding where no cause rule of its subtrees could check (``lacking``: their names):
+    the regime and the busiest unit, no cause called, and the gap marked an upper bound; with the note
+    naming the sections that would name the cause."""
+    from coach.analyze.diagnose import in_sentence, not_checked  # noqa: PLC0415 - diagnose imports the rules lazily
+
+    sm, mem = launch["sm_throughput_pct"], launch["memory_throughput_pct"]
+    sections = [s for sub in ("latency", "memory", "compute") if sub in v.subtrees for s in CAUSE_SECTIONS[sub]]
+    names = [s.split(" ", 1)[0] for s in sections]
+    collect = ("ncu --section SpeedOfLight " + " ".join(f"--section {n}" for n in names) + ", or --set full")
+    pct = f"{v.busiest_pct:.0f}%"
+    if v.regime == "latency":
+        title = (f"Neither compute ({fmt_pct(sm)}) nor memory ({fmt_pct(mem)}) above {LATENCY_PCT:.0f}% of peak: "
+                 "cause not checked")
+        regime = (f"Below {LATENCY_PCT:.0f}% of peak on both halves the units wait on something: latency, contention "
+                  "on an address, serialisation, too little work in flight. Which, this report cannot say.")
+        category = Bottleneck.LATENCY
+    else:
+        half = "Memory-side" if v.side == "memory" or (v.side == "balanced" and mem >= sm) else "Compute-side"
+        title = f"{half} kernel at {pct} of peak ({v.unit} the busiest unit), below its roof: cause not checked"
+        own = {"DRAM": "dram_throughput_pct", "L1": "l1_throughput_pct", "L2": "l2_throughput_pct"}.get(v.unit)
+        unit_pct = launch.get(own) if own else None
+        busiest = (f" ({v.unit} {fmt_pct(unit_pct)} of its own peak"
+                   + (", over its active cycles)" if v.unit == "L1" else ")")) if unit_pct is not None else ""
+        regime = (f"The kernel runs between {LATENCY_PCT:.0f}% and {AT_ROOF_PCT:.0f}% of peak, the {v.unit} the busiest "
+                  f"unit{busiest}: room is left, and what keeps the kernel from its roof (strided or scattered "
+                  "accesses multiplying a cache's traffic, atomics, too few bytes in flight, stalls) this report "
+                  "cannot say.")
+        category = v.category
+    numbers = _numbers(launch, v, _lean(launch, v.side))
+    message = (f"{numbers} {regime} It has the speed-of-light throughputs but none of the counters the rules that name a "
+               f"cause read ({', '.join(in_sentence(n) for n in lacking)}).")
+    why = "no unit is near its roof and the report cannot say what holds them back"
+    bound = root.details.get(UPPER_BOUND)
+    gain = root.gain_model if bound else f"an upper bound, not an estimate: {root.gain_model}; {why}"
+    next_step = (f"Profile again with the sections that name the cause ({collect}) and run coach on that report. "
+                 + ("The L1 or L2 carrying more than DRAM points at the access pattern first (sectors per request)."
+                    if v.unit in ("L1", "L2") else ""))
+    rewritten = replace(root, title=title, message=message, next_step=next_step.strip(), category=category,
+                        gain_model=gain, details={**root.details, UPPER_BOUND: bound or why, "cause": "not checked"})
+    note = not_checked(SPEC.id, "what holds the kernel below its roof", [], scope=root.scope, launch_id=root.launch_id,
+                       reason=("the report has the speed-of-light throughputs, which give the regime, and none of the "
+                               "counters that name a cause"),
+                       needs=sections)
+    note = replace(note, message=f"{note.message.removesuffix('.')} (collect with {collect}).",
+                   next_step=f"Profile again with {collect}.")
+    return rewritten, note
+
+
+def _short(launch: dict[str, Any], v: Verdict) -> bool:
+    """A kernel below its roof that is as short as a few launches: its gap is an upper bound only."""
+    return launch["duration_ns"] < SHORT_KERNEL_NS and v.regime != "at-roof"
+
+
+def _numbers(launch: dict[str, Any], v: Verdict, lean: str) -> str:
+    """The measured half of the root's message: the throughputs, the DRAM rate and floor, and for a short
+    kernel why its gap is an upper bound."""
+    sm, mem, dram = launch["sm_throughput_pct"], launch["memory_throughput_pct"], launch.get("dram_throughput_pct")
+    bw, peak = launch.get("dram_bandwidth_bytes_per_s"), launch.get("dram_peak_bytes_per_s")
+    ai = launch.get("arithmetic_intensity_flop_per_byte")
+    numbers = f"Compute (SM) throughput is {fmt_pct(sm)} of peak and memory throughput {fmt_pct(mem)}"
+    if dram is not None:
+        numbers += f" (DRAM {fmt_pct(dram)}"
+        numbers += f": {fmt_rate(bw)} of Nsight Compute's peak {fmt_rate(peak)})" if bw is not None and peak else ")"
+    numbers += "."
+    if ai is not None:
+        numbers += f" Arithmetic intensity is {fmt_count(ai) if ai >= 1e4 else f'{ai:.3g}'} FLOP per DRAM byte."
+    floor = launch.get("dram_floor_ns")
+    if lean == "memory" and floor is not None:
+        numbers += (f" Moving its {fmt_bytes(launch['dram_bytes'])} at Nsight Compute's peak DRAM bandwidth takes "
+                    f"{fmt_time(floor)}; it took {fmt_time(launch['duration_ns'])}.")
+    if _short(launch, v):
+        numbers += (f" At {fmt_time(launch['duration_ns'])} the kernel is as short as a few launches' cost: its "
+                    "throughputs are low in part because it is short, so the gap to the roof is an upper bound, "
+                    "not an estimate.")
+    return numbers
 
 
 def _wording(v: Verdict, lean: str, launch: dict[str, Any]) -> tuple[str, str]:

@@ -13,7 +13,11 @@ loads they count only the L1 misses (and local-memory traffic too), so they can 
 excess: on the H200 strided copy of tests/data they give 32.0 sectors per load request against 32.0 at
 L1, and 4.0 for its coalesced twin. Without the bytes-per-sector metric the access width is unknown:
 more sectors than the widest access needs is uncoalesced whatever the width; fewer but more than a
-4-byte access needs cannot be decided, and the rule says so instead of staying silent.
+4-byte access needs cannot be decided, and the rule says so instead of staying silent. Where it does
+decide, the ideal is not known either: the finding names the range (4 sectors for 4-byte accesses to
+16 for 16-byte ones), counts the excess against the widest (a lower bound on it and on the saving),
+and prints no single ideal as if measured (a row sum of floats at 32 sectors per request read "ideal
+16" where its 4-byte loads need 4: tests/data/wild_public/cts_hw4_matrix_sums_metrics_rtx3070.output).
 
 Where the report has neither (a SourceCounters-only collection), the source counters' own totals
 decide: the L2 sectors the kernel's global instructions touched (``memory_l2_theoretical_sectors_global``)
@@ -170,23 +174,44 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
     saving, gain_model = _saving(launch, ctx, excess, total)
     verb = "loads" if op == "load" else "stores"
     useful = launch.get(f"useful_{op}_bytes")
-    message = (f"Global {verb} touch {per_request:.1f} sectors per request where {ideal_per_request:.0f} would do "
-               f"({fmt_count(excess)} of {fmt_count(sectors)} sectors are excess)")
-    message += "." if width_known else " (access width unknown: 16 sectors is the ideal for the widest, 16-byte access)."
+    if width_known:
+        message = (f"Global {verb} touch {per_request:.1f} sectors per request where {ideal_per_request:.0f} would do "
+                   f"({fmt_count(excess)} of {fmt_count(sectors)} sectors are excess).")
+        ideal_words = f"ideal {ideal_per_request:.0f}"
+        healthy = f"{ideal_per_request:.0f} (all the bytes of a warp's access in contiguous sectors)"
+    else:
+        narrow_excess = sectors - requests * NARROW_IDEAL_SECTORS_PER_REQUEST
+        message = (f"Global {verb} touch {per_request:.1f} sectors per request. The access width is not in the report "
+                   f"({_METRIC[f'global_{op}_bytes_per_sector']}), so neither is the ideal: "
+                   f"{NARROW_IDEAL_SECTORS_PER_REQUEST:.0f} sectors per request for 4-byte accesses, 8 for 8-byte, "
+                   f"{WIDEST_IDEAL_SECTORS_PER_REQUEST:.0f} for 16-byte. Even against the widest, at least "
+                   f"{fmt_count(excess)} of {fmt_count(sectors)} sectors are excess ({fmt_count(narrow_excess)} if the "
+                   "accesses are 4 bytes wide): the excess, and the saving priced from it, are lower bounds.")
+        ideal_words = (f"ideal {NARROW_IDEAL_SECTORS_PER_REQUEST:.0f} to {WIDEST_IDEAL_SECTORS_PER_REQUEST:.0f} "
+                       "by access width (not in report)")
+        healthy = (f"{NARROW_IDEAL_SECTORS_PER_REQUEST:.0f} (4-byte accesses) to {WIDEST_IDEAL_SECTORS_PER_REQUEST:.0f} "
+                   "(16-byte), by the access width the report does not have")
+        gain_model = (f"{gain_model}; the excess is counted against the widest access's ideal, so this is a lower bound"
+                      if saving is not None else f"{gain_model}, counted against the widest access's ideal (a lower bound)")
     if at_l2:
         message += (f" Counted at L2 ({_METRIC[l2]}: the report has no L1 sector counts), which sees only what "
                     "missed L1: the excess at L1 is at least this.")
     # counted at L2, the ratio is not the report's L1 one (null here): the source says what it came from
-    evidence = [ev(f"{op}_sectors_per_request", per_request, "sector/request",
-                   f"{ideal_per_request:.0f} (all the bytes of a warp's access in contiguous sectors)",
+    evidence = [ev(f"{op}_sectors_per_request", per_request, "sector/request", healthy,
                    EXCESS_RATIO * ideal_per_request, source=f"ncu, at L2: {_METRIC[l2]}" if at_l2 else NCU)]
     if at_l2:
         evidence.append(ev(column, sectors, "sector", "as many as the requests' useful bytes need"))
     bps = launch.get(f"global_{op}_bytes_per_sector")
     if bps is not None:
         evidence.append(ev(f"global_{op}_bytes_per_sector", bps, "byte/sector", f"{SECTOR_BYTES}", None))
-    details: dict[str, Any] = {"op": op, "sectors_per_request": per_request, "ideal_sectors_per_request": ideal_per_request,
+    # without the access width there is no ideal to record, only the range it lies in and the excess
+    # counted against its top (a lower bound)
+    details: dict[str, Any] = {"op": op, "sectors_per_request": per_request,
+                               "ideal_sectors_per_request": ideal_per_request if width_known else None,
                                "excess_sectors": excess, "sectors_from": "L2" if at_l2 else "L1"}
+    if not width_known:
+        details.update(ideal_sectors_per_request_range=[NARROW_IDEAL_SECTORS_PER_REQUEST, WIDEST_IDEAL_SECTORS_PER_REQUEST],
+                       excess_is_lower_bound=True)
     if op == "load" and useful:
         dram_read = launch.get("dram_read_bytes")
         over = launch.get("dram_read_over_useful")
@@ -200,7 +225,7 @@ def _one(op: str, launch: dict[str, Any], ctx: KernelContext) -> Finding | None:
         evidence.append(ev("l2_global_sectors", l2, "sector", f"{fmt_count(l2_ideal)} (fully coalesced)", l2_ideal))
     ncu = ctx.ncu("UncoalescedGlobalAccess", "MemoryCacheAccessPattern")
     return finding(
-        SPEC, launch, title=f"Uncoalesced global {verb}: {per_request:.0f} sectors per request, ideal {ideal_per_request:.0f}",
+        SPEC, launch, title=f"Uncoalesced global {verb}: {per_request:.0f} sectors per request, {ideal_words}",
         message=message,
         next_step=(f"Make consecutive threads touch consecutive addresses in the {op}: index with threadIdx.x in "
                    "the fastest-moving dimension, turn arrays of structs into structs of arrays, or stage the "
