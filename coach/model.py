@@ -505,17 +505,8 @@ def conform(df: pl.DataFrame | pl.LazyFrame, schema: Mapping[str, pl.DataType], 
             (pl.col(name) if have[name] == dtype else pl.col(name).cast(dtype, strict=False)) if name in have
             else pl.lit(None, dtype=dtype).alias(name)
             for name, dtype in schema.items())
-    if isinstance(df, pl.DataFrame):
-        out = {}
-        for name, dtype in schema.items():
-            if name not in have:
-                out[name] = pl.Series(name, [None], dtype=dtype).extend_constant(None, df.height - 1) if df.height \
-                    else pl.Series(name, [], dtype=dtype)
-            elif have[name] == dtype:
-                out[name] = df.get_column(name)
-            else:
-                out[name] = df.get_column(name).cast(dtype, strict=False)
-        return pl.DataFrame(out)
+    if isinstance(df, pl.DataFrame):  # no columns, so no rows: every column missing, and empty
+        return pl.DataFrame(schema=dict(schema))
     exprs = [
         (pl.col(name).cast(dtype, strict=False) if name in have else pl.lit(None, dtype=dtype)).alias(name)
         for name, dtype in schema.items()
