@@ -170,3 +170,17 @@ def test_cli_reads_the_reports_when_readers_exist(fake_bin, app, tmp_path, capsy
     data = json.loads(out)
     assert data["analyses"][0]["kind"] == "kernel-profile"
     assert data["analyses"][0]["tables"]["launches"] == 2
+
+
+def test_show_analysis_prints_an_upper_bound_saving_without_a_share(capsys):
+    """A finding whose saving the model marks an upper bound only prints no share of the time as a
+    gain; one with an estimate prints its share."""
+    from coach.analyze.findings import UPPER_BOUND
+    from coach.cli.profile import show_analysis
+
+    base = {"rule_id": "r", "title": "T", "category": "latency", "scope": "k", "message": "m"}
+    show_analysis({"findings": [{**base, "estimated_gain_pct": 88.0, "details": {UPPER_BOUND: "why"}},
+                                {**base, "estimated_gain_pct": 40.0, "details": {}}]})
+    out = capsys.readouterr().out
+    assert "gain not estimated: an upper bound only" in out and "88%" not in out
+    assert "up to 40% of its time" in out

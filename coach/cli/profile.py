@@ -105,6 +105,8 @@ def show_analysis(analysis: dict[str, Any], *, expected_rule: str | None = None)
         console.print(f"  {analysis['kind']}: {rows or 'no rows'}")
         console.print("  [dim](no diagnosis: coach.analyze.diagnose is not part of this version)[/]")
         return
+    from coach.analyze.findings import saving_is_upper_bound  # noqa: PLC0415 - findings came from coach.analyze
+
     notes = [f for f in findings if str(f.get("rule_id", "")).startswith(NOT_CHECKED_PREFIX)]
     findings = [f for f in findings if f not in notes]
     if not findings:
@@ -112,7 +114,7 @@ def show_analysis(analysis: dict[str, Any], *, expected_rule: str | None = None)
     for i, f in enumerate(findings[:TOP_FINDINGS], 1):
         gain = f.get("estimated_gain_pct")
         gain_text = f"  [dim](up to {gain:.0f}% of its time)[/]" if isinstance(gain, (int, float)) else ""
-        if gain_text and (f.get("details") or {}).get("saving_upper_bound"):  # findings.UPPER_BOUND
+        if gain_text and saving_is_upper_bound(f):
             gain_text = "  [dim](gain not estimated: an upper bound only)[/]"
         where = f"{f.get('category')}, {f.get('scope') or 'whole profile'}"
         console.print(f"  {i}. [bold]{escape(str(f.get('title')))}[/] [dim]({escape(where)})[/]{gain_text}")
